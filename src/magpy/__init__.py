@@ -1,0 +1,27 @@
+"""MagPy: a JIT compiler for PyTorch, written in Python.
+
+``import magpy.interp`` stays torch-free: the torch-facing API below is loaded on first use.
+"""
+__version__ = "0.1.0"
+
+_LAZY = {
+    "compile": ("magpy.api", "compile"),
+    "explain": ("magpy.api", "explain"),
+    "trace": ("magpy.api", "trace"),
+    "reset": ("magpy.api", "reset"),
+    "graph_break": ("magpy.api", "graph_break"),
+    "register_backend": ("magpy.backends", "register_backend"),
+    "Stats": ("magpy.api", "Stats"),
+    "Explanation": ("magpy.api", "Explanation"),
+    "GraphBreakError": ("magpy.errors", "GraphBreakError"),
+}
+
+
+def __getattr__(name):
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'magpy' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value

@@ -1,0 +1,20 @@
+"""magpy.interp — a bytecode interpreter for CPython 3.11–3.13, written in Python.
+
+It imports neither torch nor the rest of magpy, and can be used on its own::
+
+    from magpy import interp
+    interp.run(fn, *args, **kwargs)      # returns what fn returns, raises what fn raises
+
+Public names:
+    run(fn, *args, **kwargs)             run one call in a fresh VM (no observer)
+    VM(observer=None)                    a reusable interpreter; ``vm.call(fn, *args, **kwargs)``
+    Observer                             base class of the observation interface (see observer.py)
+    register_lookaside(target, handler)  make calls to ``target`` run ``handler(vm, args, kwargs)`` instead
+    InterpreterError                     an internal failure of the VM; names the user's file and line
+"""
+from .errors import InterpreterError
+from .observer import Observer
+from .vm import VM, run
+from .lookaside import register_lookaside
+
+__all__ = ["run", "VM", "Observer", "register_lookaside", "InterpreterError"]

@@ -1,0 +1,78 @@
+"""Binding call arguments to a function's parameters.
+
+The common case (positional arguments only, no ``*args``/``**kwargs``/keyword-only parameters) is
+filled in directly. Everything else goes through a *binder*: a function compiled once per code object
+with the very same signature, whose body just returns its parameters in slot order. CPython binds the
+arguments to it, so every binding error carries CPython's own message.
+"""
+from types import FunctionType
+
+from .frame import NULL
+
+CO_VARARGS = 0x04
+CO_VARKEYWORDS = 0x08
+
+_binders = {}
+
+
+def _binder_code(code):
+    try:
+        return _binders[code]
+    except KeyError:
+        pass
+    argc = code.co_argcount
+    posonly = code.co_posonlyargcount
+    kwonly = code.co_kwonlyargcount
+    names = list(code.co_varnames)
+    params = []
+    pos = names[:argc]
+    k = argc
+    kwnames = names[k:k + kwonly]
+    k += kwonly
+    star = None
+    dstar = None
+    if code.co_flags & CO_VARARGS:
+        star = names[k]
+        k += 1
+    if code.co_flags & CO_VARKEYWORDS:
+        dstar = names[k]
+        k += 1
+    params.extend(pos[:posonly])
+    if posonly:
+        params.append("/")
+    params.extend(pos[posonly:])
+    if star is not None:
+        params.append("*" + star)
+    elif kwnames:
+        params.append("*")
+    params.extend(kwnames)
+    if dstar is not None:
+        params.append("**" + dstar)
+    ordered = pos + kwnames + ([star] if star else []) + ([dstar] if dstar else [])
+    body = ", ".join(ordered) + ("," if len(ordered) == 1 else "")
+    source = f"def binder({', '.join(params)}):\n    return ({body})\n"
+    namespace = {}
+    exec(compile(source, code.co_filename, "exec"), namespace)
+    bcode = namespace["binder"].__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    _binders[code] = bcode
+    return bcode
+
+
+def bind(func, decoded, args, kwargs):
+    """Return the initial localsplus list of a call of ``func`` (raising CPython's binding errors)."""
+    code = decoded.code
+    n = len(args)
+    argc = code.co_argcount
+    if not kwargs and not code.co_flags & (CO_VARARGS | CO_VARKEYWORDS) and not code.co_kwonlyargcount:
+        if n == argc:
+            return [*args, *[NULL] * (decoded.nlocalsplus - n)]
+        defaults = func.__defaults__
+        if defaults and argc - len(defaults) <= n < argc:
+            values = [*args, *defaults[n - argc:]]
+            values.extend([NULL] * (decoded.nlocalsplus - argc))
+            return values
+    binder = FunctionType(_binder_code(code), {}, code.co_name, func.__defaults__)
+    binder.__kwdefaults__ = func.__kwdefaults__
+    values = list(binder(*args, **(kwargs or {})))
+    values.extend([NULL] * (decoded.nlocalsplus - len(values)))
+    return values

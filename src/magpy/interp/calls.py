@@ -1,0 +1,96 @@
+"""The single call decision point.
+
+Every call the VM makes goes through :func:`call`: a lookaside handler if one is registered for the
+callable; Python functions, bound methods, Python ``__call__``, and classes whose ``__new__`` /
+``__init__`` / metaclass ``__call__`` are Python are interpreted; everything else (C functions,
+built-in types) is called natively and reported to the observer.
+"""
+import functools
+from types import FunctionType, MethodType
+
+from .lookaside import LOOKASIDE
+from .protocols import lookup, MISSING, _HEAPTYPE
+
+_type_call = type.__call__
+_object_new = object.__new__
+_object_init = object.__init__
+_partial = functools.partial
+
+
+def call(vm, fn, args, kwargs):
+    """Call ``fn(*args, **kwargs)`` the way the VM should: interpreted where it is Python code."""
+    tp = type(fn)
+    if tp is FunctionType:
+        return vm.call_function(fn, args, kwargs)
+    if tp is MethodType:
+        func = fn.__func__
+        if type(func) is FunctionType:
+            return vm.call_function(func, (fn.__self__, *args), kwargs)
+        return call(vm, func, (fn.__self__, *args), kwargs)
+    try:
+        special = LOOKASIDE.get(fn)
+    except TypeError:  # unhashable callable
+        special = None
+    if special is not None:
+        return special(vm, args, kwargs or {})
+    if tp.__flags__ & _HEAPTYPE or tp is type:
+        if isinstance(fn, type):
+            return _instantiate(vm, fn, args, kwargs)
+        f = lookup(tp, "__call__")
+        if type(f) is FunctionType:
+            return vm.call_function(f, (fn, *args), kwargs)
+    elif tp is _partial:
+        merged = {**fn.keywords, **kwargs} if kwargs else fn.keywords
+        return call(vm, fn.func, (*fn.args, *args), merged)
+    return native_call(vm, fn, args, kwargs)
+
+
+def native_call(vm, fn, args, kwargs):
+    observer = vm.observer
+    if kwargs:
+        result = fn(*args, **kwargs)
+    else:
+        result = fn(*args)
+    if observer is not None:
+        observer.native_call(fn, args, kwargs, result)
+    return result
+
+
+def _instantiate(vm, cls, args, kwargs):
+    """``type.__call__`` replayed so that Python ``__new__``/``__init__`` are interpreted."""
+    meta = type(cls)
+    if meta is not type:
+        mc = lookup(meta, "__call__")
+        if type(mc) is FunctionType:
+            return vm.call_function(mc, (cls, *args), kwargs)
+        if mc is not _type_call:
+            return native_call(vm, cls, args, kwargs)
+    if not cls.__flags__ & _HEAPTYPE:
+        return native_call(vm, cls, args, kwargs)
+    new = lookup(cls, "__new__")
+    init = lookup(cls, "__init__")
+    new_is_py = type(new) is staticmethod and type(new.__func__) is FunctionType
+    if not new_is_py and type(init) is not FunctionType:
+        return native_call(vm, cls, args, kwargs)
+    if new_is_py:
+        obj = vm.call_function(new.__func__, (cls, *args), kwargs)
+    elif new is _object_new or (type(new) is staticmethod and new.__func__ is _object_new):
+        # object.__new__ rejects extra arguments only when __init__ is not overridden
+        obj = _object_new(cls) if init is not _object_init else _object_new(cls, *args, **(kwargs or {}))
+    else:
+        obj = new(cls, *args, **(kwargs or {}))
+    if not isinstance(obj, cls):
+        return obj
+    init = lookup(type(obj), "__init__")
+    if type(init) is FunctionType:
+        r = vm.call_function(init, (obj, *args), kwargs)
+    else:
+        r = bind_native(init, obj)(*args, **(kwargs or {}))
+    if r is not None:
+        raise TypeError(f"__init__() should return None, not '{type(r).__name__}'")
+    return obj
+
+
+def bind_native(desc, obj):
+    get = getattr(type(desc), "__get__", None)
+    return get(desc, obj, type(obj)) if get is not None else desc

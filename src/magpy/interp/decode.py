@@ -1,0 +1,296 @@
+"""Decoding code objects into the VM's canonical instruction list.
+
+Each code object is decoded once (cached) into a list of ``(handler, arg)`` pairs, one per
+instruction that ``dis.get_instructions`` shows. Version differences (3.11, 3.12, 3.13) are settled
+here: jump targets become instruction indices, flag bits packed into opargs are unpacked, and opcodes
+that changed meaning map onto distinct canonical handlers. The handlers themselves never look at the
+Python version.
+"""
+import dis
+import sys
+
+PY = sys.version_info[:2]
+
+#: canonical handler name -> function(frame, arg, index) -> next index
+HANDLERS = {}
+
+
+def handler(*names):
+    """Register a function as the handler of the canonical instructions ``names``."""
+    def register(fn):
+        for name in names:
+            if name in HANDLERS:
+                raise ValueError(f"duplicate handler for {name}")
+            HANDLERS[name] = fn
+        return fn
+    return register
+
+
+class Decoded:
+    """A code object decoded for the VM."""
+
+    __slots__ = ("code", "instrs", "names", "handler_at", "linenos", "delegating_yield",
+                 "nlocalsplus", "localsplus_names", "cell_slots", "free_start", "flags")
+
+    def __init__(self, code):
+        self.code = code
+        self.flags = code.co_flags
+        self.localsplus_names = code.co_varnames + code.co_cellvars + code.co_freevars
+        if PY >= (3, 11):
+            # cellvars that are also arguments share the argument's slot (MAKE_CELL wraps it in place)
+            seen = {}
+            for name in self.localsplus_names:
+                seen.setdefault(name, len(seen))
+            self.localsplus_names = tuple(seen)
+        self.nlocalsplus = len(self.localsplus_names)
+        self.free_start = self.nlocalsplus - len(code.co_freevars)
+
+
+def _exception_entries(code):
+    return dis.Bytecode(code).exception_entries
+
+
+# ---- per-opname decoders: (instruction, context) -> (canonical name, arg) -------------------------
+
+def _target(ins, ctx):
+    return ctx.index_of[ins.argval]
+
+
+def _jump(name):
+    return lambda ins, ctx: (name, _target(ins, ctx))
+
+
+def _const_arg(name):
+    return lambda ins, ctx: (name, ins.argval)
+
+
+def _raw_arg(name):
+    return lambda ins, ctx: (name, ins.arg)
+
+
+def _decode_load_global(ins, ctx):
+    name = ins.argval
+    if not ins.arg & 1:
+        return "LOAD_GLOBAL", name
+    return ("LOAD_GLOBAL_NULL_AFTER" if PY >= (3, 13) else "LOAD_GLOBAL_NULL_BEFORE"), name
+
+
+def _decode_load_attr(ins, ctx):
+    if PY < (3, 12) or not ins.arg & 1:
+        return "LOAD_ATTR", ins.argval
+    return ("LOAD_METHOD_313" if PY >= (3, 13) else "LOAD_METHOD"), ins.argval
+
+
+def _decode_load_super_attr(ins, ctx):
+    method = bool(ins.arg & 1)
+    name = ins.argval
+    if not method:
+        return "LOAD_SUPER_ATTR", name
+    return ("LOAD_SUPER_METHOD_313" if PY >= (3, 13) else "LOAD_SUPER_METHOD"), name
+
+
+_CMP = {"<": 0, "<=": 1, "==": 2, "!=": 3, ">": 4, ">=": 5}
+
+
+def _decode_compare(ins, ctx):
+    op = ins.argval
+    to_bool = False
+    if PY >= (3, 13):
+        to_bool = bool(ins.arg & 16)
+    if op.startswith("bool("):
+        op, to_bool = op[5:-1], True
+    return ("COMPARE_OP_BOOL" if to_bool else "COMPARE_OP"), _CMP[op]
+
+
+def _decode_for_iter(ins, ctx):
+    target = _target(ins, ctx)
+    # 3.11 jumps straight past the loop; 3.12 skips END_FOR; 3.13 skips END_FOR and its POP_TOP.
+    skip = {(3, 11): 0, (3, 12): 1}.get(PY, 2)
+    return "FOR_ITER", target + skip
+
+
+def _decode_send(ins, ctx):
+    return ("SEND_311" if PY < (3, 12) else "SEND"), _target(ins, ctx)
+
+
+def _decode_call(ins, ctx):
+    return ("CALL_313" if PY >= (3, 13) else "CALL"), ins.arg
+
+
+def _decode_call_function_ex(ins, ctx):
+    return ("CALL_FUNCTION_EX_313" if PY >= (3, 13) else "CALL_FUNCTION_EX"), ins.arg & 1
+
+
+def _decode_make_function(ins, ctx):
+    return ("MAKE_FUNCTION_313" if PY >= (3, 13) else "MAKE_FUNCTION"), ins.arg
+
+
+def _decode_end_for(ins, ctx):
+    return ("END_FOR_313" if PY >= (3, 13) else "END_FOR"), None
+
+
+def _decode_pair(name):
+    return lambda ins, ctx: (name, (ins.arg >> 4, ins.arg & 15))
+
+
+def _decode_intrinsic(table_name):
+    def decode(ins, ctx):
+        import opcode
+        descs = getattr(opcode, table_name)
+        return descs[ins.arg], None
+    return decode
+
+
+DECODERS = {
+    "LOAD_GLOBAL": _decode_load_global,
+    "LOAD_ATTR": _decode_load_attr,
+    "LOAD_SUPER_ATTR": _decode_load_super_attr,
+    "COMPARE_OP": _decode_compare,
+    "FOR_ITER": _decode_for_iter,
+    "SEND": _decode_send,
+    "CALL": _decode_call,
+    "CALL_FUNCTION_EX": _decode_call_function_ex,
+    "MAKE_FUNCTION": _decode_make_function,
+    "END_FOR": _decode_end_for,
+    "LOAD_FAST_LOAD_FAST": _decode_pair("LOAD_FAST_LOAD_FAST"),
+    "STORE_FAST_LOAD_FAST": _decode_pair("STORE_FAST_LOAD_FAST"),
+    "STORE_FAST_STORE_FAST": _decode_pair("STORE_FAST_STORE_FAST"),
+    "CALL_INTRINSIC_1": _decode_intrinsic("_intrinsic_1_descs"),
+    "CALL_INTRINSIC_2": _decode_intrinsic("_intrinsic_2_descs"),
+    "LOAD_CONST": _const_arg("LOAD_CONST"),
+    "RETURN_CONST": _const_arg("RETURN_CONST"),
+    "KW_NAMES": lambda ins, ctx: ("KW_NAMES", ctx.code.co_consts[ins.arg]),  # 3.11 dis shows no argval
+    "IMPORT_NAME": _const_arg("IMPORT_NAME"),
+    "IMPORT_FROM": _const_arg("IMPORT_FROM"),
+    "STORE_ATTR": _const_arg("STORE_ATTR"),
+    "DELETE_ATTR": _const_arg("DELETE_ATTR"),
+    "LOAD_METHOD": _const_arg("LOAD_METHOD"),
+    "STORE_GLOBAL": _const_arg("STORE_GLOBAL"),
+    "DELETE_GLOBAL": _const_arg("DELETE_GLOBAL"),
+    "LOAD_NAME": _const_arg("LOAD_NAME"),
+    "STORE_NAME": _const_arg("STORE_NAME"),
+    "DELETE_NAME": _const_arg("DELETE_NAME"),
+    "LOAD_FROM_DICT_OR_GLOBALS": _const_arg("LOAD_FROM_DICT_OR_GLOBALS"),
+    "LOAD_CLASSDEREF": _raw_arg("LOAD_FROM_DICT_OR_DEREF_311"),
+    # plain jumps, whatever their direction or version spelling
+    "JUMP_FORWARD": _jump("JUMP"),
+    "JUMP_BACKWARD": _jump("JUMP"),
+    "JUMP_BACKWARD_NO_INTERRUPT": _jump("JUMP"),
+    "POP_JUMP_IF_TRUE": _jump("POP_JUMP_IF_TRUE"),
+    "POP_JUMP_IF_FALSE": _jump("POP_JUMP_IF_FALSE"),
+    "POP_JUMP_IF_NONE": _jump("POP_JUMP_IF_NONE"),
+    "POP_JUMP_IF_NOT_NONE": _jump("POP_JUMP_IF_NOT_NONE"),
+    "POP_JUMP_FORWARD_IF_TRUE": _jump("POP_JUMP_IF_TRUE"),
+    "POP_JUMP_BACKWARD_IF_TRUE": _jump("POP_JUMP_IF_TRUE"),
+    "POP_JUMP_FORWARD_IF_FALSE": _jump("POP_JUMP_IF_FALSE"),
+    "POP_JUMP_BACKWARD_IF_FALSE": _jump("POP_JUMP_IF_FALSE"),
+    "POP_JUMP_FORWARD_IF_NONE": _jump("POP_JUMP_IF_NONE"),
+    "POP_JUMP_BACKWARD_IF_NONE": _jump("POP_JUMP_IF_NONE"),
+    "POP_JUMP_FORWARD_IF_NOT_NONE": _jump("POP_JUMP_IF_NOT_NONE"),
+    "POP_JUMP_BACKWARD_IF_NOT_NONE": _jump("POP_JUMP_IF_NOT_NONE"),
+    "JUMP_IF_TRUE_OR_POP": _jump("JUMP_IF_TRUE_OR_POP"),
+    "JUMP_IF_FALSE_OR_POP": _jump("JUMP_IF_FALSE_OR_POP"),
+    # instructions with nothing to do in this VM
+    "RESUME": lambda ins, ctx: ("NOP", None),
+    "PRECALL": lambda ins, ctx: ("NOP", None),
+    "EXTENDED_ARG": lambda ins, ctx: ("NOP", None),
+    "CACHE": lambda ins, ctx: ("NOP", None),
+}
+
+#: opnames that the compiler never emits into code we decode (specialised, instrumented or internal)
+NOT_EMITTED = frozenset({
+    "INTERPRETER_EXIT", "ENTER_EXECUTOR", "RESERVED", "EXIT_INIT_CHECK",
+}) | frozenset(n for n in dis.opmap if n.startswith("INSTRUMENTED_"))
+
+
+class _Context:
+    __slots__ = ("index_of", "code")
+
+
+def _real_opnames():
+    return {name for name, op in dis.opmap.items() if op < 256} - NOT_EMITTED
+
+
+def _decode_instruction(ins, ctx):
+    decoder = DECODERS.get(ins.opname)
+    if decoder is not None:
+        return decoder(ins, ctx)
+    return ins.opname, ins.arg
+
+
+_cache = {}
+
+
+def decode(code):
+    """Return the cached :class:`Decoded` form of ``code``."""
+    try:
+        return _cache[code]
+    except KeyError:
+        pass
+    d = Decoded(code)
+    instructions = list(dis.get_instructions(code))
+    ctx = _Context()
+    ctx.index_of = {ins.offset: n for n, ins in enumerate(instructions)}
+    ctx.code = code
+    instrs = []
+    names = []
+    linenos = []
+    lineno = code.co_firstlineno
+    for ins in instructions:
+        name, arg = _decode_instruction(ins, ctx)
+        fn = HANDLERS.get(name)
+        if fn is None:
+            fn = _missing_handler(ins.opname)
+        instrs.append((fn, arg))
+        names.append(name)
+        line = ins.positions.lineno if ins.positions else None
+        if line is not None:
+            lineno = line
+        linenos.append(lineno)
+    n = len(instructions)
+    handler_at = [None] * n
+    for entry in _exception_entries(code):
+        start = ctx.index_of[entry.start]
+        end = ctx.index_of.get(entry.end, n)
+        target = (ctx.index_of[entry.target], entry.depth, entry.lasti)
+        for k in range(start, end):
+            handler_at[k] = target
+    # a yield directly followed by RESUME 2/3 suspends inside `yield from` / `await`
+    delegating = [False] * n
+    for k, ins in enumerate(instructions[:-1]):
+        nxt = instructions[k + 1]
+        if ins.opname == "YIELD_VALUE" and nxt.opname == "RESUME" and (nxt.arg & 3) >= 2:
+            delegating[k] = True
+    d.instrs = instrs
+    d.names = names
+    d.handler_at = handler_at
+    d.linenos = linenos
+    d.delegating_yield = delegating
+    _cache[code] = d
+    return d
+
+
+def _missing_handler(opname):
+    def missing(frame, arg, i):
+        from .errors import InterpreterError
+        raise InterpreterError(f"no handler for opcode {opname}")
+    return missing
+
+
+def handled_opnames():
+    """The real opnames of the running Python that decode to a handler."""
+    import opcode
+    handled = set()
+    for name in _real_opnames():
+        if name in DECODERS:
+            handled.add(name)
+        elif name in HANDLERS:
+            handled.add(name)
+    return frozenset(handled)
+
+
+def __getattr__(name):
+    if name == "HANDLED_OPNAMES":
+        from . import vm  # noqa: F401  (registers every handler)
+        return handled_opnames()
+    raise AttributeError(name)

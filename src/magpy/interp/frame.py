@@ -1,0 +1,86 @@
+"""Interpreted frames and the values that only exist inside the VM."""
+
+
+class _Null:
+    """The NULL that CPython pushes before callables and keeps in unbound local slots."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "NULL"
+
+
+NULL = _Null()
+
+
+class ExcState:
+    """One link of the handled-exception chain (CPython's ``_PyErr_StackItem``)."""
+    __slots__ = ("value", "previous")
+
+    def __init__(self, value=None, previous=None):
+        self.value = value
+        self.previous = previous
+
+
+class Frame:
+    """The state of one interpreted call.
+
+    ``locals`` is CPython's localsplus (arguments, locals, cells, free variables by slot);
+    ``names`` is the mapping used by LOAD_NAME/STORE_NAME (class bodies, module code, exec), else None.
+    ``plocals``/``pstack`` carry provenance parallel to ``locals``/``stack`` when an observer is on.
+    """
+
+    __slots__ = ("vm", "decoded", "code", "func", "globals", "builtins", "names", "locals", "stack",
+                 "kwnames", "index", "back", "exc_state", "plocals", "pstack", "generator")
+
+    def __init__(self, vm, decoded, func, globals_, locals_, names=None):
+        self.vm = vm
+        self.decoded = decoded
+        self.code = decoded.code
+        self.func = func
+        self.globals = globals_
+        b = globals_.get("__builtins__", None)
+        if b is None:
+            import builtins
+            b = builtins.__dict__
+        elif not isinstance(b, dict):
+            b = b.__dict__
+        self.builtins = b
+        self.names = names
+        self.locals = locals_
+        self.stack = []
+        self.kwnames = ()
+        self.index = 0
+        self.back = None
+        self.exc_state = None
+        self.plocals = None
+        self.pstack = None
+        self.generator = False
+
+    @property
+    def lineno(self):
+        return self.decoded.linenos[min(self.index, len(self.decoded.linenos) - 1)]
+
+    @property
+    def filename(self):
+        return self.code.co_filename
+
+    def local_dict(self):
+        """A snapshot of the frame's variables, as ``locals()`` returns it."""
+        if self.names is not None:
+            return self.names
+        out = {}
+        code = self.code
+        cells = set(code.co_cellvars) | set(code.co_freevars)
+        for name, value in zip(self.decoded.localsplus_names, self.locals):
+            if value is NULL:
+                continue
+            if name in cells and type(value).__name__ == "cell":
+                try:
+                    value = value.cell_contents
+                except ValueError:
+                    continue
+            out[name] = value
+        return out
+
+    def __repr__(self):
+        return f"<vm frame {self.code.co_name} at {self.filename}:{self.lineno}>"

@@ -1,0 +1,359 @@
+"""The lookaside table: callables the VM runs with its own handler instead of calling them.
+
+Two kinds of entries live here. Frame-sensitive builtins (``super``, ``locals``, ``sys._getframe``,
+``sys.exc_info``, ``eval`` …) must see the *interpreted* frame, which CPython knows nothing of.
+Callback-taking builtins (``map``, ``sorted(key=)``, ``functools.reduce`` …) still run natively, but
+their Python callbacks are wrapped so that each callback call comes back into the VM.
+
+The table is open: :func:`register_lookaside` lets other layers (capture) add torch-specific entries.
+A handler is ``handler(vm, args, kwargs) -> result``.
+"""
+import builtins
+import functools
+import inspect
+import sys
+from types import FunctionType, MethodType
+
+from .frame import NULL
+
+LOOKASIDE = {}
+
+
+def register_lookaside(target, handler):
+    """Make the VM run ``handler(vm, args, kwargs)`` whenever user code calls ``target``."""
+    LOOKASIDE[target] = handler
+    return handler
+
+
+def lookaside(*targets):
+    def register(fn):
+        for t in targets:
+            register_lookaside(t, fn)
+        return fn
+    return register
+
+
+# ---- callbacks ----------------------------------------------------------------------------------
+
+def _is_python_callable(fn):
+    tp = type(fn)
+    if tp is FunctionType or tp is functools.partial:
+        return True
+    if tp is MethodType:
+        return type(fn.__func__) is FunctionType
+    from .protocols import python_slot
+    return not isinstance(fn, type) and python_slot(tp, "__call__") is not None
+
+
+def reentrant(vm, fn):
+    """``fn`` wrapped so that native code calling it re-enters the VM (or ``fn`` itself if native)."""
+    if not _is_python_callable(fn):
+        return fn
+    from .calls import call
+
+    def callback(*args, **kwargs):
+        return call(vm, fn, args, kwargs)
+    return callback
+
+
+@lookaside(map)
+def _map(vm, args, kwargs):
+    if args:
+        args = (reentrant(vm, args[0]), *args[1:])
+    return map(*args, **kwargs)
+
+
+@lookaside(filter)
+def _filter(vm, args, kwargs):
+    if args and args[0] is not None:
+        args = (reentrant(vm, args[0]), *args[1:])
+    return filter(*args, **kwargs)
+
+
+def _with_key(native):
+    def handler(vm, args, kwargs):
+        key = kwargs.get("key")
+        if key is not None:
+            kwargs = {**kwargs, "key": reentrant(vm, key)}
+        return native(*args, **kwargs)
+    return handler
+
+
+for _fn in (sorted, min, max, list.sort):
+    register_lookaside(_fn, _with_key(_fn))
+
+
+@lookaside(functools.reduce)
+def _reduce(vm, args, kwargs):
+    if args:
+        args = (reentrant(vm, args[0]), *args[1:])
+    return functools.reduce(*args, **kwargs)
+
+
+# ---- protocol builtins whose dunders may be Python code --------------------------------------------
+
+@lookaside(len)
+def _len(vm, args, kwargs):
+    if len(args) != 1 or kwargs:
+        return len(*args, **kwargs)
+    from .protocols import length
+    return length(vm, args[0])
+
+
+@lookaside(iter)
+def _iter(vm, args, kwargs):
+    if kwargs:
+        return iter(*args, **kwargs)
+    if len(args) == 2:
+        return iter(reentrant(vm, args[0]), args[1])
+    if len(args) == 1:
+        from .protocols import get_iter
+        return get_iter(vm, args[0])
+    return iter(*args)
+
+
+@lookaside(next)
+def _next(vm, args, kwargs):
+    from .protocols import python_slot
+    if kwargs or not 1 <= len(args) <= 2:
+        return next(*args, **kwargs)
+    f = python_slot(type(args[0]), "__next__")
+    if f is None:
+        return next(*args)
+    if len(args) == 1:
+        return vm.call_function(f, args, None)
+    try:
+        return vm.call_function(f, args[:1], None)
+    except StopIteration:
+        pass
+    return args[1]
+
+
+@lookaside(getattr)
+def _getattr(vm, args, kwargs):
+    if kwargs or not 2 <= len(args) <= 3 or type(args[1]) is not str:
+        return getattr(*args, **kwargs)
+    from .protocols import load_attr
+    if len(args) == 2:
+        return load_attr(vm, args[0], args[1])
+    try:
+        return load_attr(vm, args[0], args[1])
+    except AttributeError:
+        pass
+    return args[2]
+
+
+@lookaside(hasattr)
+def _hasattr(vm, args, kwargs):
+    if kwargs or len(args) != 2 or type(args[1]) is not str:
+        return hasattr(*args, **kwargs)
+    from .protocols import load_attr
+    try:
+        load_attr(vm, args[0], args[1])
+    except AttributeError:
+        return False
+    return True
+
+
+@lookaside(setattr)
+def _setattr(vm, args, kwargs):
+    if kwargs or len(args) != 3 or type(args[1]) is not str:
+        return setattr(*args, **kwargs)
+    from .protocols import store_attr
+    store_attr(vm, *args)
+
+
+@lookaside(delattr)
+def _delattr(vm, args, kwargs):
+    if kwargs or len(args) != 2 or type(args[1]) is not str:
+        return delattr(*args, **kwargs)
+    from .protocols import delete_attr
+    delete_attr(vm, *args)
+
+
+# ---- frame-sensitive builtins --------------------------------------------------------------------
+
+@lookaside(super)
+def _super(vm, args, kwargs):
+    if args or kwargs:
+        return super(*args, **kwargs)
+    frame = vm.frame
+    code = frame.code
+    if code.co_argcount == 0 and not code.co_flags & 0x04:
+        raise RuntimeError("super(): no arguments")
+    first = frame.locals[0]
+    if first is NULL:
+        raise RuntimeError("super(): arg[0] deleted")
+    if code.co_varnames[0] in code.co_cellvars and type(first).__name__ == "cell":
+        first = first.cell_contents
+    names = frame.decoded.localsplus_names
+    if "__class__" not in code.co_freevars:
+        raise RuntimeError("super(): __class__ cell not found")
+    cell = frame.locals[names.index("__class__")]
+    try:
+        cls = cell.cell_contents
+    except ValueError:
+        raise RuntimeError("super(): empty __class__ cell") from None
+    return super(cls, first)
+
+
+@lookaside(locals)
+def _locals(vm, args, kwargs):
+    if args or kwargs:
+        return locals(*args, **kwargs)
+    return vm.frame.local_dict()
+
+
+@lookaside(globals)
+def _globals(vm, args, kwargs):
+    if args or kwargs:
+        return globals(*args, **kwargs)
+    return vm.frame.globals
+
+
+@lookaside(vars)
+def _vars(vm, args, kwargs):
+    if args or kwargs:
+        return vars(*args, **kwargs)
+    return vm.frame.local_dict()
+
+
+class FrameProxy:
+    """What ``sys._getframe()`` returns for an interpreted frame: the attributes programs read."""
+
+    __slots__ = ("_frame", "_vm_depth")
+
+    def __init__(self, frame):
+        self._frame = frame
+
+    @property
+    def f_locals(self):
+        return self._frame.local_dict()
+
+    @property
+    def f_globals(self):
+        return self._frame.globals
+
+    @property
+    def f_builtins(self):
+        return self._frame.builtins
+
+    @property
+    def f_code(self):
+        return self._frame.code
+
+    @property
+    def f_lineno(self):
+        return self._frame.lineno
+
+    @property
+    def f_back(self):
+        back = self._frame.back
+        if back is not None:
+            return FrameProxy(back)
+        return sys._getframe(1)
+
+    def __repr__(self):
+        f = self._frame
+        return f"<frame at vm, file '{f.filename}', line {f.lineno}, code {f.code.co_name}>"
+
+
+def _frame_at(vm, depth):
+    frame = vm.frame
+    while depth > 0 and frame is not None:
+        frame = frame.back
+        depth -= 1
+    if frame is not None:
+        return FrameProxy(frame)
+    return sys._getframe(depth + 1)
+
+
+@lookaside(sys._getframe)
+def _getframe(vm, args, kwargs):
+    depth = args[0] if args else kwargs.get("depth", 0)
+    return _frame_at(vm, depth)
+
+
+@lookaside(inspect.currentframe)
+def _currentframe(vm, args, kwargs):
+    return _frame_at(vm, 0)
+
+
+@lookaside(sys.exc_info)
+def _exc_info(vm, args, kwargs):
+    exc = vm.current_exception()
+    if exc is None:
+        return (None, None, None)
+    return (type(exc), exc, exc.__traceback__)
+
+
+if hasattr(sys, "exception"):
+    @lookaside(sys.exception)
+    def _exception(vm, args, kwargs):
+        return vm.current_exception()
+
+
+def _run_source(vm, mode, args, kwargs):
+    native = eval if mode == "eval" else exec
+    if kwargs or not args or len(args) > 3:
+        return native(*args, **kwargs)
+    source = args[0]
+    frame = vm.frame
+    globals_ = args[1] if len(args) > 1 and args[1] is not None else None
+    locals_ = args[2] if len(args) > 2 else None
+    if globals_ is None:
+        globals_ = frame.globals
+        if locals_ is None:
+            locals_ = frame.local_dict()
+    elif locals_ is None:
+        locals_ = globals_
+    if not isinstance(globals_, dict):
+        return native(*args)
+    if isinstance(source, str):
+        try:
+            code = compile(source, "<string>", mode)
+        except SyntaxError:
+            return native(*args)  # the same SyntaxError, raised by CPython itself
+    elif type(source).__name__ == "code":
+        code = source
+    else:
+        return native(*args)
+    if code.co_freevars:
+        return native(source, globals_, locals_)
+    globals_.setdefault("__builtins__", builtins)
+    return vm.run_code(code, globals_, locals_)
+
+
+@lookaside(eval)
+def _eval(vm, args, kwargs):
+    return _run_source(vm, "eval", args, kwargs)
+
+
+@lookaside(exec)
+def _exec(vm, args, kwargs):
+    _run_source(vm, "exec", args, kwargs)
+
+
+@lookaside(builtins.__build_class__)
+def _build_class(vm, args, kwargs):
+    """``__build_class__`` with the class body interpreted."""
+    import types
+    if len(args) < 2 or type(args[0]) is not FunctionType:
+        return builtins.__build_class__(*args, **kwargs)
+    body, name, *bases = args
+    orig_bases = tuple(bases)
+    bases = types.resolve_bases(orig_bases)
+    meta, ns, kwds = types.prepare_class(name, bases, kwargs)
+    from .calls import call
+    cell = vm.run_body(body, ns)
+    if bases is not orig_bases and bases != orig_bases:
+        ns["__orig_bases__"] = orig_bases
+    cls = call(vm, meta, (name, bases, ns), kwds)
+    if type(cell).__name__ == "cell" and isinstance(cls, type):
+        try:
+            contents = cell.cell_contents
+        except ValueError:
+            contents = None
+        if contents is not cls:
+            raise TypeError(f"__class__ set to {contents!r} defining {name!r} as {cls!r}")
+    return cls

@@ -1,0 +1,96 @@
+"""The observation interface: what the VM reports while it runs a program.
+
+Install an observer with ``VM(observer=obj)``. Every method has a no-op default here, so a subclass
+overrides only what it needs. With an observer installed each frame also carries *provenance*: an
+opaque value per stack slot (``frame.pstack``) and per local slot (``frame.plocals``), parallel to
+``frame.stack`` and ``frame.locals``. The VM moves provenance along with values (loads, stores, stack
+shuffles, argument binding) and asks the observer for the provenance of every new value. Constants
+and values the observer says nothing about carry ``None``. Provenance is per slot, not per object:
+two equal ints that came from two places keep two provenances.
+
+Events (``prov`` arguments are the provenance of the value next to them):
+
+Frames
+    ``enter_frame(frame)`` — an interpreted frame starts (its arguments are bound).
+    ``argument(frame, index, name, value) -> prov`` — provenance of an argument of a frame entered
+        from outside the VM (the root call); interpreted callers pass their own provenance instead.
+    ``leave_frame(frame, value, exc)`` — the frame returned ``value`` or raised ``exc``.
+Reads from outside the frame
+    ``read_global(frame, name, value) -> prov``
+    ``read_cell(frame, name, value) -> prov`` — a closure cell (free or cell variable).
+    ``read_attr(obj, obj_prov, name, value) -> prov``
+    ``read_item(obj, obj_prov, key, key_prov, value) -> prov``
+Writes
+    ``write_global(frame, name, value, prov)``, ``write_cell(frame, name, value, prov)``
+    ``write_attr(obj, obj_prov, name, value, prov)``, ``write_item(obj, obj_prov, key, key_prov, value, prov)``
+    ``delete_attr(obj, obj_prov, name)``, ``delete_item(obj, obj_prov, key, key_prov)``
+Computation
+    ``native_call(fn, args, kwargs, result)`` — a callable ran natively (not interpreted); ``arg_provs``
+        of the most recent call site are in ``vm.call_provs`` (a tuple of provenance per positional
+        argument and a dict per keyword) when the call came straight from a CALL instruction.
+    ``call_result(frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result) -> prov`` — any call
+        made by a CALL instruction returned ``result`` (interpreted or native).
+    ``operation(frame, opname, inputs, input_provs, outputs) -> list of provs`` — any other
+        instruction that produced values (operators, container builds, iteration …).
+Control
+    ``branch(frame, value, prov, taken)`` — a conditional jump decided on ``value``.
+    ``return_value(frame, value, prov)`` — the frame returns ``value``.
+"""
+
+
+class Observer:
+    """Base class: every event is a no-op; provenance-returning events return None."""
+
+    def enter_frame(self, frame):
+        pass
+
+    def argument(self, frame, index, name, value):
+        return None
+
+    def leave_frame(self, frame, value, exc):
+        pass
+
+    def read_global(self, frame, name, value):
+        return None
+
+    def read_cell(self, frame, name, value):
+        return None
+
+    def read_attr(self, obj, obj_prov, name, value):
+        return None
+
+    def read_item(self, obj, obj_prov, key, key_prov, value):
+        return None
+
+    def write_global(self, frame, name, value, prov):
+        pass
+
+    def write_cell(self, frame, name, value, prov):
+        pass
+
+    def write_attr(self, obj, obj_prov, name, value, prov):
+        pass
+
+    def write_item(self, obj, obj_prov, key, key_prov, value, prov):
+        pass
+
+    def delete_attr(self, obj, obj_prov, name):
+        pass
+
+    def delete_item(self, obj, obj_prov, key, key_prov):
+        pass
+
+    def native_call(self, fn, args, kwargs, result):
+        pass
+
+    def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result):
+        return None
+
+    def operation(self, frame, opname, inputs, input_provs, outputs):
+        return None
+
+    def branch(self, frame, value, prov, taken):
+        pass
+
+    def return_value(self, frame, value, prov):
+        pass

@@ -1,0 +1,201 @@
+"""Handlers: building, extending and unpacking containers."""
+from .decode import handler
+from . import protocols
+
+
+def _pop_n(stack, n):
+    if not n:
+        return []
+    items = stack[-n:]
+    del stack[-n:]
+    return items
+
+
+@handler("BUILD_TUPLE")
+def build_tuple(f, n, i):
+    f.stack.append(tuple(_pop_n(f.stack, n)))
+    return i + 1
+
+
+@handler("BUILD_LIST")
+def build_list(f, n, i):
+    f.stack.append(_pop_n(f.stack, n))
+    return i + 1
+
+
+@handler("BUILD_SET")
+def build_set(f, n, i):
+    f.stack.append(set(_pop_n(f.stack, n)))
+    return i + 1
+
+
+@handler("BUILD_MAP")
+def build_map(f, n, i):
+    items = _pop_n(f.stack, 2 * n)
+    d = {}
+    for k in range(0, 2 * n, 2):
+        d[items[k]] = items[k + 1]
+    f.stack.append(d)
+    return i + 1
+
+
+@handler("BUILD_CONST_KEY_MAP")
+def build_const_key_map(f, n, i):
+    keys = f.stack.pop()
+    values = _pop_n(f.stack, n)
+    f.stack.append(dict(zip(keys, values)))
+    return i + 1
+
+
+@handler("BUILD_SLICE")
+def build_slice(f, n, i):
+    f.stack.append(slice(*_pop_n(f.stack, n)))
+    return i + 1
+
+
+@handler("LIST_APPEND")
+def list_append(f, n, i):
+    v = f.stack.pop()
+    f.stack[-n].append(v)
+    return i + 1
+
+
+@handler("SET_ADD")
+def set_add(f, n, i):
+    v = f.stack.pop()
+    f.stack[-n].add(v)
+    return i + 1
+
+
+@handler("MAP_ADD")
+def map_add(f, n, i):
+    stack = f.stack
+    value = stack.pop()
+    key = stack.pop()
+    stack[-n][key] = value
+    return i + 1
+
+
+@handler("LIST_EXTEND")
+def list_extend(f, n, i):
+    v = f.stack.pop()
+    target = f.stack[-n]
+    if type(v) in (list, tuple):
+        target.extend(v)
+        return i + 1
+    try:
+        it = protocols.get_iter(f.vm, v)
+    except TypeError:
+        if not hasattr(type(v), "__iter__") and not hasattr(type(v), "__getitem__"):
+            raise TypeError(f"Value after * must be an iterable, not {type(v).__name__}") from None
+        raise
+    target.extend(it)
+    return i + 1
+
+
+@handler("SET_UPDATE")
+def set_update(f, n, i):
+    v = f.stack.pop()
+    f.stack[-n].update(v)
+    return i + 1
+
+
+@handler("DICT_UPDATE")
+def dict_update(f, n, i):
+    v = f.stack.pop()
+    target = f.stack[-n]
+    if not hasattr(v, "keys"):
+        raise TypeError(f"'{type(v).__name__}' object is not a mapping")
+    target.update(v)
+    return i + 1
+
+
+@handler("DICT_MERGE")
+def dict_merge(f, n, i):
+    stack = f.stack
+    v = stack.pop()
+    target = stack[-n]
+    fn = stack[-n - 2]  # the callable being called: [callable, NULL/self, args, kwargs-dict]
+    if not hasattr(v, "keys"):
+        from .ops_calls import function_str
+        from .frame import NULL
+        callee = fn if fn is not NULL else stack[-n - 1]
+        raise TypeError(f"{function_str(_callee(stack, n))} argument after ** must be a mapping, "
+                        f"not {type(v).__name__}")
+    for k in v.keys():
+        if k in target:
+            from .ops_calls import function_str
+            if not isinstance(k, str):
+                raise TypeError(f"{function_str(_callee(stack, n))} keywords must be strings")
+            raise TypeError(f"{function_str(_callee(stack, n))} got multiple values for keyword argument '{k}'")
+        target[k] = v[k]
+    return i + 1
+
+
+def _callee(stack, n):
+    from .frame import NULL
+    from .decode import PY
+    a, b = stack[-n - 2], stack[-n - 1]
+    if PY >= (3, 13):
+        return a
+    return b if a is NULL else a
+
+
+@handler("LIST_TO_TUPLE", "INTRINSIC_LIST_TO_TUPLE")
+def list_to_tuple(f, arg, i):
+    f.stack[-1] = tuple(f.stack[-1])
+    return i + 1
+
+
+@handler("UNPACK_SEQUENCE")
+def unpack_sequence(f, n, i):
+    stack = f.stack
+    seq = stack.pop()
+    tp = type(seq)
+    if (tp is tuple or tp is list) and len(seq) == n:
+        stack.extend(seq[::-1])
+        return i + 1
+    try:
+        it = protocols.get_iter(f.vm, seq)
+    except TypeError:
+        if protocols.lookup(tp, "__iter__") is protocols.MISSING and \
+                protocols.lookup(tp, "__getitem__") is protocols.MISSING:
+            raise TypeError(f"cannot unpack non-iterable {tp.__name__} object") from None
+        raise
+    items = []
+    for v in it:
+        items.append(v)
+        if len(items) > n:
+            if tp in (list, tuple, dict, str):
+                raise ValueError(f"too many values to unpack (expected {n}, got {len(seq)})")
+            raise ValueError(f"too many values to unpack (expected {n})")
+    if len(items) < n:
+        raise ValueError(f"not enough values to unpack (expected {n}, got {len(items)})")
+    stack.extend(items[::-1])
+    return i + 1
+
+
+@handler("UNPACK_EX")
+def unpack_ex(f, arg, i):
+    before = arg & 0xFF
+    after = arg >> 8
+    stack = f.stack
+    seq = stack.pop()
+    tp = type(seq)
+    try:
+        it = protocols.get_iter(f.vm, seq)
+    except TypeError:
+        if protocols.lookup(tp, "__iter__") is protocols.MISSING and \
+                protocols.lookup(tp, "__getitem__") is protocols.MISSING:
+            raise TypeError(f"cannot unpack non-iterable {tp.__name__} object") from None
+        raise
+    items = list(it)
+    if len(items) < before + after:
+        raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {len(items)})")
+    head = items[:before]
+    tail = items[len(items) - after:] if after else []
+    middle = items[before:len(items) - after]
+    stack.extend(tail[::-1])
+    stack.append(middle)
+    stack.extend(head[::-1])
+    return i + 1

@@ -1,0 +1,409 @@
+"""Python's object protocols (attributes, operators, truth, iteration) with user dunders interpreted.
+
+For objects of built-in (non-heap) types every operation runs natively: nothing of theirs can be
+Python code. For instances of classes defined in Python, a dunder that resolves to a Python function
+is run by the VM (so that what it does is observed), and the protocol around it (reflected operands,
+NotImplemented, descriptor precedence, result checks) is reproduced here with CPython's messages.
+Where a built-in operand takes part, CPython's own dispatch runs natively: correctness first.
+"""
+import operator
+from types import FunctionType, MethodType
+
+_HEAPTYPE = 1 << 9
+MISSING = object()
+_object_getattribute = object.__getattribute__
+_object_setattr = object.__setattr__
+_object_delattr = object.__delattr__
+_object_ne = object.__ne__
+
+
+def lookup(tp, name):
+    """``_PyType_Lookup``: the attribute ``name`` found along ``tp``'s MRO, or MISSING."""
+    for klass in tp.__mro__:
+        d = klass.__dict__
+        if name in d:
+            return d[name]
+    return MISSING
+
+
+def is_heap(tp):
+    return tp.__flags__ & _HEAPTYPE
+
+
+def python_slot(tp, name):
+    """The Python function implementing dunder ``name`` for ``tp``, or None."""
+    if not tp.__flags__ & _HEAPTYPE:
+        return None
+    f = lookup(tp, name)
+    return f if type(f) is FunctionType else None
+
+
+def bind(desc, obj, tp):
+    if type(desc) is FunctionType:
+        return MethodType(desc, obj)
+    get = getattr(type(desc), "__get__", None)
+    return get(desc, obj, tp) if get is not None else desc
+
+
+def call_slot(vm, desc, obj, *args):
+    """Call the dunder ``desc`` found on ``type(obj)`` with ``obj`` as self."""
+    if type(desc) is FunctionType:
+        return vm.call_function(desc, (obj, *args), None)
+    from .calls import call
+    return call(vm, bind(desc, obj, type(obj)), args, None)
+
+
+# ---- attributes ---------------------------------------------------------------------------------
+
+def load_attr(vm, obj, name):
+    tp = type(obj)
+    if not tp.__flags__ & _HEAPTYPE:
+        return getattr(obj, name)
+    ga = lookup(tp, "__getattribute__")
+    if type(ga) is FunctionType:
+        try:
+            return vm.call_function(ga, (obj, name), None)
+        except AttributeError:
+            hook = lookup(tp, "__getattr__")
+            if hook is MISSING:
+                raise
+        return call_slot(vm, hook, obj, name)
+    desc = lookup(tp, name)
+    if desc is not MISSING:
+        dt = type(desc)
+        if dt is property:
+            if type(desc.fget) is FunctionType:
+                return _attr_with_hook(vm, tp, obj, name, vm.call_function, desc.fget, (obj,))
+        elif dt.__flags__ & _HEAPTYPE:
+            get = lookup(dt, "__get__")
+            if type(get) is FunctionType:
+                data = lookup(dt, "__set__") is not MISSING or lookup(dt, "__delete__") is not MISSING
+                if data or not _in_instance_dict(obj, name):
+                    return _attr_with_hook(vm, tp, obj, name, vm.call_function, get, (desc, obj, tp))
+    hook = lookup(tp, "__getattr__")
+    if type(hook) is not FunctionType:
+        return getattr(obj, name)
+    try:
+        return ga(obj, name) if ga is not _object_getattribute and ga is not MISSING else _object_getattribute(obj, name)
+    except AttributeError:
+        pass
+    return vm.call_function(hook, (obj, name), None)
+
+
+def _attr_with_hook(vm, tp, obj, name, runner, fn, args):
+    """Run a Python getter; an AttributeError from it falls back to ``__getattr__`` as in CPython."""
+    hook = lookup(tp, "__getattr__")
+    if hook is MISSING:
+        return runner(fn, args, None)
+    try:
+        return runner(fn, args, None)
+    except AttributeError:
+        pass
+    return call_slot(vm, hook, obj, name)
+
+
+def _in_instance_dict(obj, name):
+    try:
+        d = _object_getattribute(obj, "__dict__")
+    except AttributeError:
+        return False
+    return name in d
+
+
+def store_attr(vm, obj, name, value):
+    tp = type(obj)
+    if tp.__flags__ & _HEAPTYPE:
+        sa = lookup(tp, "__setattr__")
+        if type(sa) is FunctionType:
+            vm.call_function(sa, (obj, name, value), None)
+            return
+        desc = lookup(tp, name)
+        if desc is not MISSING:
+            dt = type(desc)
+            if dt is property:
+                if type(desc.fset) is FunctionType:
+                    vm.call_function(desc.fset, (obj, value), None)
+                    return
+            elif dt.__flags__ & _HEAPTYPE:
+                setter = lookup(dt, "__set__")
+                if type(setter) is FunctionType:
+                    vm.call_function(setter, (desc, obj, value), None)
+                    return
+    setattr(obj, name, value)
+
+
+def delete_attr(vm, obj, name):
+    tp = type(obj)
+    if tp.__flags__ & _HEAPTYPE:
+        da = lookup(tp, "__delattr__")
+        if type(da) is FunctionType:
+            vm.call_function(da, (obj, name), None)
+            return
+        desc = lookup(tp, name)
+        if desc is not MISSING:
+            dt = type(desc)
+            if dt is property:
+                if type(desc.fdel) is FunctionType:
+                    vm.call_function(desc.fdel, (obj,), None)
+                    return
+            elif dt.__flags__ & _HEAPTYPE:
+                deleter = lookup(dt, "__delete__")
+                if type(deleter) is FunctionType:
+                    vm.call_function(deleter, (desc, obj), None)
+                    return
+    delattr(obj, name)
+
+
+def load_method(vm, obj, name):
+    """LOAD_METHOD: ``(function, obj)`` when the attribute is a plain method, else ``(None, attr)``."""
+    tp = type(obj)
+    if tp.__flags__ & _HEAPTYPE:
+        if lookup(tp, "__getattribute__") is _object_getattribute:
+            desc = lookup(tp, name)
+            if type(desc) is FunctionType and not _in_instance_dict(obj, name):
+                return desc, obj
+        return None, load_attr(vm, obj, name)
+    # built-in types: method descriptors stay unbound so the call sees (self, *args)
+    desc = lookup(tp, name) if tp is not type else MISSING
+    if desc is not MISSING and type(desc).__name__ == "method_descriptor":
+        return desc, obj
+    return None, getattr(obj, name)
+
+
+# ---- operators ----------------------------------------------------------------------------------
+
+# (symbol, dunder, reflected dunder, native function), indexed by BINARY_OP's oparg (dis._nb_ops order)
+_BINARY = [
+    ("+", "__add__", "__radd__", operator.add),
+    ("&", "__and__", "__rand__", operator.and_),
+    ("//", "__floordiv__", "__rfloordiv__", operator.floordiv),
+    ("<<", "__lshift__", "__rlshift__", operator.lshift),
+    ("@", "__matmul__", "__rmatmul__", operator.matmul),
+    ("*", "__mul__", "__rmul__", operator.mul),
+    ("%", "__mod__", "__rmod__", operator.mod),
+    ("|", "__or__", "__ror__", operator.or_),
+    ("**", "__pow__", "__rpow__", operator.pow),
+    (">>", "__rshift__", "__rrshift__", operator.rshift),
+    ("-", "__sub__", "__rsub__", operator.sub),
+    ("/", "__truediv__", "__rtruediv__", operator.truediv),
+    ("^", "__xor__", "__rxor__", operator.xor),
+]
+_INPLACE = [
+    operator.iadd, operator.iand, operator.ifloordiv, operator.ilshift, operator.imatmul,
+    operator.imul, operator.imod, operator.ior, operator.ipow, operator.irshift, operator.isub,
+    operator.itruediv, operator.ixor,
+]
+#: BINARY_OP oparg -> native function (0..12 binary, 13..25 in-place)
+NATIVE_BINARY = [row[3] for row in _BINARY] + _INPLACE
+
+
+#: built-in operand types whose dunders answer NotImplemented (never raise) for foreign operands, so
+#: that the protocol can be replayed around a Python dunder of the other operand
+_NUMERIC = frozenset({int, float, complex, bool, type(None)})
+
+
+def _emulable(ta, tb):
+    return (ta.__flags__ & _HEAPTYPE or ta in _NUMERIC) and (tb.__flags__ & _HEAPTYPE or tb in _NUMERIC)
+
+
+def binary_op(vm, a, b, k):
+    ta, tb = type(a), type(b)
+    if not ((ta.__flags__ | tb.__flags__) & _HEAPTYPE):
+        return NATIVE_BINARY[k](a, b)
+    if k >= 13:
+        symbol, name, rname, native = _BINARY[k - 13]
+        iname = "__i" + name[2:]
+        f = lookup(ta, iname)
+        if type(f) is FunctionType:
+            r = vm.call_function(f, (a, b), None)
+            if r is not NotImplemented:
+                return r
+        elif not _any_python(ta, tb, name, rname) or not _emulable(ta, tb):
+            return NATIVE_BINARY[k](a, b)
+        elif f is not MISSING:
+            r = call_slot(vm, f, a, b)
+            if r is not NotImplemented:
+                return r
+        return _binary(vm, a, b, ta, tb, symbol + "=", name, rname)
+    symbol, name, rname, native = _BINARY[k]
+    if not _any_python(ta, tb, name, rname) or not _emulable(ta, tb):
+        return native(a, b)
+    return _binary(vm, a, b, ta, tb, symbol, name, rname)
+
+
+def _any_python(ta, tb, name, rname):
+    return type(lookup(ta, name)) is FunctionType or type(lookup(tb, rname)) is FunctionType
+
+
+def _binary(vm, a, b, ta, tb, symbol, name, rname):
+    fa = lookup(ta, name)
+    fb = lookup(tb, rname) if tb is not ta else MISSING
+    if fb is not MISSING and issubclass(tb, ta) and fb is not lookup(ta, rname):
+        r = call_slot(vm, fb, b, a)
+        if r is not NotImplemented:
+            return r
+        fb = MISSING
+    if fa is not MISSING:
+        r = call_slot(vm, fa, a, b)
+        if r is not NotImplemented:
+            return r
+    if fb is not MISSING:
+        r = call_slot(vm, fb, b, a)
+        if r is not NotImplemented:
+            return r
+    raise TypeError(f"unsupported operand type(s) for {symbol}: '{ta.__name__}' and '{tb.__name__}'")
+
+
+# (symbol, dunder, reflected dunder, native function), indexed by our COMPARE_OP arg
+_COMPARE = [
+    ("<", "__lt__", "__gt__", operator.lt),
+    ("<=", "__le__", "__ge__", operator.le),
+    ("==", "__eq__", "__eq__", operator.eq),
+    ("!=", "__ne__", "__ne__", operator.ne),
+    (">", "__gt__", "__lt__", operator.gt),
+    (">=", "__ge__", "__le__", operator.ge),
+]
+NATIVE_COMPARE = [row[3] for row in _COMPARE]
+
+
+def compare_op(vm, a, b, k):
+    ta, tb = type(a), type(b)
+    if not ((ta.__flags__ | tb.__flags__) & _HEAPTYPE):
+        return NATIVE_COMPARE[k](a, b)
+    symbol, name, rname, native = _COMPARE[k]
+    if _compare_slot(ta, name) is MISSING and _compare_slot(tb, rname) is MISSING:
+        return native(a, b)
+    fa = lookup(ta, name)
+    fb = lookup(tb, rname) if tb is not ta else MISSING
+    if fb is not MISSING and issubclass(tb, ta):
+        r = _call_compare(vm, fb, b, a)
+        if r is not NotImplemented:
+            return r
+        fb = MISSING
+    if fa is not MISSING:
+        r = _call_compare(vm, fa, a, b)
+        if r is not NotImplemented:
+            return r
+    if fb is not MISSING:
+        r = _call_compare(vm, fb, b, a)
+        if r is not NotImplemented:
+            return r
+    if k == 2:
+        return a is b
+    if k == 3:
+        return a is not b
+    raise TypeError(f"'{symbol}' not supported between instances of '{ta.__name__}' and '{tb.__name__}'")
+
+
+def _compare_slot(tp, name):
+    """The Python function that decides ``name`` for ``tp`` (``__ne__`` defers to a Python ``__eq__``)."""
+    if not tp.__flags__ & _HEAPTYPE:
+        return MISSING
+    f = lookup(tp, name)
+    if type(f) is FunctionType:
+        return f
+    if name == "__ne__" and f is _object_ne and type(lookup(tp, "__eq__")) is FunctionType:
+        return f
+    return MISSING
+
+
+def _call_compare(vm, f, x, y):
+    if f is _object_ne:
+        eq = lookup(type(x), "__eq__")
+        if type(eq) is FunctionType:
+            r = vm.call_function(eq, (x, y), None)
+            return r if r is NotImplemented else not truth(vm, r)
+    return call_slot(vm, f, x, y)
+
+
+_UNARY = {"__neg__": operator.neg, "__pos__": operator.pos, "__invert__": operator.invert}
+
+
+def unary_op(vm, a, name):
+    f = python_slot(type(a), name)
+    if f is None:
+        return _UNARY[name](a)
+    return vm.call_function(f, (a,), None)
+
+
+def truth(vm, x):
+    """``bool(x)``, with a Python ``__bool__``/``__len__`` interpreted."""
+    if x is True:
+        return True
+    if x is False or x is None:
+        return False
+    tp = type(x)
+    if not tp.__flags__ & _HEAPTYPE:
+        return bool(x)
+    f = lookup(tp, "__bool__")
+    if type(f) is FunctionType:
+        r = vm.call_function(f, (x,), None)
+        if type(r) is not bool:
+            raise TypeError(f"__bool__ should return bool, returned {type(r).__name__}")
+        return r
+    if f is MISSING:
+        f = lookup(tp, "__len__")
+        if type(f) is FunctionType:
+            return length_result(vm.call_function(f, (x,), None)) != 0
+    return bool(x)
+
+
+def length_result(r):
+    """Check a Python ``__len__`` result as CPython does."""
+    if type(r) is not int:
+        r = operator.index(r)
+    if r < 0:
+        raise ValueError("__len__() should return >= 0")
+    return r
+
+
+def length(vm, x):
+    f = python_slot(type(x), "__len__")
+    if f is None:
+        return len(x)
+    return length_result(vm.call_function(f, (x,), None))
+
+
+def get_iter(vm, x):
+    f = python_slot(type(x), "__iter__")
+    if f is None:
+        return iter(x)
+    it = vm.call_function(f, (x,), None)
+    if lookup(type(it), "__next__") is MISSING:
+        raise TypeError(f"iter() returned non-iterator of type '{type(it).__name__}'")
+    return it
+
+
+def next_python(vm, it):
+    """The Python ``__next__`` of ``it``, or None when ``next`` runs natively."""
+    return python_slot(type(it), "__next__")
+
+
+def get_item(vm, obj, key):
+    f = python_slot(type(obj), "__getitem__")
+    if f is None:
+        return obj[key]
+    return vm.call_function(f, (obj, key), None)
+
+
+def set_item(vm, obj, key, value):
+    f = python_slot(type(obj), "__setitem__")
+    if f is None:
+        obj[key] = value
+    else:
+        vm.call_function(f, (obj, key, value), None)
+
+
+def delete_item(vm, obj, key):
+    f = python_slot(type(obj), "__delitem__")
+    if f is None:
+        del obj[key]
+    else:
+        vm.call_function(f, (obj, key), None)
+
+
+def contains(vm, container, item):
+    f = python_slot(type(container), "__contains__")
+    if f is None:
+        return item in container
+    return truth(vm, vm.call_function(f, (container, item), None))

@@ -1,0 +1,204 @@
+"""The VM: the dispatch loop, exception routing, and function entry.
+
+A frame runs in :meth:`VM.execute` over pre-decoded ``(handler, arg)`` pairs; each handler returns the
+index of the next instruction. A Python exception raised by a handler is routed through the code
+object's exception table exactly as CPython does (unwind the stack to the entry's depth, push the
+offset if asked, push the exception, jump). ``RETURN_*`` and ``YIELD_VALUE`` leave the loop by raising
+:class:`Suspend`, which carries the value.
+"""
+import sys
+from types import FunctionType
+
+from .decode import decode, PY
+from .errors import InterpreterError
+from .frame import Frame, NULL, ExcState
+
+CO_VARARGS = 0x04
+CO_VARKEYWORDS = 0x08
+CO_GENERATOR = 0x20
+CO_COROUTINE = 0x80
+CO_ITERABLE_COROUTINE = 0x100
+CO_ASYNC_GENERATOR = 0x200
+CO_SUSPENDING = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+
+
+class Suspend(BaseException):
+    """Leaves the dispatch loop: a return (``returned`` True) or a yield, with ``value``."""
+
+    __slots__ = ("value", "returned")
+
+    def __init__(self, value, returned):
+        self.value = value
+        self.returned = returned
+
+
+def _chain_context(exc, context):
+    """Set ``exc.__context__`` as CPython's raise does, breaking cycles the same way."""
+    if context is None or context is exc:
+        return
+    o = context
+    while True:
+        nxt = o.__context__
+        if nxt is None:
+            break
+        if nxt is exc:
+            o.__context__ = None
+            break
+        o = nxt
+    exc.__context__ = context
+
+
+class VM:
+    """A bytecode interpreter. ``observer`` (optional) receives what the program does."""
+
+    def __init__(self, observer=None):
+        self.observer = observer
+        self.frame = None          # the innermost running interpreted frame
+        self.depth = 0
+        self.exc_state = ExcState()
+        from . import binding
+        self._bind = binding.bind
+
+    # ---- public entry --------------------------------------------------------------------------
+    def call(self, fn, *args, **kwargs):
+        """Call ``fn`` with the VM: what it returns or raises is what ``fn`` returns or raises."""
+        from .calls import call
+        return call(self, fn, args, kwargs)
+
+    # ---- exception state -----------------------------------------------------------------------
+    def current_exception(self):
+        """The exception being handled, as ``sys.exception()`` would see it inside the VM."""
+        state = self.exc_state
+        while state is not None:
+            if state.value is not None:
+                return state.value
+            state = state.previous
+        return sys.exc_info()[1]
+
+    # ---- function entry ------------------------------------------------------------------------
+    def call_function(self, func, args, kwargs):
+        """Interpret a call of the Python function ``func``."""
+        code = func.__code__
+        flags = code.co_flags
+        if flags & CO_ITERABLE_COROUTINE:
+            # generator-based coroutines must keep CPython's own flags to be awaitable
+            return func(*args, **(kwargs or {}))
+        decoded = decode(code)
+        locals_ = self._bind(func, decoded, args, kwargs)
+        frame = Frame(self, decoded, func, func.__globals__, locals_)
+        if flags & CO_SUSPENDING:
+            from .generators import make_generator
+            return make_generator(self, frame, func)
+        return self.run_frame(frame)
+
+    def run_frame(self, frame):
+        """Run a (non-generator) frame to completion and return its value."""
+        observer = self.observer
+        if observer is not None:
+            observer.enter_frame(frame)
+        try:
+            value = self.resume(frame)
+        except BaseException as exc:
+            if observer is not None:
+                observer.leave_frame(frame, None, exc)
+            raise
+        if observer is not None:
+            observer.leave_frame(frame, value, None)
+        return value
+
+    def resume(self, frame, throw=None):
+        """Run ``frame`` from ``frame.index`` until it returns (value) or yields (raises Suspend).
+
+        ``throw``: an exception to raise at the current instruction first (generator throw()).
+        """
+        frame.back = self.frame
+        self.frame = frame
+        self.depth += 1
+        if self.depth > 3000:
+            self.depth -= 1
+            self.frame = frame.back
+            raise RecursionError("maximum recursion depth exceeded")
+        try:
+            return self.execute(frame, throw)
+        finally:
+            self.depth -= 1
+            self.frame = frame.back
+
+    def execute(self, frame, throw=None):
+        decoded = frame.decoded
+        instrs = decoded.instrs
+        handler_at = decoded.handler_at
+        i = frame.index
+        pending = throw
+        while True:
+            try:
+                if pending is not None:
+                    exc, pending = pending, None
+                    raise exc
+                while True:
+                    fn, arg = instrs[i]
+                    i = fn(frame, arg, i)
+            except Suspend as s:
+                if s.returned:
+                    frame.index = i
+                    return s.value
+                frame.index = i + 1
+                raise
+            except BaseException as exc:
+                if isinstance(exc, InterpreterError) or not isinstance(exc, BaseException):
+                    raise
+                _chain_context(exc, self.current_exception()) if exc.__context__ is None else None
+                target = handler_at[i] if i < len(handler_at) else None
+                if target is None:
+                    frame.index = i
+                    raise
+                i = self._unwind(frame, exc, i, target)
+            except Exception:  # pragma: no cover - unreachable
+                raise
+
+    def _unwind(self, frame, exc, i, target):
+        index, depth, lasti = target
+        stack = frame.stack
+        del stack[depth:]
+        if lasti:
+            stack.append(i)
+        stack.append(exc)
+        if frame.pstack is not None:
+            p = frame.pstack
+            del p[depth:]
+            p.extend([None] * (len(stack) - depth))
+        return index
+
+
+def run(fn, *args, **kwargs):
+    """Execute ``fn(*args, **kwargs)`` in a fresh VM and return its result (or raise its exception)."""
+    return VM().call(fn, *args, **kwargs)
+
+
+def internal_error(frame, exc):
+    """Wrap a failure of the VM itself so that it names the user's file and line."""
+    err = InterpreterError(f"{type(exc).__name__}: {exc}", frame.filename, frame.lineno)
+    err.__cause__ = exc
+    return err
+
+
+# handler modules register themselves in decode.HANDLERS on import
+from . import ops_stack, ops_operators, ops_calls, ops_control, ops_containers, ops_exceptions, ops_generators  # noqa: E402,F401,E501
+
+
+def _run_code(self, code, globals_, names):
+    """Interpret a code object with a names mapping (``exec``/``eval`` source, module-level code)."""
+    decoded = decode(code)
+    frame = Frame(self, decoded, None, globals_, [NULL] * decoded.nlocalsplus, names=names)
+    return self.run_frame(frame)
+
+
+def _run_body(self, func, names):
+    """Interpret a class body function with ``names`` as its namespace; returns the ``__class__`` cell."""
+    decoded = decode(func.__code__)
+    frame = Frame(self, decoded, func, func.__globals__, [NULL] * decoded.nlocalsplus, names=names)
+    return self.run_frame(frame)
+
+
+VM.run_code = _run_code
+VM.run_body = _run_body
