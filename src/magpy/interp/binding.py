@@ -76,3 +76,27 @@ def bind(func, decoded, args, kwargs):
     values = list(binder(*args, **(kwargs or {})))
     values.extend([NULL] * (decoded.nlocalsplus - len(values)))
     return values
+
+
+def bind_provenance(func, decoded, provs, kw_provs, nargs):
+    """Bind the arguments' provenance exactly as :func:`bind` bound their values.
+
+    Defaults and the tuples/dicts made for ``*args``/``**kwargs`` are new values: they carry None.
+    """
+    code = decoded.code
+    if not kw_provs and not code.co_flags & (CO_VARARGS | CO_VARKEYWORDS) and not code.co_kwonlyargcount:
+        out = list(provs)
+        out.extend([None] * (decoded.nlocalsplus - len(out)))
+        return out
+    defaults = func.__defaults__
+    binder = FunctionType(_binder_code(code), {}, code.co_name,
+                          (None,) * len(defaults) if defaults else None)
+    if func.__kwdefaults__:
+        binder.__kwdefaults__ = dict.fromkeys(func.__kwdefaults__)
+    out = list(binder(*provs, **(kw_provs or {})))
+    if code.co_flags & CO_VARARGS:
+        out[code.co_argcount + code.co_kwonlyargcount] = None
+    if code.co_flags & CO_VARKEYWORDS:
+        out[code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & CO_VARARGS)] = None
+    out.extend([None] * (decoded.nlocalsplus - len(out)))
+    return out

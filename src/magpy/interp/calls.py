@@ -23,10 +23,14 @@ def call(vm, fn, args, kwargs):
     if tp is FunctionType:
         return vm.call_function(fn, args, kwargs)
     if tp is MethodType:
+        provs = vm.call_provs
+        if provs is not None:
+            vm.call_provs = ((None, *provs[0]), provs[1])
         func = fn.__func__
         if type(func) is FunctionType:
             return vm.call_function(func, (fn.__self__, *args), kwargs)
         return call(vm, func, (fn.__self__, *args), kwargs)
+    vm.call_provs = None
     try:
         special = LOOKASIDE.get(fn)
     except TypeError:  # unhashable callable

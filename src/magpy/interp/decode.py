@@ -30,7 +30,7 @@ class Decoded:
     """A code object decoded for the VM."""
 
     __slots__ = ("code", "instrs", "names", "handler_at", "linenos", "delegating_yield",
-                 "nlocalsplus", "localsplus_names", "cell_slots", "free_start", "flags")
+                 "nlocalsplus", "localsplus_names", "free_start", "flags", "tracked")
 
     def __init__(self, code):
         self.code = code
@@ -44,6 +44,7 @@ class Decoded:
             self.localsplus_names = tuple(seen)
         self.nlocalsplus = len(self.localsplus_names)
         self.free_start = self.nlocalsplus - len(code.co_freevars)
+        self.tracked = None  # the provenance-tracking instruction list, built on first use
 
 
 def _exception_entries(code):
@@ -172,6 +173,8 @@ DECODERS = {
     "DELETE_NAME": _const_arg("DELETE_NAME"),
     "LOAD_FROM_DICT_OR_GLOBALS": _const_arg("LOAD_FROM_DICT_OR_GLOBALS"),
     "LOAD_CLASSDEREF": _raw_arg("LOAD_FROM_DICT_OR_DEREF_311"),
+    # before 3.12 every LOAD_FAST may meet an unbound local
+    **({"LOAD_FAST": _raw_arg("LOAD_FAST_CHECK")} if PY < (3, 12) else {}),
     # plain jumps, whatever their direction or version spelling
     "JUMP_FORWARD": _jump("JUMP"),
     "JUMP_BACKWARD": _jump("JUMP"),

@@ -3,28 +3,32 @@ from .decode import handler
 from . import protocols
 from .protocols import NATIVE_BINARY, NATIVE_COMPARE, _HEAPTYPE
 
+#: built-in types whose operators can run natively without looking further (the hot path)
+PLAIN = frozenset({int, float, bool, str, bytes, list, tuple, dict, set, frozenset, complex,
+                   type(None), range, slice})
+
 
 @handler("BINARY_OP")
-def binary_op(f, k, i):
+def binary_op(f, k, i, plain=PLAIN, native=NATIVE_BINARY):
     stack = f.stack
     b = stack.pop()
     a = stack[-1]
-    if (type(a).__flags__ | type(b).__flags__) & _HEAPTYPE:
-        stack[-1] = protocols.binary_op(f.vm, a, b, k)
+    if type(a) in plain and type(b) in plain:
+        stack[-1] = native[k](a, b)
     else:
-        stack[-1] = NATIVE_BINARY[k](a, b)
+        stack[-1] = protocols.binary_op(f.vm, a, b, k)
     return i + 1
 
 
 @handler("COMPARE_OP")
-def compare_op(f, k, i):
+def compare_op(f, k, i, plain=PLAIN, native=NATIVE_COMPARE):
     stack = f.stack
     b = stack.pop()
     a = stack[-1]
-    if (type(a).__flags__ | type(b).__flags__) & _HEAPTYPE:
-        stack[-1] = protocols.compare_op(f.vm, a, b, k)
+    if type(a) in plain and type(b) in plain:
+        stack[-1] = native[k](a, b)
     else:
-        stack[-1] = NATIVE_COMPARE[k](a, b)
+        stack[-1] = protocols.compare_op(f.vm, a, b, k)
     return i + 1
 
 
@@ -92,10 +96,10 @@ def binary_subscr(f, arg, i):
     stack = f.stack
     key = stack.pop()
     obj = stack[-1]
-    if type(obj).__flags__ & _HEAPTYPE:
-        stack[-1] = protocols.get_item(f.vm, obj, key)
-    else:
+    if type(obj) in PLAIN:
         stack[-1] = obj[key]
+    else:
+        stack[-1] = protocols.get_item(f.vm, obj, key)
     return i + 1
 
 

@@ -2,6 +2,7 @@
 from .decode import handler
 from .frame import NULL
 from . import protocols
+from .protocols import _HEAPTYPE
 
 _CellType = type((lambda x: lambda: x)(0).__closure__[0])
 
@@ -22,8 +23,8 @@ def load_const(f, arg, i):
     return i + 1
 
 
-@handler("LOAD_FAST")
-def load_fast(f, arg, i):
+@handler("LOAD_FAST_CHECK")
+def load_fast_check(f, arg, i):
     v = f.locals[arg]
     if v is NULL:
         raise _unbound_local(f, arg)
@@ -31,7 +32,11 @@ def load_fast(f, arg, i):
     return i + 1
 
 
-HANDLER_LOAD_FAST_CHECK = handler("LOAD_FAST_CHECK")(load_fast)
+@handler("LOAD_FAST")
+def load_fast(f, arg, i):
+    """3.12+: the compiler proved the local bound (3.11 decodes LOAD_FAST as LOAD_FAST_CHECK)."""
+    f.stack.append(f.locals[arg])
+    return i + 1
 
 
 @handler("LOAD_FAST_AND_CLEAR")
@@ -273,7 +278,11 @@ def delete_name(f, name, i):
 @handler("LOAD_ATTR")
 def load_attr(f, name, i):
     stack = f.stack
-    stack.append(protocols.load_attr(f.vm, stack.pop(), name))
+    obj = stack[-1]
+    if type(obj).__flags__ & _HEAPTYPE:
+        stack[-1] = protocols.load_attr(f.vm, obj, name)
+    else:
+        stack[-1] = getattr(obj, name)
     return i + 1
 
 

@@ -17,10 +17,24 @@ _object_delattr = object.__delattr__
 _object_ne = object.__ne__
 
 
+_mro_dicts = {}
+
+
+def _dicts_of(tp):
+    # mappingproxies are live views of the class dicts, so caching them keeps lookups exact
+    # (only an assignment to __bases__ would change the list itself)
+    dicts = tuple(klass.__dict__ for klass in tp.__mro__)
+    _mro_dicts[tp] = dicts
+    return dicts
+
+
 def lookup(tp, name):
     """``_PyType_Lookup``: the attribute ``name`` found along ``tp``'s MRO, or MISSING."""
-    for klass in tp.__mro__:
-        d = klass.__dict__
+    try:
+        dicts = _mro_dicts[tp]
+    except KeyError:
+        dicts = _dicts_of(tp)
+    for d in dicts:
         if name in d:
             return d[name]
     return MISSING

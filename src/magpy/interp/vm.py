@@ -56,6 +56,7 @@ class VM:
         self.frame = None          # the innermost running interpreted frame
         self.depth = 0
         self.exc_state = ExcState()
+        self.call_provs = None     # provenance of the arguments of the call being made (observer on)
         from . import binding
         self._bind = binding.bind
 
@@ -86,10 +87,26 @@ class VM:
         decoded = decode(code)
         locals_ = self._bind(func, decoded, args, kwargs)
         frame = Frame(self, decoded, func, func.__globals__, locals_)
+        if self.observer is not None:
+            self._track_arguments(frame, func, decoded, args)
         if flags & CO_SUSPENDING:
             from .generators import make_generator
             return make_generator(self, frame, func)
         return self.run_frame(frame)
+
+    def _track_arguments(self, frame, func, decoded, args):
+        provs, self.call_provs = self.call_provs, None
+        frame.pstack = []
+        if provs is not None:
+            from .binding import bind_provenance
+            frame.plocals = bind_provenance(func, decoded, provs[0], provs[1], len(args))
+        elif self.frame is None:  # the root call: its arguments come from outside the VM
+            names = decoded.localsplus_names
+            arg = self.observer.argument
+            frame.plocals = [None if v is NULL else arg(frame, k, names[k], v)
+                             for k, v in enumerate(frame.locals)]
+        else:  # a call made by the VM's own protocol code (dunders, properties)
+            frame.plocals = [None] * decoded.nlocalsplus
 
     def run_frame(self, frame):
         """Run a (non-generator) frame to completion and return its value."""
@@ -126,7 +143,18 @@ class VM:
 
     def execute(self, frame, throw=None):
         decoded = frame.decoded
-        instrs = decoded.instrs
+        if self.observer is None:
+            instrs = decoded.instrs
+        else:
+            instrs = decoded.tracked
+            if instrs is None:
+                from .tracking import tracked_instrs
+                instrs = decoded.tracked = tracked_instrs(decoded)
+            if frame.pstack is None:
+                frame.pstack = []
+                frame.plocals = [None] * decoded.nlocalsplus
+            from .tracking import sync
+            sync(frame)
         handler_at = decoded.handler_at
         i = frame.index
         pending = throw
@@ -188,6 +216,7 @@ from . import ops_stack, ops_operators, ops_calls, ops_control, ops_containers, 
 
 def _run_code(self, code, globals_, names):
     """Interpret a code object with a names mapping (``exec``/``eval`` source, module-level code)."""
+    self.call_provs = None
     decoded = decode(code)
     frame = Frame(self, decoded, None, globals_, [NULL] * decoded.nlocalsplus, names=names)
     return self.run_frame(frame)

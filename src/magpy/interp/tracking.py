@@ -1,0 +1,436 @@
+"""Provenance-tracking forms of the handlers, used when an observer is installed.
+
+Without an observer the VM runs the plain handlers and carries no provenance at all. With one, each
+decoded instruction is wrapped once (per code object) by the rule of its canonical name:
+
+* *moves* (locals, stack shuffles) carry provenance along with the value, with no event;
+* *reads and writes* of outside state (globals, cells, attributes, items) report an event and take the
+  provenance the observer returns for what they read;
+* *branches* and *returns* report the deciding or returned value;
+* calls hand the arguments' provenance to the callee's frame and report the result;
+* everything else is *generic*: it pops a known number of inputs, and the observer's ``operation``
+  event gives the provenance of whatever the instruction left on the stack.
+"""
+from .frame import NULL
+from . import protocols
+
+TRACKED = {}   # canonical name -> tracked handler (same signature as a plain handler)
+
+
+def tracked(*names):
+    def register(fn):
+        for n in names:
+            TRACKED[n] = fn
+        return fn
+    return register
+
+
+def _flags_popcount(flags):
+    return bin(flags & 0xF).count("1")
+
+
+#: canonical name -> number of stack inputs (a function of the decoded arg where it varies)
+POPS = {
+    "NOP": 0, "LOAD_CONST": 0, "BINARY_OP": 2, "COMPARE_OP": 2, "COMPARE_OP_BOOL": 2, "IS_OP": 2,
+    "CONTAINS_OP": 2, "UNARY_NEGATIVE": 1, "UNARY_POSITIVE": 1, "UNARY_INVERT": 1, "UNARY_NOT": 1,
+    "TO_BOOL": 1, "BINARY_SLICE": 3, "STORE_SLICE": 4, "DELETE_SUBSCR": 2,
+    "FORMAT_VALUE": lambda a: 2 if a & 4 else 1, "CONVERT_VALUE": 1, "FORMAT_SIMPLE": 1,
+    "FORMAT_WITH_SPEC": 2, "BUILD_STRING": lambda a: a, "BUILD_TUPLE": lambda a: a,
+    "BUILD_LIST": lambda a: a, "BUILD_SET": lambda a: a, "BUILD_MAP": lambda a: 2 * a,
+    "BUILD_CONST_KEY_MAP": lambda a: a + 1, "BUILD_SLICE": lambda a: a, "LIST_APPEND": 1,
+    "SET_ADD": 1, "MAP_ADD": 2, "LIST_EXTEND": 1, "SET_UPDATE": 1, "DICT_UPDATE": 1, "DICT_MERGE": 1,
+    "LIST_TO_TUPLE": 1, "INTRINSIC_LIST_TO_TUPLE": 1, "UNPACK_SEQUENCE": 1, "UNPACK_EX": 1,
+    "GET_ITER": 1, "GET_LEN": 0, "JUMP": 0, "IMPORT_NAME": 2, "IMPORT_FROM": 0, "IMPORT_STAR": 1,
+    "INTRINSIC_IMPORT_STAR": 1, "LOAD_BUILD_CLASS": 0, "SETUP_ANNOTATIONS": 0, "PRINT_EXPR": 1,
+    "INTRINSIC_PRINT": 1, "LOAD_ASSERTION_ERROR": 0, "MATCH_MAPPING": 0, "MATCH_SEQUENCE": 0,
+    "MATCH_KEYS": 0, "MATCH_CLASS": 3, "KW_NAMES": 0, "CALL_FUNCTION_EX": lambda a: 4 + a,
+    "CALL_FUNCTION_EX_313": lambda a: 4 + a, "MAKE_FUNCTION": lambda a: 1 + _flags_popcount(a),
+    "MAKE_FUNCTION_313": 1, "SET_FUNCTION_ATTRIBUTE": 2, "RAISE_VARARGS": lambda a: a,
+    "RERAISE": 1, "PUSH_EXC_INFO": 1, "POP_EXCEPT": 1, "CHECK_EXC_MATCH": 1, "CHECK_EG_MATCH": 2,
+    "PREP_RERAISE_STAR": 2, "INTRINSIC_PREP_RERAISE_STAR": 2, "INTRINSIC_STOPITERATION_ERROR": 1,
+    "INTRINSIC_UNARY_POSITIVE": 1, "WITH_EXCEPT_START": 0, "BEFORE_WITH": 1, "BEFORE_ASYNC_WITH": 1,
+    "RETURN_GENERATOR": 0, "GET_YIELD_FROM_ITER": 1, "SEND": 2, "SEND_311": 2, "GET_AWAITABLE": 1,
+    "GET_AITER": 1, "GET_ANEXT": 0, "END_ASYNC_FOR": 2, "ASYNC_GEN_WRAP": 1,
+    "INTRINSIC_ASYNC_GEN_WRAP": 1, "CLEANUP_THROW": 3, "END_SEND": 2, "END_FOR": 2, "END_FOR_313": 1,
+    "RETURN_CONST": 0, "LOAD_LOCALS": 0,
+}
+
+
+def generic(fn, name, arg):
+    """Wrap a plain handler: its outputs get the provenance the observer assigns."""
+    pops = POPS.get(name)
+    if pops is None:
+        return fn
+    if callable(pops):
+        pops = pops(arg)
+
+    def run(f, arg, i):
+        stack = f.stack
+        base = len(stack) - pops
+        inputs = stack[base:]
+        pstack = f.pstack
+        in_provs = pstack[base:]
+        nxt = fn(f, arg, i)
+        del pstack[base:]
+        n = len(stack) - base
+        if n > 0:
+            outputs = stack[base:]
+            provs = f.vm.observer.operation(f, name, inputs, in_provs, outputs)
+            pstack.extend(provs if provs is not None else [None] * n)
+        return nxt
+    return run
+
+
+def tracked_instrs(decoded):
+    """The provenance-tracking instruction list of a decoded code object (built once)."""
+    out = []
+    for (fn, arg), name in zip(decoded.instrs, decoded.names):
+        special = TRACKED.get(name)
+        out.append((special, arg) if special is not None else (generic(fn, name, arg), arg))
+    return out
+
+
+def sync(frame):
+    """Make ``pstack`` as long as ``stack`` (values pushed by a resume carry no provenance)."""
+    p = frame.pstack
+    n = len(frame.stack)
+    if len(p) > n:
+        del p[n:]
+    elif len(p) < n:
+        p.extend([None] * (n - len(p)))
+
+
+# ---- moves ------------------------------------------------------------------------------------------
+
+@tracked("LOAD_FAST", "LOAD_FAST_CHECK")
+def t_load_fast(f, arg, i):
+    from .ops_stack import load_fast_check
+    load_fast_check(f, arg, i)
+    f.pstack.append(f.plocals[arg])
+    return i + 1
+
+
+@tracked("LOAD_FAST_AND_CLEAR")
+def t_load_fast_and_clear(f, arg, i):
+    f.pstack.append(f.plocals[arg])
+    f.plocals[arg] = None
+    f.stack.append(f.locals[arg])
+    f.locals[arg] = NULL
+    return i + 1
+
+
+@tracked("LOAD_FAST_LOAD_FAST")
+def t_load_fast_load_fast(f, arg, i):
+    a, b = arg
+    t_load_fast(f, a, i)
+    return t_load_fast(f, b, i)
+
+
+@tracked("STORE_FAST")
+def t_store_fast(f, arg, i):
+    f.locals[arg] = f.stack.pop()
+    f.plocals[arg] = f.pstack.pop()
+    return i + 1
+
+
+@tracked("STORE_FAST_LOAD_FAST")
+def t_store_fast_load_fast(f, arg, i):
+    a, b = arg
+    t_store_fast(f, a, i)
+    return t_load_fast(f, b, i)
+
+
+@tracked("STORE_FAST_STORE_FAST")
+def t_store_fast_store_fast(f, arg, i):
+    a, b = arg
+    t_store_fast(f, a, i)
+    return t_store_fast(f, b, i)
+
+
+@tracked("DELETE_FAST")
+def t_delete_fast(f, arg, i):
+    from .ops_stack import delete_fast
+    delete_fast(f, arg, i)
+    f.plocals[arg] = None
+    return i + 1
+
+
+@tracked("POP_TOP")
+def t_pop_top(f, arg, i):
+    f.stack.pop()
+    f.pstack.pop()
+    return i + 1
+
+
+@tracked("PUSH_NULL")
+def t_push_null(f, arg, i):
+    f.stack.append(NULL)
+    f.pstack.append(None)
+    return i + 1
+
+
+@tracked("LOAD_CONST")
+def t_load_const(f, arg, i):
+    f.stack.append(arg)
+    f.pstack.append(None)
+    return i + 1
+
+
+@tracked("COPY")
+def t_copy(f, arg, i):
+    f.stack.append(f.stack[-arg])
+    f.pstack.append(f.pstack[-arg])
+    return i + 1
+
+
+@tracked("SWAP")
+def t_swap(f, arg, i):
+    for s in (f.stack, f.pstack):
+        s[-1], s[-arg] = s[-arg], s[-1]
+    return i + 1
+
+
+@tracked("MAKE_CELL", "COPY_FREE_VARS", "NOP")
+def t_no_stack(f, arg, i):
+    from .decode import HANDLERS
+    return HANDLERS[f.decoded.names[i]](f, arg, i)
+
+
+@tracked("LOAD_CLOSURE")
+def t_load_closure(f, arg, i):
+    f.stack.append(f.locals[arg])
+    f.pstack.append(None)
+    return i + 1
+
+
+# ---- reads and writes of outside state ----------------------------------------------------------------
+
+def _push_read(f, prov):
+    f.pstack.append(prov)
+
+
+def _read_after(name):
+    """Tracked form of a handler that pushes values read from outside (globals, names, cells)."""
+    def wrap(f, arg, i):
+        from .decode import HANDLERS
+        stack = f.stack
+        base = len(stack)
+        nxt = HANDLERS[name](f, arg, i)
+        obs = f.vm.observer
+        pstack = f.pstack
+        for v in stack[base:]:
+            if v is NULL:
+                pstack.append(None)
+            elif name.startswith("LOAD_GLOBAL") or name in ("LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"):
+                pstack.append(obs.read_global(f, arg, v))
+            else:
+                pstack.append(obs.read_cell(f, f.decoded.localsplus_names[arg], v))
+        return nxt
+    return wrap
+
+
+for _name in ("LOAD_GLOBAL", "LOAD_GLOBAL_NULL_BEFORE", "LOAD_GLOBAL_NULL_AFTER", "LOAD_NAME",
+              "LOAD_DEREF", "LOAD_FROM_DICT_OR_DEREF_311"):
+    TRACKED[_name] = _read_after(_name)
+
+
+@tracked("LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS")
+def t_load_from_dict(f, arg, i):
+    f.pstack.pop()
+    return _read_after(f.decoded.names[i])(f, arg, i)
+
+
+@tracked("STORE_GLOBAL", "STORE_NAME")
+def t_store_global(f, name, i):
+    value = f.stack[-1]
+    prov = f.pstack.pop()
+    from .decode import HANDLERS
+    nxt = HANDLERS[f.decoded.names[i]](f, name, i)
+    f.vm.observer.write_global(f, name, value, prov)
+    return nxt
+
+
+@tracked("STORE_DEREF")
+def t_store_deref(f, arg, i):
+    value = f.stack.pop()
+    prov = f.pstack.pop()
+    f.locals[arg].cell_contents = value
+    f.vm.observer.write_cell(f, f.decoded.localsplus_names[arg], value, prov)
+    return i + 1
+
+
+@tracked("LOAD_ATTR")
+def t_load_attr(f, name, i):
+    obj = f.stack[-1]
+    oprov = f.pstack[-1]
+    value = protocols.load_attr(f.vm, obj, name)
+    f.stack[-1] = value
+    f.pstack[-1] = f.vm.observer.read_attr(obj, oprov, name, value)
+    return i + 1
+
+
+def _t_load_method(null_after):
+    def run(f, name, i):
+        obj = f.stack.pop()
+        oprov = f.pstack.pop()
+        meth, value = protocols.load_method(f.vm, obj, name)
+        if meth is not None:
+            # an unbound method and its self: the method is part of the program, self keeps its prov
+            pairs = [(meth, None), (value, oprov)]
+        else:
+            prov = f.vm.observer.read_attr(obj, oprov, name, value)
+            pairs = [(value, prov), (NULL, None)] if null_after else [(NULL, None), (value, prov)]
+        for v, p in pairs:
+            f.stack.append(v)
+            f.pstack.append(p)
+        return i + 1
+    return run
+
+
+TRACKED["LOAD_METHOD"] = _t_load_method(False)
+TRACKED["LOAD_METHOD_313"] = _t_load_method(True)
+
+
+@tracked("STORE_ATTR")
+def t_store_attr(f, name, i):
+    obj = f.stack.pop()
+    value = f.stack.pop()
+    oprov = f.pstack.pop()
+    prov = f.pstack.pop()
+    protocols.store_attr(f.vm, obj, name, value)
+    f.vm.observer.write_attr(obj, oprov, name, value, prov)
+    return i + 1
+
+
+@tracked("DELETE_ATTR")
+def t_delete_attr(f, name, i):
+    obj = f.stack.pop()
+    oprov = f.pstack.pop()
+    protocols.delete_attr(f.vm, obj, name)
+    f.vm.observer.delete_attr(obj, oprov, name)
+    return i + 1
+
+
+@tracked("BINARY_SUBSCR")
+def t_binary_subscr(f, arg, i):
+    key = f.stack.pop()
+    kprov = f.pstack.pop()
+    obj = f.stack[-1]
+    oprov = f.pstack[-1]
+    value = protocols.get_item(f.vm, obj, key)
+    f.stack[-1] = value
+    f.pstack[-1] = f.vm.observer.read_item(obj, oprov, key, kprov, value)
+    return i + 1
+
+
+@tracked("STORE_SUBSCR")
+def t_store_subscr(f, arg, i):
+    stack, pstack = f.stack, f.pstack
+    key, obj, value = stack.pop(), stack.pop(), stack.pop()
+    kprov, oprov, prov = pstack.pop(), pstack.pop(), pstack.pop()
+    protocols.set_item(f.vm, obj, key, value)
+    f.vm.observer.write_item(obj, oprov, key, kprov, value, prov)
+    return i + 1
+
+
+@tracked("DELETE_SUBSCR")
+def t_delete_subscr(f, arg, i):
+    stack, pstack = f.stack, f.pstack
+    key, obj = stack.pop(), stack.pop()
+    kprov, oprov = pstack.pop(), pstack.pop()
+    protocols.delete_item(f.vm, obj, key)
+    f.vm.observer.delete_item(obj, oprov, key, kprov)
+    return i + 1
+
+
+# ---- branches, loops, returns, yields ------------------------------------------------------------------
+
+def _t_branch(name):
+    def run(f, target, i):
+        from .decode import HANDLERS
+        value = f.stack[-1]
+        prov = f.pstack.pop()
+        nxt = HANDLERS[name](f, target, i)
+        if len(f.stack) > len(f.pstack):  # JUMP_IF_*_OR_POP kept the value
+            f.pstack.append(prov)
+        f.vm.observer.branch(f, value, prov, nxt == target)
+        return nxt
+    return run
+
+
+for _name in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
+              "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
+    TRACKED[_name] = _t_branch(_name)
+
+
+@tracked("FOR_ITER")
+def t_for_iter(f, exit_index, i):
+    from .ops_control import for_iter
+    it = f.stack[-1]
+    iprov = f.pstack[-1]
+    nxt = for_iter(f, exit_index, i)
+    if nxt == exit_index:
+        f.pstack.pop()
+    else:
+        provs = f.vm.observer.operation(f, "FOR_ITER", [it], [iprov], [f.stack[-1]])
+        f.pstack.append(provs[0] if provs else None)
+    return nxt
+
+
+@tracked("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE")
+def t_return(f, arg, i):
+    from .decode import HANDLERS
+    name = f.decoded.names[i]
+    if name == "RETURN_CONST":
+        value, prov = arg, None
+    else:
+        value, prov = f.stack[-1], f.pstack.pop()
+    if name != "YIELD_VALUE":
+        f.vm.observer.return_value(f, value, prov)
+    return HANDLERS[name](f, arg, i)
+
+
+# ---- calls ---------------------------------------------------------------------------------------------
+
+def _t_call(layout):
+    """layout: '312' ([NULL|meth, callable|self, *args] + KW_NAMES), '313', '313kw' (CALL_KW)."""
+    def run(f, argc, i):
+        from .calls import call
+        stack, pstack = f.stack, f.pstack
+        kwnames = ()
+        if layout == "313kw":
+            kwnames = stack.pop()
+            pstack.pop()
+        elif f.kwnames:
+            kwnames, f.kwnames = f.kwnames, ()
+        n = argc + 2
+        items, provs = stack[-n:], pstack[-n:]
+        del stack[-n:], pstack[-n:]
+        a, b = items[0], items[1]
+        if layout == "312":
+            if a is NULL:
+                fn, fprov, args, aprovs = b, provs[1], items[2:], provs[2:]
+            else:
+                fn, fprov, args, aprovs = a, provs[0], items[1:], provs[1:]
+        else:
+            fn, fprov = a, provs[0]
+            args, aprovs = (items[2:], provs[2:]) if b is NULL else (items[1:], provs[1:])
+        kwargs = kw_provs = None
+        if kwnames:
+            nk = len(kwnames)
+            kwargs = dict(zip(kwnames, args[-nk:]))
+            kw_provs = dict(zip(kwnames, aprovs[-nk:]))
+            args, aprovs = args[:-nk], aprovs[:-nk]
+        vm = f.vm
+        vm.call_provs = (tuple(aprovs), kw_provs or {})
+        result = call(vm, fn, args, kwargs)
+        vm.call_provs = None
+        stack.append(result)
+        pstack.append(vm.observer.call_result(f, fn, fprov, args, aprovs, kwargs, kw_provs, result))
+        return i + 1
+    return run
+
+
+TRACKED["CALL"] = _t_call("312")
+TRACKED["CALL_313"] = _t_call("313")
+TRACKED["CALL_KW"] = _t_call("313kw")
