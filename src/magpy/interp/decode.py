@@ -10,6 +10,7 @@ import dis
 import sys
 
 PY = sys.version_info[:2]
+_PACKAGE_DIR = __file__.rsplit("/", 1)[0] + "/"
 
 #: canonical handler name -> function(frame, arg, index) -> next index
 HANDLERS = {}
@@ -30,7 +31,7 @@ class Decoded:
     """A code object decoded for the VM."""
 
     __slots__ = ("code", "instrs", "names", "handler_at", "linenos", "delegating_yield",
-                 "nlocalsplus", "localsplus_names", "free_start", "flags", "tracked")
+                 "nlocalsplus", "localsplus_names", "free_start", "flags", "tracked", "internal")
 
     def __init__(self, code):
         self.code = code
@@ -45,6 +46,8 @@ class Decoded:
         self.nlocalsplus = len(self.localsplus_names)
         self.free_start = self.nlocalsplus - len(code.co_freevars)
         self.tracked = None  # the provenance-tracking instruction list, built on first use
+        # the VM's own Python code (frame proxies, callback wrappers) always runs natively
+        self.internal = code.co_filename.startswith(_PACKAGE_DIR)
 
 
 def _exception_entries(code):
@@ -137,9 +140,39 @@ def _decode_pair(name):
 def _decode_intrinsic(table_name):
     def decode(ins, ctx):
         import opcode
-        descs = getattr(opcode, table_name)
-        return descs[ins.arg], None
+        name = getattr(opcode, table_name)[ins.arg]
+        if name not in HANDLERS:
+            # intrinsics with no Python-level equivalent (PEP 695 type parameters …) run natively
+            HANDLERS[name] = _native_intrinsic(table_name, ins.opname, ins.arg)
+        return name, None
     return decode
+
+
+def _native_intrinsic(table_name, opname, which):
+    """A handler running one CALL_INTRINSIC natively, through a three-instruction code object."""
+    nargs = 2 if table_name.endswith("2_descs") else 1
+    op = dis.opmap
+    body = [op["RESUME"], 0]
+    for k in range(nargs):
+        body += [op["LOAD_FAST"], k]
+    body += [op[opname], which, op["RETURN_VALUE"], 0]
+    template = (lambda a, b: None) if nargs == 2 else (lambda a: None)
+    units = len(body) // 2
+    no_location = bytes([0x80 | (15 << 3) | (units - 1)])  # one linetable entry: "no location"
+    code = template.__code__.replace(co_code=bytes(body), co_stacksize=nargs, co_linetable=no_location,
+                                     co_exceptiontable=b"", co_consts=(None,), co_names=())
+    import types
+    native = types.FunctionType(code, {})
+
+    def run_intrinsic(f, arg, i):
+        stack = f.stack
+        if nargs == 2:
+            b = stack.pop()
+            stack[-1] = native(stack[-1], b)
+        else:
+            stack[-1] = native(stack[-1])
+        return i + 1
+    return run_intrinsic
 
 
 DECODERS = {

@@ -1,6 +1,11 @@
 """Interpreted frames and the values that only exist inside the VM."""
 
 
+import sys
+
+_REUSE_LOCALS_DICT = sys.version_info < (3, 13)
+
+
 class _Null:
     """The NULL that CPython pushes before callables and keeps in unbound local slots."""
     __slots__ = ()
@@ -30,7 +35,7 @@ class Frame:
     """
 
     __slots__ = ("vm", "decoded", "code", "func", "globals", "builtins", "names", "locals", "stack",
-                 "kwnames", "index", "back", "exc_state", "plocals", "pstack", "generator")
+                 "kwnames", "index", "back", "exc_state", "plocals", "pstack", "generator", "locals_snapshot")
 
     def __init__(self, vm, decoded, func, globals_, locals_, names=None):
         self.vm = vm
@@ -55,6 +60,7 @@ class Frame:
         self.plocals = None
         self.pstack = None
         self.generator = False
+        self.locals_snapshot = None
 
     @property
     def lineno(self):
@@ -65,19 +71,28 @@ class Frame:
         return self.code.co_filename
 
     def local_dict(self):
-        """A snapshot of the frame's variables, as ``locals()`` returns it."""
+        """The frame's variables as ``locals()`` returns them: before 3.13 one dict per frame,
+        refreshed by each call; from 3.13 (PEP 667) a new snapshot each time."""
         if self.names is not None:
             return self.names
-        out = {}
+        if _REUSE_LOCALS_DICT:
+            # PyFrame_FastToLocals: bound variables are written, unbound ones removed, other keys stay
+            out = self.locals_snapshot
+            if out is None:
+                out = self.locals_snapshot = {}
+        else:
+            out = {}
         code = self.code
         cells = set(code.co_cellvars) | set(code.co_freevars)
         for name, value in zip(self.decoded.localsplus_names, self.locals):
             if value is NULL:
+                out.pop(name, None)
                 continue
             if name in cells and type(value).__name__ == "cell":
                 try:
                     value = value.cell_contents
                 except ValueError:
+                    out.pop(name, None)
                     continue
             out[name] = value
         return out

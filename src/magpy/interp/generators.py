@@ -6,6 +6,8 @@ routes ``send``/``throw``/``close`` back into the frame, so the frame's own exce
 When the frame is suspended inside ``yield from``/``await``, ``throw`` and ``close`` go to the
 delegate first, as CPython's ``gen_throw`` does.
 """
+from types import FunctionType
+
 from .decode import PY
 from .frame import ExcState
 from .calls import call
@@ -154,12 +156,22 @@ def make_generator(vm, frame, func):
     frame.exc_state = ExcState()
     frame.generator = True
     flags = frame.code.co_flags
-    if flags & CO_ASYNC_GENERATOR:
-        gen = _async_generator_driver(vm, frame)
-    elif flags & CO_COROUTINE:
-        gen = _coroutine_driver(vm, frame)
-    else:
-        gen = _generator_driver(vm, frame)
+    kind = _async_generator_driver if flags & CO_ASYNC_GENERATOR else \
+        _coroutine_driver if flags & CO_COROUTINE else _generator_driver
+    gen = _driver_for(kind, frame.code)(vm, frame)
     gen.__name__ = func.__name__
     gen.__qualname__ = func.__qualname__
     return gen
+
+
+_drivers = {}
+
+
+def _driver_for(kind, code):
+    """The driver function, renamed after the user's code so ``gi_code``/``cr_code`` read as theirs."""
+    key = (kind, code)
+    fn = _drivers.get(key)
+    if fn is None:
+        dcode = kind.__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+        fn = _drivers[key] = FunctionType(dcode, kind.__globals__, code.co_name)
+    return fn

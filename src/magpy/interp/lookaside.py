@@ -193,7 +193,9 @@ def _super(vm, args, kwargs):
     try:
         cls = cell.cell_contents
     except ValueError:
-        raise RuntimeError("super(): empty __class__ cell") from None
+        cls = None
+    if cls is None:
+        raise RuntimeError("super(): empty __class__ cell")
     return super(cls, first)
 
 
@@ -216,6 +218,13 @@ def _vars(vm, args, kwargs):
     if args or kwargs:
         return vars(*args, **kwargs)
     return vm.frame.local_dict()
+
+
+@lookaside(dir)
+def _dir(vm, args, kwargs):
+    if args or kwargs:
+        return dir(*args, **kwargs)
+    return sorted(vm.frame.local_dict())
 
 
 class FrameProxy:
@@ -313,6 +322,8 @@ def _run_source(vm, mode, args, kwargs):
         try:
             code = compile(source, "<string>", mode)
         except SyntaxError:
+            code = None
+        if code is None:
             return native(*args)  # the same SyntaxError, raised by CPython itself
     elif type(source).__name__ == "code":
         code = source

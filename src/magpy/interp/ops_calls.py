@@ -32,6 +32,7 @@ def call_(f, argc, i):
         args = items[2:]
     else:
         args = items[1:]
+    f.index = i  # for f_lineno of this frame while the callee runs
     kwnames = f.kwnames
     if kwnames:
         f.kwnames = ()
@@ -51,6 +52,7 @@ def call_313(f, argc, i):
     del stack[-n:]
     fn = items[0]
     args = items[2:] if items[1] is NULL else items[1:]
+    f.index = i
     stack.append(call(f.vm, fn, args, None))
     return i + 1
 
@@ -65,6 +67,7 @@ def call_kw(f, argc, i):
     fn = items[0]
     args = items[2:] if items[1] is NULL else items[1:]
     args, kwargs = _split_kwargs(args, kwnames)
+    f.index = i
     stack.append(call(f.vm, fn, args, kwargs))
     return i + 1
 

@@ -1,6 +1,11 @@
 """Handlers: building, extending and unpacking containers."""
-from .decode import handler
+from .decode import handler, PY
 from . import protocols
+
+
+def _iterable(tp):
+    return protocols.lookup(tp, "__iter__") is not protocols.MISSING or \
+        protocols.lookup(tp, "__getitem__") is not protocols.MISSING
 
 
 def _pop_n(stack, n):
@@ -83,13 +88,9 @@ def list_extend(f, n, i):
     if type(v) in (list, tuple):
         target.extend(v)
         return i + 1
-    try:
-        it = protocols.get_iter(f.vm, v)
-    except TypeError:
-        if not hasattr(type(v), "__iter__") and not hasattr(type(v), "__getitem__"):
-            raise TypeError(f"Value after * must be an iterable, not {type(v).__name__}") from None
-        raise
-    target.extend(it)
+    if not _iterable(type(v)):
+        raise TypeError(f"Value after * must be an iterable, not {type(v).__name__}")
+    target.extend(protocols.get_iter(f.vm, v))
     return i + 1
 
 
@@ -115,11 +116,8 @@ def dict_merge(f, n, i):
     stack = f.stack
     v = stack.pop()
     target = stack[-n]
-    fn = stack[-n - 2]  # the callable being called: [callable, NULL/self, args, kwargs-dict]
     if not hasattr(v, "keys"):
         from .ops_calls import function_str
-        from .frame import NULL
-        callee = fn if fn is not NULL else stack[-n - 1]
         raise TypeError(f"{function_str(_callee(stack, n))} argument after ** must be a mapping, "
                         f"not {type(v).__name__}")
     for k in v.keys():
@@ -155,18 +153,14 @@ def unpack_sequence(f, n, i):
     if (tp is tuple or tp is list) and len(seq) == n:
         stack.extend(seq[::-1])
         return i + 1
-    try:
-        it = protocols.get_iter(f.vm, seq)
-    except TypeError:
-        if protocols.lookup(tp, "__iter__") is protocols.MISSING and \
-                protocols.lookup(tp, "__getitem__") is protocols.MISSING:
-            raise TypeError(f"cannot unpack non-iterable {tp.__name__} object") from None
-        raise
+    if not _iterable(tp):
+        raise TypeError(f"cannot unpack non-iterable {tp.__name__} object")
+    it = protocols.get_iter(f.vm, seq)
     items = []
     for v in it:
         items.append(v)
         if len(items) > n:
-            if tp in (list, tuple, dict, str):
+            if PY >= (3, 12) and tp in (list, tuple, dict):
                 raise ValueError(f"too many values to unpack (expected {n}, got {len(seq)})")
             raise ValueError(f"too many values to unpack (expected {n})")
     if len(items) < n:
@@ -182,14 +176,9 @@ def unpack_ex(f, arg, i):
     stack = f.stack
     seq = stack.pop()
     tp = type(seq)
-    try:
-        it = protocols.get_iter(f.vm, seq)
-    except TypeError:
-        if protocols.lookup(tp, "__iter__") is protocols.MISSING and \
-                protocols.lookup(tp, "__getitem__") is protocols.MISSING:
-            raise TypeError(f"cannot unpack non-iterable {tp.__name__} object") from None
-        raise
-    items = list(it)
+    if not _iterable(tp):
+        raise TypeError(f"cannot unpack non-iterable {tp.__name__} object")
+    items = list(protocols.get_iter(f.vm, seq))
     if len(items) < before + after:
         raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {len(items)})")
     head = items[:before]

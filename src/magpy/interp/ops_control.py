@@ -8,8 +8,7 @@ from . import protocols
 from .protocols import _HEAPTYPE, python_slot
 
 
-class _Return(Exception):
-    pass
+_MISSING = object()
 
 
 @handler("JUMP")
@@ -132,11 +131,8 @@ def import_name(f, name, i):
 @handler("IMPORT_FROM")
 def import_from(f, name, i):
     module = f.stack[-1]
-    try:
-        v = getattr(module, name)
-    except AttributeError:
-        v = _import_from_fallback(module, name)
-    f.stack.append(v)
+    v = getattr(module, name, _MISSING)
+    f.stack.append(_import_from_fallback(module, name) if v is _MISSING else v)
     return i + 1
 
 
@@ -179,10 +175,10 @@ def intrinsic_import_star(f, arg, i):
 
 @handler("LOAD_BUILD_CLASS")
 def load_build_class(f, arg, i):
-    try:
-        f.stack.append(f.builtins["__build_class__"])
-    except KeyError:
-        raise NameError("__build_class__ not found") from None
+    build = f.builtins.get("__build_class__", _MISSING)
+    if build is _MISSING:
+        raise NameError("__build_class__ not found")
+    f.stack.append(build)
     return i + 1
 
 

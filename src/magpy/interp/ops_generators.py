@@ -131,11 +131,10 @@ def get_anext(f, arg, i):
         raise TypeError(f"'async for' requires an iterator with __anext__ method, got {tp.__name__}")
     awaitable = protocols.call_slot(f.vm, anext, it)
     if type(it) is not types.AsyncGeneratorType:
-        try:
-            awaitable = awaitable_iter(f.vm, awaitable)
-        except TypeError:
+        if not _is_coroutine(awaitable) and lookup(type(awaitable), "__await__") is MISSING:
             raise TypeError("'async for' received an invalid object from __anext__: "
-                            f"{type(awaitable).__name__}") from None
+                            f"{type(awaitable).__name__}")
+        awaitable = awaitable_iter(f.vm, awaitable)
     f.stack.append(awaitable)
     return i + 1
 

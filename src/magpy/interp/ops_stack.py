@@ -129,10 +129,13 @@ def _empty_cell_error(f, idx):
 
 @handler("LOAD_DEREF")
 def load_deref(f, arg, i):
+    cell = f.locals[arg]
     try:
-        v = f.locals[arg].cell_contents
+        v = cell.cell_contents
     except ValueError:
-        raise _empty_cell_error(f, arg) from None
+        v = _MISSING
+    if v is _MISSING:
+        raise _empty_cell_error(f, arg)
     f.stack.append(v)
     return i + 1
 
@@ -148,22 +151,17 @@ def delete_deref(f, arg, i):
     cell = f.locals[arg]
     try:
         del cell.cell_contents
+        return i + 1
     except ValueError:
-        raise _empty_cell_error(f, arg) from None
-    return i + 1
+        pass
+    raise _empty_cell_error(f, arg)
 
 
 @handler("LOAD_FROM_DICT_OR_DEREF")
 def load_from_dict_or_deref(f, arg, i):
-    mapping = f.stack.pop()
-    name = f.decoded.localsplus_names[arg]
-    try:
-        v = mapping[name]
-    except KeyError:
-        try:
-            v = f.locals[arg].cell_contents
-        except ValueError:
-            raise _empty_cell_error(f, arg) from None
+    v = _mapping_get(f.stack.pop(), f.decoded.localsplus_names[arg])
+    if v is _MISSING:
+        return load_deref(f, arg, i)
     f.stack.append(v)
     return i + 1
 
@@ -176,15 +174,17 @@ def load_classderef(f, arg, i):
 
 # ---- globals and names ----------------------------------------------------------------------------
 
+_MISSING = object()
+
+
 def _global(f, name):
-    try:
-        return f.globals[name]
-    except KeyError:
-        pass
-    try:
-        return f.builtins[name]
-    except KeyError:
-        raise NameError(f"name '{name}' is not defined", name=name) from None
+    # no try/except: a NameError raised inside an except block would carry the KeyError as context
+    v = f.globals.get(name, _MISSING)
+    if v is _MISSING:
+        v = f.builtins.get(name, _MISSING)
+        if v is _MISSING:
+            raise NameError(f"name '{name}' is not defined", name=name)
+    return v
 
 
 @handler("LOAD_GLOBAL")
@@ -219,10 +219,8 @@ def store_global(f, name, i):
 
 @handler("DELETE_GLOBAL")
 def delete_global(f, name, i):
-    try:
-        del f.globals[name]
-    except KeyError:
-        raise NameError(f"name '{name}' is not defined", name=name) from None
+    if f.globals.pop(name, _MISSING) is _MISSING:
+        raise NameError(f"name '{name}' is not defined", name=name)
     return i + 1
 
 
@@ -231,22 +229,24 @@ def load_name(f, name, i):
     names = f.names
     if names is None:
         raise SystemError(f"no locals when loading {name!r}")
-    try:
-        v = names[name]
-    except KeyError:
-        v = _global(f, name)
-    f.stack.append(v)
+    v = _mapping_get(names, name)
+    f.stack.append(_global(f, name) if v is _MISSING else v)
     return i + 1
+
+
+def _mapping_get(mapping, name):
+    if type(mapping) is dict:
+        return mapping.get(name, _MISSING)
+    try:
+        return mapping[name]
+    except KeyError:
+        return _MISSING
 
 
 @handler("LOAD_FROM_DICT_OR_GLOBALS")
 def load_from_dict_or_globals(f, name, i):
-    mapping = f.stack.pop()
-    try:
-        v = mapping[name]
-    except KeyError:
-        v = _global(f, name)
-    f.stack.append(v)
+    v = _mapping_get(f.stack.pop(), name)
+    f.stack.append(_global(f, name) if v is _MISSING else v)
     return i + 1
 
 
@@ -266,11 +266,18 @@ def store_name(f, name, i):
 
 @handler("DELETE_NAME")
 def delete_name(f, name, i):
-    try:
-        del f.names[name]
-    except KeyError:
-        raise NameError(f"name '{name}' is not defined", name=name) from None
+    names = f.names
+    if (names.pop(name, _MISSING) if type(names) is dict else _mapping_pop(names, name)) is _MISSING:
+        raise NameError(f"name '{name}' is not defined", name=name)
     return i + 1
+
+
+def _mapping_pop(mapping, name):
+    try:
+        del mapping[name]
+    except KeyError:
+        return _MISSING
+    return None
 
 
 # ---- attributes ---------------------------------------------------------------------------------

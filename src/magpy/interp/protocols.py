@@ -288,8 +288,8 @@ def compare_op(vm, a, b, k):
     if _compare_slot(ta, name) is MISSING and _compare_slot(tb, rname) is MISSING:
         return native(a, b)
     fa = lookup(ta, name)
-    fb = lookup(tb, rname) if tb is not ta else MISSING
-    if fb is not MISSING and issubclass(tb, ta):
+    fb = lookup(tb, rname)  # unlike arithmetic, comparisons try the reflection for equal types too
+    if fb is not MISSING and tb is not ta and issubclass(tb, ta):
         r = _call_compare(vm, fb, b, a)
         if r is not NotImplemented:
             return r

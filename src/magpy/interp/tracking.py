@@ -422,6 +422,7 @@ def _t_call(layout):
             kw_provs = dict(zip(kwnames, aprovs[-nk:]))
             args, aprovs = args[:-nk], aprovs[:-nk]
         vm = f.vm
+        f.index = i
         vm.call_provs = (tuple(aprovs), kw_provs or {})
         result = call(vm, fn, args, kwargs)
         vm.call_provs = None

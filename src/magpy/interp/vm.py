@@ -13,6 +13,7 @@ from .decode import decode, PY
 from .errors import InterpreterError
 from .frame import Frame, NULL, ExcState
 
+CO_OPTIMIZED = 0x01
 CO_VARARGS = 0x04
 CO_VARKEYWORDS = 0x08
 CO_GENERATOR = 0x20
@@ -85,8 +86,11 @@ class VM:
             # generator-based coroutines must keep CPython's own flags to be awaitable
             return func(*args, **(kwargs or {}))
         decoded = decode(code)
+        if decoded.internal:
+            return func(*args, **(kwargs or {}))
         locals_ = self._bind(func, decoded, args, kwargs)
-        frame = Frame(self, decoded, func, func.__globals__, locals_)
+        frame = Frame(self, decoded, func, func.__globals__, locals_,
+                      None if flags & CO_OPTIMIZED else func.__globals__)
         if self.observer is not None:
             self._track_arguments(frame, func, decoded, args)
         if flags & CO_SUSPENDING:
