@@ -36,18 +36,25 @@ class Decoded:
     def __init__(self, code):
         self.code = code
         self.flags = code.co_flags
-        self.localsplus_names = code.co_varnames + code.co_cellvars + code.co_freevars
-        if PY >= (3, 11):
-            # cellvars that are also arguments share the argument's slot (MAKE_CELL wraps it in place)
-            seen = {}
-            for name in self.localsplus_names:
-                seen.setdefault(name, len(seen))
-            self.localsplus_names = tuple(seen)
+        self.localsplus_names = _localsplus_names(code)
         self.nlocalsplus = len(self.localsplus_names)
         self.free_start = self.nlocalsplus - len(code.co_freevars)
         self.tracked = None  # the provenance-tracking instruction list, built on first use
         # the VM's own Python code (frame proxies, callback wrappers) always runs natively
         self.internal = code.co_filename.startswith(_PACKAGE_DIR)
+
+
+def _localsplus_names(code):
+    """CPython's localsplus layout: one slot per local; an argument that is also a cell shares its
+    slot; a hidden comprehension local may share its name with a free variable but not its slot."""
+    names = []
+    index = 0
+    while True:
+        try:
+            names.append(code._varname_from_oparg(index))
+        except IndexError:
+            return tuple(names)
+        index += 1
 
 
 def _exception_entries(code):
@@ -162,7 +169,8 @@ def _native_intrinsic(table_name, opname, which):
     code = template.__code__.replace(co_code=bytes(body), co_stacksize=nargs, co_linetable=no_location,
                                      co_exceptiontable=b"", co_consts=(None,), co_names=())
     import types
-    native = types.FunctionType(code, {})
+    import builtins
+    native = types.FunctionType(code, {"__builtins__": builtins})
 
     def run_intrinsic(f, arg, i):
         stack = f.stack

@@ -12,6 +12,7 @@ import builtins
 import functools
 import inspect
 import sys
+from collections.abc import MutableMapping
 from types import FunctionType, MethodType
 
 from .frame import NULL
@@ -227,6 +228,48 @@ def _dir(vm, args, kwargs):
     return sorted(vm.frame.local_dict())
 
 
+class LocalsProxy(MutableMapping):
+    """PEP 667's ``frame.f_locals`` of an optimized frame (3.13+): reads and writes go to the frame."""
+
+    __slots__ = ("_frame",)
+
+    def __init__(self, frame):
+        self._frame = frame
+
+    def _slot(self, name):
+        names = self._frame.decoded.localsplus_names
+        for k in range(len(names) - 1, -1, -1):
+            if names[k] == name:
+                return k
+        return -1
+
+    def __getitem__(self, name):
+        value = self._frame.local_dict().get(name, NULL)
+        if value is NULL:
+            raise KeyError(name)
+        return value
+
+    def __setitem__(self, name, value):
+        k = self._slot(name)
+        if k < 0:
+            raise KeyError(name)  # extra variables are not supported on interpreted frames
+        slot = self._frame.locals[k]
+        if name in self._frame.code.co_cellvars + self._frame.code.co_freevars and \
+                type(slot).__name__ == "cell":
+            slot.cell_contents = value
+        else:
+            self._frame.locals[k] = value
+
+    def __delitem__(self, name):
+        raise ValueError("cannot remove local variables from FrameLocalsProxy")
+
+    def __iter__(self):
+        return iter(self._frame.local_dict())
+
+    def __len__(self):
+        return len(self._frame.local_dict())
+
+
 class FrameProxy:
     """What ``sys._getframe()`` returns for an interpreted frame: the attributes programs read."""
 
@@ -237,6 +280,8 @@ class FrameProxy:
 
     @property
     def f_locals(self):
+        if sys.version_info >= (3, 13) and self._frame.names is None:
+            return LocalsProxy(self._frame)
         return self._frame.local_dict()
 
     @property
@@ -260,7 +305,7 @@ class FrameProxy:
         back = self._frame.back
         if back is not None:
             return FrameProxy(back)
-        return sys._getframe(1)
+        return _outside_frame(0)
 
     def __repr__(self):
         f = self._frame
@@ -274,13 +319,36 @@ def _frame_at(vm, depth):
         depth -= 1
     if frame is not None:
         return FrameProxy(frame)
-    return sys._getframe(depth + 1)
+    return _outside_frame(depth)
+
+
+def _outside_frame(depth):
+    """The real frame ``depth`` levels above the code that called into the VM."""
+    from .decode import _PACKAGE_DIR
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+        f = f.f_back
+    for _ in range(depth):
+        if f is None:
+            break
+        f = f.f_back
+    if f is None:
+        raise ValueError("call stack is not deep enough")
+    return f
 
 
 @lookaside(sys._getframe)
 def _getframe(vm, args, kwargs):
     depth = args[0] if args else kwargs.get("depth", 0)
     return _frame_at(vm, depth)
+
+
+if hasattr(sys, "_getframemodulename"):
+    @lookaside(sys._getframemodulename)
+    def _getframemodulename(vm, args, kwargs):
+        depth = args[0] if args else kwargs.get("depth", 0)
+        frame = _frame_at(vm, depth)
+        return frame.f_globals.get("__name__")
 
 
 @lookaside(inspect.currentframe)

@@ -1,5 +1,5 @@
 """Handlers: building, extending and unpacking containers."""
-from .decode import handler, PY
+from .decode import handler
 from . import protocols
 
 
@@ -133,10 +133,10 @@ def dict_merge(f, n, i):
 def _callee(stack, n):
     from .frame import NULL
     from .decode import PY
-    a, b = stack[-n - 2], stack[-n - 1]
+    # [NULL, callable, args, kwargs] up to 3.12; [callable, NULL, args, kwargs] from 3.13
     if PY >= (3, 13):
-        return a
-    return b if a is NULL else a
+        return stack[-n - 3]
+    return stack[-n - 2]
 
 
 @handler("LIST_TO_TUPLE", "INTRINSIC_LIST_TO_TUPLE")
@@ -160,8 +160,6 @@ def unpack_sequence(f, n, i):
     for v in it:
         items.append(v)
         if len(items) > n:
-            if PY >= (3, 12) and tp in (list, tuple, dict):
-                raise ValueError(f"too many values to unpack (expected {n}, got {len(seq)})")
             raise ValueError(f"too many values to unpack (expected {n})")
     if len(items) < n:
         raise ValueError(f"not enough values to unpack (expected {n}, got {len(items)})")

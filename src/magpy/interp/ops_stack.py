@@ -287,6 +287,7 @@ def load_attr(f, name, i):
     stack = f.stack
     obj = stack[-1]
     if type(obj).__flags__ & _HEAPTYPE:
+        f.index = i  # a property may ask for this frame's line (f_lineno)
         stack[-1] = protocols.load_attr(f.vm, obj, name)
     else:
         stack[-1] = getattr(obj, name)
