@@ -177,9 +177,13 @@ class VM:
                 frame.index = i + 1
                 raise
             except BaseException as exc:
-                if isinstance(exc, InterpreterError) or not isinstance(exc, BaseException):
+                if isinstance(exc, InterpreterError):
                     raise
-                _chain_context(exc, self.current_exception()) if exc.__context__ is None else None
+                if type(exc) in _SUSPECT and _is_internal_failure(exc):
+                    frame.index = i
+                    raise internal_error(frame, exc) from exc
+                if exc.__context__ is None:
+                    _chain_context(exc, self.current_exception())
                 target = handler_at[i] if i < len(handler_at) else None
                 if target is None:
                     frame.index = i
@@ -200,6 +204,42 @@ class VM:
             del p[depth:]
             p.extend([None] * (len(stack) - depth))
         return index
+
+
+_SUSPECT = frozenset({AttributeError, NameError, UnboundLocalError, IndexError, TypeError,
+                      AssertionError, SystemError})
+
+
+def _is_internal_failure(exc):
+    """Did this exception come from a bug in the VM rather than from the user's program?
+
+    User errors raised natively (``[][1]``, ``1 + "a"``) also surface inside the VM's handlers, so only
+    unmistakable signs count: an attribute missing on the VM's own objects, a name error or assertion
+    that no ``raise`` statement of ours made, the VM's NULL reaching user-visible operations, or
+    popping an empty value stack.
+    """
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    from .decode import _PACKAGE_DIR
+    if not code.co_filename.startswith(_PACKAGE_DIR):
+        return False
+    if isinstance(exc, AttributeError):
+        from .decode import Decoded
+        return isinstance(getattr(exc, "obj", None), (Frame, VM, Decoded, ExcState, type(NULL)))
+    if isinstance(exc, TypeError):
+        return "_Null" in str(exc)
+    if isinstance(exc, IndexError):
+        return str(exc) == "pop from empty list" and "stack" in _source_line(code, tb.tb_lineno)
+    return "raise " not in _source_line(code, tb.tb_lineno)
+
+
+def _source_line(code, lineno):
+    import linecache
+    return linecache.getline(code.co_filename, lineno)
 
 
 def run(fn, *args, **kwargs):
