@@ -31,7 +31,7 @@ class Decoded:
     """A code object decoded for the VM."""
 
     __slots__ = ("code", "instrs", "names", "handler_at", "linenos", "delegating_yield",
-                 "nlocalsplus", "localsplus_names", "free_start", "flags", "tracked", "internal")
+                 "nlocalsplus", "localsplus_names", "free_start", "flags", "tracked", "internal", "unfused")
 
     def __init__(self, code):
         self.code = code
@@ -64,7 +64,9 @@ def _exception_entries(code):
 # ---- per-opname decoders: (instruction, context) -> (canonical name, arg) -------------------------
 
 def _target(ins, ctx):
-    return ctx.index_of[ins.argval]
+    index = ctx.index_of[ins.argval]
+    ctx.targets.add(index)
+    return index
 
 
 def _jump(name):
@@ -117,6 +119,7 @@ def _decode_for_iter(ins, ctx):
     target = _target(ins, ctx)
     # 3.11 jumps straight past the loop; 3.12 skips END_FOR; 3.13 skips END_FOR and its POP_TOP.
     skip = {(3, 11): 0, (3, 12): 1}.get(PY, 2)
+    ctx.targets.add(target + skip)
     return "FOR_ITER", target + skip
 
 
@@ -248,7 +251,7 @@ NOT_EMITTED = frozenset({
 
 
 class _Context:
-    __slots__ = ("index_of", "code")
+    __slots__ = ("index_of", "code", "targets")
 
 
 def _real_opnames():
@@ -267,20 +270,30 @@ _cache = {}
 
 def decode(code):
     """Return the cached :class:`Decoded` form of ``code``."""
-    try:
-        return _cache[code]
-    except KeyError:
-        pass
+    # keyed by id: hashing a code object hashes its whole contents, every time
+    d = _cache.get(id(code))
+    if d is not None and d.code is code:
+        return d
     d = Decoded(code)
-    instructions = list(dis.get_instructions(code))
+    raw = list(dis.get_instructions(code))
+    # instructions with nothing to do (RESUME, PRECALL, EXTENDED_ARG, NOP) are dropped: a jump or
+    # handler aimed at one lands on the next kept instruction
+    kept = [ins for ins in raw if ins.opname not in _DROPPED]
     ctx = _Context()
-    ctx.index_of = {ins.offset: n for n, ins in enumerate(instructions)}
     ctx.code = code
+    ctx.targets = set()
+    ctx.index_of = {}
+    next_kept = len(kept)
+    position = {id(ins): n for n, ins in enumerate(kept)}
+    for ins in reversed(raw):
+        if id(ins) in position:
+            next_kept = position[id(ins)]
+        ctx.index_of[ins.offset] = next_kept
     instrs = []
     names = []
     linenos = []
     lineno = code.co_firstlineno
-    for ins in instructions:
+    for ins in kept:
         name, arg = _decode_instruction(ins, ctx)
         fn = HANDLERS.get(name)
         if fn is None:
@@ -291,27 +304,50 @@ def decode(code):
         if line is not None:
             lineno = line
         linenos.append(lineno)
-    n = len(instructions)
+    n = len(kept)
     handler_at = [None] * n
     for entry in _exception_entries(code):
         start = ctx.index_of[entry.start]
         end = ctx.index_of.get(entry.end, n)
         target = (ctx.index_of[entry.target], entry.depth, entry.lasti)
+        ctx.targets.add(target[0])
         for k in range(start, end):
             handler_at[k] = target
     # a yield directly followed by RESUME 2/3 suspends inside `yield from` / `await`
     delegating = [False] * n
-    for k, ins in enumerate(instructions[:-1]):
-        nxt = instructions[k + 1]
+    for k, ins in enumerate(raw[:-1]):
+        nxt = raw[k + 1]
         if ins.opname == "YIELD_VALUE" and nxt.opname == "RESUME" and (nxt.arg & 3) >= 2:
-            delegating[k] = True
-    d.instrs = instrs
+            delegating[position[id(ins)]] = True
     d.names = names
     d.handler_at = handler_at
     d.linenos = linenos
     d.delegating_yield = delegating
-    _cache[code] = d
+    d.unfused = instrs
+    d.instrs = _fuse(instrs, names, handler_at, ctx.targets)
+    _cache[id(code)] = d
     return d
+
+
+_DROPPED = frozenset({"RESUME", "PRECALL", "EXTENDED_ARG", "CACHE", "NOP"})
+
+#: (canonical name, canonical name) -> handler running both (superinstructions; see ops_fused)
+FUSED = {}
+
+
+def _fuse(instrs, names, handler_at, targets):
+    """Replace frequent pairs by one handler, where the second is no jump target and both share
+    their exception handler (so an exception in either unwinds the same way)."""
+    out = list(instrs)
+    k = 0
+    while k < len(instrs) - 1:
+        fused = FUSED.get((names[k], names[k + 1]))
+        if fused is not None and k + 1 not in targets and handler_at[k] == handler_at[k + 1]:
+            out[k] = (fused, (instrs[k][1], instrs[k + 1][1]))
+            k += 2
+        else:
+            k += 1
+    return out
 
 
 def _missing_handler(opname):

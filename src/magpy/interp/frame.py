@@ -34,8 +34,9 @@ class Frame:
     ``plocals``/``pstack`` carry provenance parallel to ``locals``/``stack`` when an observer is on.
     """
 
-    __slots__ = ("vm", "decoded", "code", "func", "globals", "builtins", "names", "locals", "stack",
-                 "kwnames", "index", "back", "exc_state", "plocals", "pstack", "generator", "locals_snapshot")
+    __slots__ = ("vm", "decoded", "code", "func", "globals", "names", "locals", "stack",
+                 "kwnames", "index", "back", "exc_state", "plocals", "pstack", "generator", "locals_snapshot",
+                 "result", "_builtins")
 
     def __init__(self, vm, decoded, func, globals_, locals_, names=None):
         self.vm = vm
@@ -43,13 +44,7 @@ class Frame:
         self.code = decoded.code
         self.func = func
         self.globals = globals_
-        b = globals_.get("__builtins__", None)
-        if b is None:
-            import builtins
-            b = builtins.__dict__
-        elif not isinstance(b, dict):
-            b = b.__dict__
-        self.builtins = b
+        self._builtins = None
         self.names = names
         self.locals = locals_
         self.stack = []
@@ -61,6 +56,20 @@ class Frame:
         self.pstack = None
         self.generator = False
         self.locals_snapshot = None
+
+    @property
+    def builtins(self):
+        """The builtins namespace of the frame's globals (looked up on first use)."""
+        b = self._builtins
+        if b is None:
+            b = self.globals.get("__builtins__", None)
+            if b is None:
+                import builtins
+                b = builtins.__dict__
+            elif not isinstance(b, dict):
+                b = b.__dict__
+            self._builtins = b
+        return b
 
     @property
     def lineno(self):
@@ -99,3 +108,10 @@ class Frame:
 
     def __repr__(self):
         return f"<vm frame {self.code.co_name} at {self.filename}:{self.lineno}>"
+
+
+class Suspend(BaseException):
+    """A frame yielded: the value is in ``frame.result``, the resume index in ``frame.index``."""
+
+
+YIELD = Suspend("yield")

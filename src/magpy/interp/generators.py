@@ -11,7 +11,7 @@ from types import FunctionType
 from .decode import PY
 from .frame import ExcState
 from .calls import call
-from .vm import Suspend
+from .vm import Suspend, YIELD
 
 CO_GENERATOR = 0x20
 CO_COROUTINE = 0x80
@@ -51,7 +51,8 @@ def _step(vm, frame, sent, thrown):
             raise TypeError(f"can't send non-None value to a just-started {_kind(frame)}")
         return True, vm.resume(frame)
     except Suspend as s:
-        return False, s.value
+        s.__traceback__ = None
+        return False, frame.result
     finally:
         vm.exc_state = state.previous
         state.previous = None
@@ -82,7 +83,8 @@ def _throw(vm, frame, exc):
                 except BaseException as err:  # noqa: BLE001 - routed into the frame below
                     return _delegate_failed(vm, frame, i, err)
                 frame.index = i + 1
-                raise Suspend(value, False)
+                frame.result = value
+                raise YIELD
     if frame.index == 0:  # not started: nothing in the frame can catch it
         return True, vm.resume(frame, throw=exc)
     frame.index = i

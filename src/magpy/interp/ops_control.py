@@ -98,21 +98,16 @@ def get_len(f, arg, i):
 
 # ---- returns --------------------------------------------------------------------------------------
 
-def _return(f, value):
-    from .vm import Suspend
-    raise Suspend(value, True)
-
-
 @handler("RETURN_VALUE")
 def return_value(f, arg, i):
-    from .vm import Suspend
-    raise Suspend(f.stack.pop(), True)
+    f.result = f.stack.pop()
+    return -1
 
 
 @handler("RETURN_CONST")
 def return_const(f, value, i):
-    from .vm import Suspend
-    raise Suspend(value, True)
+    f.result = value
+    return -1
 
 
 # ---- imports and module-level statements ------------------------------------------------------------

@@ -19,8 +19,9 @@ def return_generator(f, arg, i):
 
 @handler("YIELD_VALUE")
 def yield_value(f, arg, i):
-    from .vm import Suspend
-    raise Suspend(f.stack.pop(), False)
+    f.result = f.stack.pop()
+    f.index = i + 1
+    return -2
 
 
 def _is_coroutine(obj):

@@ -69,9 +69,16 @@ def call_slot(vm, desc, obj, *args):
 
 # ---- attributes ---------------------------------------------------------------------------------
 
+#: (type, name) pairs whose attribute read involves no Python code: they run natively from then on.
+#: Only this negative answer is remembered: should a class later gain a Python property, the native
+#: getattr still runs it (uninterpreted but correct), whereas a remembered Python getter could go stale.
+_NATIVE_ATTR = set()
+_NATIVE_SETATTR = set()
+
+
 def load_attr(vm, obj, name):
     tp = type(obj)
-    if not tp.__flags__ & _HEAPTYPE:
+    if not tp.__flags__ & _HEAPTYPE or (tp, name) in _NATIVE_ATTR:
         return getattr(obj, name)
     ga = lookup(tp, "__getattribute__")
     if type(ga) is FunctionType:
@@ -96,6 +103,7 @@ def load_attr(vm, obj, name):
                     return _attr_with_hook(vm, tp, obj, name, vm.call_function, get, (desc, obj, tp))
     hook = lookup(tp, "__getattr__")
     if type(hook) is not FunctionType:
+        _NATIVE_ATTR.add((tp, name))
         return getattr(obj, name)
     try:
         return ga(obj, name) if ga is not _object_getattribute and ga is not MISSING else _object_getattribute(obj, name)
@@ -126,7 +134,7 @@ def _in_instance_dict(obj, name):
 
 def store_attr(vm, obj, name, value):
     tp = type(obj)
-    if tp.__flags__ & _HEAPTYPE:
+    if tp.__flags__ & _HEAPTYPE and (tp, name) not in _NATIVE_SETATTR:
         sa = lookup(tp, "__setattr__")
         if type(sa) is FunctionType:
             vm.call_function(sa, (obj, name, value), None)
@@ -143,6 +151,7 @@ def store_attr(vm, obj, name, value):
                 if type(setter) is FunctionType:
                     vm.call_function(setter, (desc, obj, value), None)
                     return
+        _NATIVE_SETATTR.add((tp, name))
     setattr(obj, name, value)
 
 

@@ -84,7 +84,7 @@ def generic(fn, name, arg):
 def tracked_instrs(decoded):
     """The provenance-tracking instruction list of a decoded code object (built once)."""
     out = []
-    for (fn, arg), name in zip(decoded.instrs, decoded.names):
+    for (fn, arg), name in zip(decoded.unfused, decoded.names):
         special = TRACKED.get(name)
         out.append((special, arg) if special is not None else (generic(fn, name, arg), arg))
     return out

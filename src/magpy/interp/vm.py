@@ -3,16 +3,17 @@
 A frame runs in :meth:`VM.execute` over pre-decoded ``(handler, arg)`` pairs; each handler returns the
 index of the next instruction. A Python exception raised by a handler is routed through the code
 object's exception table exactly as CPython does (unwind the stack to the entry's depth, push the
-offset if asked, push the exception, jump). ``RETURN_*`` and ``YIELD_VALUE`` leave the loop by raising
-:class:`Suspend`, which carries the value.
+offset if asked, push the exception, jump). ``RETURN_*`` handlers leave the loop by returning index -1
+(the value is in ``frame.result``); ``YIELD_VALUE`` returns -2 and the loop raises :class:`Suspend`.
 """
 import sys
 from types import FunctionType
 
 from .decode import decode, PY
 from .errors import InterpreterError
-from .frame import Frame, NULL, ExcState
+from .frame import Frame, NULL, ExcState, Suspend, YIELD  # noqa: F401
 
+_VM_RECURSION_LIMIT = 20000
 CO_OPTIMIZED = 0x01
 CO_VARARGS = 0x04
 CO_VARKEYWORDS = 0x08
@@ -23,14 +24,7 @@ CO_ASYNC_GENERATOR = 0x200
 CO_SUSPENDING = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
 
 
-class Suspend(BaseException):
-    """Leaves the dispatch loop: a return (``returned`` True) or a yield, with ``value``."""
 
-    __slots__ = ("value", "returned")
-
-    def __init__(self, value, returned):
-        self.value = value
-        self.returned = returned
 
 
 def _chain_context(exc, context):
@@ -58,6 +52,7 @@ class VM:
         self.depth = 0
         self.exc_state = ExcState()
         self.call_provs = None     # provenance of the arguments of the call being made (observer on)
+        self.user_limit = sys.getrecursionlimit()
         from . import binding
         self._bind = binding.bind
 
@@ -65,7 +60,18 @@ class VM:
     def call(self, fn, *args, **kwargs):
         """Call ``fn`` with the VM: what it returns or raises is what ``fn`` returns or raises."""
         from .calls import call
-        return call(self, fn, args, kwargs)
+        # each interpreted call costs a few Python frames: give the VM room, and enforce the user's
+        # own limit on interpreted depth instead (see resume)
+        limit = sys.getrecursionlimit()
+        if self.depth == 0:
+            self.user_limit = limit
+            if limit < _VM_RECURSION_LIMIT:
+                sys.setrecursionlimit(_VM_RECURSION_LIMIT)
+        try:
+            return call(self, fn, args, kwargs)
+        finally:
+            if self.depth == 0:
+                sys.setrecursionlimit(limit)
 
     # ---- exception state -----------------------------------------------------------------------
     def current_exception(self):
@@ -96,7 +102,18 @@ class VM:
         if flags & CO_SUSPENDING:
             from .generators import make_generator
             return make_generator(self, frame, func)
-        return self.run_frame(frame)
+        if self.observer is not None:
+            return self.run_frame(frame)
+        frame.back = self.frame
+        self.frame = frame
+        self.depth += 1
+        try:
+            if self.depth > self.user_limit:
+                raise RecursionError("maximum recursion depth exceeded")
+            return self.execute(frame, None)
+        finally:
+            self.depth -= 1
+            self.frame = frame.back
 
     def _track_arguments(self, frame, func, decoded, args):
         provs, self.call_provs = self.call_provs, None
@@ -135,11 +152,9 @@ class VM:
         frame.back = self.frame
         self.frame = frame
         self.depth += 1
-        if self.depth > 3000:
-            self.depth -= 1
-            self.frame = frame.back
-            raise RecursionError("maximum recursion depth exceeded")
         try:
+            if self.depth > self.user_limit:
+                raise RecursionError("maximum recursion depth exceeded")
             return self.execute(frame, throw)
         finally:
             self.depth -= 1
@@ -167,14 +182,14 @@ class VM:
                 if pending is not None:
                     exc, pending = pending, None
                     raise exc
-                while True:
+                # handlers return the next index; RETURN_* return -1 and YIELD_VALUE -2
+                while i >= 0:
                     fn, arg = instrs[i]
                     i = fn(frame, arg, i)
-            except Suspend as s:
-                if s.returned:
-                    frame.index = i
-                    return s.value
-                frame.index = i + 1
+                if i == -1:
+                    return frame.result
+                raise YIELD  # frame.index was set by the yield
+            except Suspend:
                 raise
             except BaseException as exc:
                 if isinstance(exc, InterpreterError):
@@ -189,8 +204,6 @@ class VM:
                     frame.index = i
                     raise
                 i = self._unwind(frame, exc, i, target)
-            except Exception:  # pragma: no cover - unreachable
-                raise
 
     def _unwind(self, frame, exc, i, target):
         index, depth, lasti = target
@@ -255,7 +268,7 @@ def internal_error(frame, exc):
 
 
 # handler modules register themselves in decode.HANDLERS on import
-from . import ops_stack, ops_operators, ops_calls, ops_control, ops_containers, ops_exceptions, ops_generators  # noqa: E402,F401,E501
+from . import ops_stack, ops_operators, ops_calls, ops_control, ops_containers, ops_exceptions, ops_generators, ops_fused  # noqa: E402,F401,E501
 
 
 def _run_code(self, code, globals_, names):
