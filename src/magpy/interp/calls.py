@@ -37,15 +37,15 @@ def call(vm, fn, args, kwargs):
         special = None
     if special is not None:
         return special(vm, args, kwargs or {})
+    if tp is _partial:  # (a heap type: extension types made from specs are)
+        merged = {**fn.keywords, **kwargs} if kwargs else fn.keywords
+        return call(vm, fn.func, (*fn.args, *args), merged)
     if tp.__flags__ & _HEAPTYPE or tp is type:
         if isinstance(fn, type):
             return _instantiate(vm, fn, args, kwargs)
         f = lookup(tp, "__call__")
         if type(f) is FunctionType:
             return vm.call_function(f, (fn, *args), kwargs)
-    elif tp is _partial:
-        merged = {**fn.keywords, **kwargs} if kwargs else fn.keywords
-        return call(vm, fn.func, (*fn.args, *args), merged)
     return native_call(vm, fn, args, kwargs)
 
 
