@@ -78,10 +78,11 @@ def bind(func, decoded, args, kwargs):
     return values
 
 
-def bind_provenance(func, decoded, provs, kw_provs, nargs):
+def bind_provenance(func, decoded, provs, kw_provs, nargs, values=None, observer=None):
     """Bind the arguments' provenance exactly as :func:`bind` bound their values.
 
-    Defaults and the tuples/dicts made for ``*args``/``**kwargs`` are new values: they carry None.
+    Defaults carry None. The tuple and dict made for ``*args``/``**kwargs`` are new values: the
+    observer is told what their elements' provenance is (``packed``) and gives theirs.
     """
     code = decoded.code
     if not kw_provs and not code.co_flags & (CO_VARARGS | CO_VARKEYWORDS) and not code.co_kwonlyargcount:
@@ -95,8 +96,10 @@ def bind_provenance(func, decoded, provs, kw_provs, nargs):
         binder.__kwdefaults__ = dict.fromkeys(func.__kwdefaults__)
     out = list(binder(*provs, **(kw_provs or {})))
     if code.co_flags & CO_VARARGS:
-        out[code.co_argcount + code.co_kwonlyargcount] = None
+        k = code.co_argcount + code.co_kwonlyargcount
+        out[k] = observer.packed(values[k], list(out[k])) if observer is not None else None
     if code.co_flags & CO_VARKEYWORDS:
-        out[code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & CO_VARARGS)] = None
+        k = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & CO_VARARGS)
+        out[k] = observer.packed(values[k], dict(out[k])) if observer is not None else None
     out.extend([None] * (decoded.nlocalsplus - len(out)))
     return out

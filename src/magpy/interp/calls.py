@@ -23,14 +23,14 @@ def call(vm, fn, args, kwargs):
     if tp is FunctionType:
         return vm.call_function(fn, args, kwargs)
     if tp is MethodType:
-        provs = vm.call_provs
-        if provs is not None:
-            vm.call_provs = ((None, *provs[0]), provs[1])
+        if vm.call_provs is not None:
+            provs = vm.call_provs
+            _prepend(vm, fn.__self__, vm.observer.bound_self(fn, provs[2] if len(provs) > 2 else None))
         func = fn.__func__
         if type(func) is FunctionType:
             return vm.call_function(func, (fn.__self__, *args), kwargs)
         return call(vm, func, (fn.__self__, *args), kwargs)
-    vm.call_provs = None
+    provs, vm.call_provs = vm.call_provs, None   # (positional, keyword, callable) provenance
     try:
         special = LOOKASIDE.get(fn)
     except TypeError:  # unhashable callable
@@ -39,14 +39,33 @@ def call(vm, fn, args, kwargs):
         return special(vm, args, kwargs or {})
     if tp is _partial:  # (a heap type: extension types made from specs are)
         merged = {**fn.keywords, **kwargs} if kwargs else fn.keywords
+        if provs is not None:
+            vm.call_provs = provs
+            for a in reversed(fn.args):
+                _prepend(vm, a, None)
+            if fn.keywords:
+                opaque = vm.observer.opaque
+                vm.call_provs = (vm.call_provs[0], {**{k: opaque(v) for k, v in fn.keywords.items()},
+                                                    **vm.call_provs[1]}, None)
         return call(vm, fn.func, (*fn.args, *args), merged)
     if tp.__flags__ & _HEAPTYPE or tp is type:
         if isinstance(fn, type):
-            return _instantiate(vm, fn, args, kwargs)
+            return _instantiate(vm, fn, args, kwargs, provs)
         f = lookup(tp, "__call__")
         if type(f) is FunctionType:
+            if provs is not None:
+                vm.call_provs = provs
+                _prepend(vm, fn, provs[2] if len(provs) > 2 else None, known=True)
             return vm.call_function(f, (fn, *args), kwargs)
     return native_call(vm, fn, args, kwargs)
+
+
+def _prepend(vm, value, prov, known=False):
+    """An argument the call adds in front (self, partial arguments) gets its provenance in front too."""
+    provs = vm.call_provs
+    if prov is None and not known:
+        prov = vm.observer.opaque(value)
+    vm.call_provs = ((prov, *provs[0]), provs[1], None)
 
 
 def native_call(vm, fn, args, kwargs):
@@ -60,12 +79,19 @@ def native_call(vm, fn, args, kwargs):
     return result
 
 
-def _instantiate(vm, cls, args, kwargs):
-    """``type.__call__`` replayed so that Python ``__new__``/``__init__`` are interpreted."""
+def _instantiate(vm, cls, args, kwargs, provs=None):
+    """``type.__call__`` replayed so that Python ``__new__``/``__init__`` are interpreted.
+
+    ``provs`` (observer on): the call's argument provenance, handed to whichever of them runs."""
+    def hand(first):
+        if provs is not None:
+            vm.call_provs = ((first, *provs[0]), provs[1], None)
+
     meta = type(cls)
     if meta is not type:
         mc = lookup(meta, "__call__")
         if type(mc) is FunctionType:
+            hand(provs[2] if provs is not None and len(provs) > 2 else None)
             return vm.call_function(mc, (cls, *args), kwargs)
         if mc is not _type_call:
             return native_call(vm, cls, args, kwargs)
@@ -77,6 +103,7 @@ def _instantiate(vm, cls, args, kwargs):
     if not new_is_py and type(init) is not FunctionType:
         return native_call(vm, cls, args, kwargs)
     if new_is_py:
+        hand(provs[2] if provs is not None and len(provs) > 2 else None)
         obj = vm.call_function(new.__func__, (cls, *args), kwargs)
     elif new is _object_new or (type(new) is staticmethod and new.__func__ is _object_new):
         # object.__new__ rejects extra arguments only when __init__ is not overridden
@@ -87,6 +114,7 @@ def _instantiate(vm, cls, args, kwargs):
         return obj
     init = lookup(type(obj), "__init__")
     if type(init) is FunctionType:
+        hand(None)  # the new object was made inside the call
         r = vm.call_function(init, (obj, *args), kwargs)
     else:
         r = bind_native(init, obj)(*args, **(kwargs or {}))

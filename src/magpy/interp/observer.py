@@ -17,23 +17,31 @@ Frames
     ``leave_frame(frame, value, exc)`` — the frame returned ``value`` or raised ``exc``.
 Reads from outside the frame
     ``read_global(frame, name, value) -> prov``
-    ``read_cell(frame, name, value) -> prov`` — a closure cell (free or cell variable).
+    ``read_cell(frame, cell, name, value) -> prov`` — a closure cell (free or cell variable).
     ``read_attr(obj, obj_prov, name, value) -> prov``
     ``read_item(obj, obj_prov, key, key_prov, value) -> prov``
 Writes
-    ``write_global(frame, name, value, prov)``, ``write_cell(frame, name, value, prov)``
+    ``write_global(frame, name, value, prov)``, ``write_cell(frame, cell, name, value, prov)``
+    ``new_cell(frame, cell, name, prov)`` — MAKE_CELL made ``cell`` holding a value of provenance ``prov``.
     ``write_attr(obj, obj_prov, name, value, prov)``, ``write_item(obj, obj_prov, key, key_prov, value, prov)``
     ``delete_attr(obj, obj_prov, name)``, ``delete_item(obj, obj_prov, key, key_prov)``
 Computation
-    ``native_call(fn, args, kwargs, result)`` — a callable ran natively (not interpreted); ``arg_provs``
-        of the most recent call site are in ``vm.call_provs`` (a tuple of provenance per positional
-        argument and a dict per keyword) when the call came straight from a CALL instruction.
+    ``native_call(fn, args, kwargs, result)`` — a callable ran natively (not interpreted).
     ``call_result(frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result) -> prov`` — any call
         made by a CALL instruction returned ``result`` (interpreted or native).
-    ``operation(frame, opname, inputs, input_provs, outputs) -> list of provs`` — any other
-        instruction that produced values (operators, container builds, iteration …).
+    ``operation(frame, opname, arg, inputs, input_provs, outputs) -> list of provs`` — any other
+        instruction that produced values (operators, container builds, iteration …); ``arg`` is the
+        decoded argument (e.g. BINARY_OP's operator index into ``protocols.NATIVE_BINARY``).
+    ``opaque(value) -> prov`` — provenance for a value the VM could not follow (an argument of a call
+        made by the VM's own protocol code, a value sent into a generator).
+    ``packed(container, element_provs) -> prov`` — a call packed arguments into the ``*args`` tuple
+        or ``**kwargs`` dict of the callee (``element_provs``: a list, or a dict by keyword).
+    ``bound_self(method, method_prov) -> prov`` — provenance of a bound method's ``__self__``.
+    ``unpacked(iterable, prov) -> provs`` / ``unpacked_mapping(mapping, prov) -> {key: prov}`` — the
+        provenance of the arguments a ``f(*args, **kwargs)`` call unpacks (one per element).
 Control
-    ``branch(frame, value, prov, taken)`` — a conditional jump decided on ``value``.
+    ``branch(frame, kind, value, prov, taken)`` — a conditional jump decided on ``value``; ``kind`` is
+        the canonical jump (``POP_JUMP_IF_TRUE``, ``POP_JUMP_IF_NONE`` …).
     ``return_value(frame, value, prov)`` — the frame returns ``value``.
 """
 
@@ -53,7 +61,7 @@ class Observer:
     def read_global(self, frame, name, value):
         return None
 
-    def read_cell(self, frame, name, value):
+    def read_cell(self, frame, cell, name, value):
         return None
 
     def read_attr(self, obj, obj_prov, name, value):
@@ -65,7 +73,10 @@ class Observer:
     def write_global(self, frame, name, value, prov):
         pass
 
-    def write_cell(self, frame, name, value, prov):
+    def write_cell(self, frame, cell, name, value, prov):
+        pass
+
+    def new_cell(self, frame, cell, name, prov):
         pass
 
     def write_attr(self, obj, obj_prov, name, value, prov):
@@ -86,10 +97,25 @@ class Observer:
     def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result):
         return None
 
-    def operation(self, frame, opname, inputs, input_provs, outputs):
+    def operation(self, frame, opname, arg, inputs, input_provs, outputs):
         return None
 
-    def branch(self, frame, value, prov, taken):
+    def opaque(self, value):
+        return None
+
+    def bound_self(self, method, method_prov):
+        return None
+
+    def packed(self, container, element_provs):
+        return None
+
+    def unpacked(self, iterable, prov):
+        return [None] * len(iterable) if hasattr(iterable, "__len__") else []
+
+    def unpacked_mapping(self, mapping, prov):
+        return {}
+
+    def branch(self, frame, kind, value, prov, taken):
         pass
 
     def return_value(self, frame, value, prov):

@@ -28,6 +28,12 @@ def _dicts_of(tp):
     return dicts
 
 
+def _with(vm, provs):
+    """Hand the provenance of the next interpreted call's arguments to the VM (observer on)."""
+    if provs is not None:
+        vm.call_provs = (provs, {})
+
+
 def lookup(tp, name):
     """``_PyType_Lookup``: the attribute ``name`` found along ``tp``'s MRO, or MISSING."""
     try:
@@ -76,13 +82,16 @@ _NATIVE_ATTR = set()
 _NATIVE_SETATTR = set()
 
 
-def load_attr(vm, obj, name):
+def load_attr(vm, obj, name, prov=None):
+    """``obj.name``; ``prov`` (observer on) is the provenance of ``obj``, for the Python code that runs."""
     tp = type(obj)
     if not tp.__flags__ & _HEAPTYPE or (tp, name) in _NATIVE_ATTR:
         return getattr(obj, name)
+    p = None if vm.observer is None else (prov, None)
     ga = lookup(tp, "__getattribute__")
     if type(ga) is FunctionType:
         try:
+            _with(vm, p)
             return vm.call_function(ga, (obj, name), None)
         except AttributeError:
             hook = lookup(tp, "__getattr__")
@@ -94,13 +103,15 @@ def load_attr(vm, obj, name):
         dt = type(desc)
         if dt is property:
             if type(desc.fget) is FunctionType:
-                return _attr_with_hook(vm, tp, obj, name, vm.call_function, desc.fget, (obj,))
+                _with(vm, p and p[:1])
+                return _attr_with_hook(vm, tp, obj, name, vm.call_function, desc.fget, (obj,), p)
         elif dt.__flags__ & _HEAPTYPE:
             get = lookup(dt, "__get__")
             if type(get) is FunctionType:
                 data = lookup(dt, "__set__") is not MISSING or lookup(dt, "__delete__") is not MISSING
                 if data or not _in_instance_dict(obj, name):
-                    return _attr_with_hook(vm, tp, obj, name, vm.call_function, get, (desc, obj, tp))
+                    _with(vm, p and (None, prov, None))
+                    return _attr_with_hook(vm, tp, obj, name, vm.call_function, get, (desc, obj, tp), p)
     hook = lookup(tp, "__getattr__")
     if type(hook) is not FunctionType:
         _NATIVE_ATTR.add((tp, name))
@@ -109,10 +120,11 @@ def load_attr(vm, obj, name):
         return ga(obj, name) if ga is not _object_getattribute and ga is not MISSING else _object_getattribute(obj, name)
     except AttributeError:
         pass
+    _with(vm, p)
     return vm.call_function(hook, (obj, name), None)
 
 
-def _attr_with_hook(vm, tp, obj, name, runner, fn, args):
+def _attr_with_hook(vm, tp, obj, name, runner, fn, args, p=None):
     """Run a Python getter; an AttributeError from it falls back to ``__getattr__`` as in CPython."""
     hook = lookup(tp, "__getattr__")
     if hook is MISSING:
@@ -121,6 +133,7 @@ def _attr_with_hook(vm, tp, obj, name, runner, fn, args):
         return runner(fn, args, None)
     except AttributeError:
         pass
+    _with(vm, p)
     return call_slot(vm, hook, obj, name)
 
 
@@ -132,11 +145,15 @@ def _in_instance_dict(obj, name):
     return name in d
 
 
-def store_attr(vm, obj, name, value):
+def store_attr(vm, obj, name, value, provs=None):
+    """``obj.name = value``; ``provs`` (observer on): provenance of (obj, value)."""
     tp = type(obj)
     if tp.__flags__ & _HEAPTYPE and (tp, name) not in _NATIVE_SETATTR:
+        po, pv = provs if provs is not None else (None, None)
+        on = vm.observer is not None
         sa = lookup(tp, "__setattr__")
         if type(sa) is FunctionType:
+            _with(vm, (po, None, pv) if on else None)
             vm.call_function(sa, (obj, name, value), None)
             return
         desc = lookup(tp, name)
@@ -144,11 +161,13 @@ def store_attr(vm, obj, name, value):
             dt = type(desc)
             if dt is property:
                 if type(desc.fset) is FunctionType:
+                    _with(vm, (po, pv) if on else None)
                     vm.call_function(desc.fset, (obj, value), None)
                     return
             elif dt.__flags__ & _HEAPTYPE:
                 setter = lookup(dt, "__set__")
                 if type(setter) is FunctionType:
+                    _with(vm, (None, po, pv) if on else None)
                     vm.call_function(setter, (desc, obj, value), None)
                     return
         _NATIVE_SETATTR.add((tp, name))
@@ -177,7 +196,7 @@ def delete_attr(vm, obj, name):
     delattr(obj, name)
 
 
-def load_method(vm, obj, name):
+def load_method(vm, obj, name, prov=None):
     """LOAD_METHOD: ``(function, obj)`` when the attribute is a plain method, else ``(None, attr)``."""
     tp = type(obj)
     if tp.__flags__ & _HEAPTYPE:
@@ -185,7 +204,7 @@ def load_method(vm, obj, name):
             desc = lookup(tp, name)
             if type(desc) is FunctionType and not _in_instance_dict(obj, name):
                 return desc, obj
-        return None, load_attr(vm, obj, name)
+        return None, load_attr(vm, obj, name, prov)
     # built-in types: method descriptors stay unbound so the call sees (self, *args)
     desc = lookup(tp, name) if tp is not type else MISSING
     if desc is not MISSING and type(desc).__name__ == "method_descriptor":
@@ -387,10 +406,11 @@ def length(vm, x):
     return length_result(vm.call_function(f, (x,), None))
 
 
-def get_iter(vm, x):
+def get_iter(vm, x, prov=None):
     f = python_slot(type(x), "__iter__")
     if f is None:
         return iter(x)
+    _with(vm, None if vm.observer is None else (prov,))
     it = vm.call_function(f, (x,), None)
     if lookup(type(it), "__next__") is MISSING:
         raise TypeError(f"iter() returned non-iterator of type '{type(it).__name__}'")
@@ -402,18 +422,20 @@ def next_python(vm, it):
     return python_slot(type(it), "__next__")
 
 
-def get_item(vm, obj, key):
+def get_item(vm, obj, key, provs=None):
     f = python_slot(type(obj), "__getitem__")
     if f is None:
         return obj[key]
+    _with(vm, provs)
     return vm.call_function(f, (obj, key), None)
 
 
-def set_item(vm, obj, key, value):
+def set_item(vm, obj, key, value, provs=None):
     f = python_slot(type(obj), "__setitem__")
     if f is None:
         obj[key] = value
     else:
+        _with(vm, provs)
         vm.call_function(f, (obj, key, value), None)
 
 

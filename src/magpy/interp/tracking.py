@@ -75,7 +75,7 @@ def generic(fn, name, arg):
         n = len(stack) - base
         if n > 0:
             outputs = stack[base:]
-            provs = f.vm.observer.operation(f, name, inputs, in_provs, outputs)
+            provs = f.vm.observer.operation(f, name, arg, inputs, in_provs, outputs)
             pstack.extend(provs if provs is not None else [None] * n)
         return nxt
     return run
@@ -97,7 +97,8 @@ def sync(frame):
     if len(p) > n:
         del p[n:]
     elif len(p) < n:
-        p.extend([None] * (n - len(p)))
+        opaque = frame.vm.observer.opaque
+        p.extend(opaque(v) for v in frame.stack[len(p):])
 
 
 # ---- moves ------------------------------------------------------------------------------------------
@@ -190,7 +191,16 @@ def t_swap(f, arg, i):
     return i + 1
 
 
-@tracked("MAKE_CELL", "COPY_FREE_VARS", "NOP")
+@tracked("MAKE_CELL")
+def t_make_cell(f, arg, i):
+    from .ops_stack import make_cell
+    nxt = make_cell(f, arg, i)
+    cell = f.locals[arg]
+    f.vm.observer.new_cell(f, cell, f.decoded.localsplus_names[arg], f.plocals[arg])
+    return nxt
+
+
+@tracked("COPY_FREE_VARS", "NOP")
 def t_no_stack(f, arg, i):
     from .decode import HANDLERS
     return HANDLERS[f.decoded.names[i]](f, arg, i)
@@ -224,7 +234,7 @@ def _read_after(name):
             elif name.startswith("LOAD_GLOBAL") or name in ("LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"):
                 pstack.append(obs.read_global(f, arg, v))
             else:
-                pstack.append(obs.read_cell(f, f.decoded.localsplus_names[arg], v))
+                pstack.append(obs.read_cell(f, f.locals[arg], f.decoded.localsplus_names[arg], v))
         return nxt
     return wrap
 
@@ -254,8 +264,9 @@ def t_store_global(f, name, i):
 def t_store_deref(f, arg, i):
     value = f.stack.pop()
     prov = f.pstack.pop()
-    f.locals[arg].cell_contents = value
-    f.vm.observer.write_cell(f, f.decoded.localsplus_names[arg], value, prov)
+    cell = f.locals[arg]
+    cell.cell_contents = value
+    f.vm.observer.write_cell(f, cell, f.decoded.localsplus_names[arg], value, prov)
     return i + 1
 
 
@@ -263,7 +274,7 @@ def t_store_deref(f, arg, i):
 def t_load_attr(f, name, i):
     obj = f.stack[-1]
     oprov = f.pstack[-1]
-    value = protocols.load_attr(f.vm, obj, name)
+    value = protocols.load_attr(f.vm, obj, name, oprov)
     f.stack[-1] = value
     f.pstack[-1] = f.vm.observer.read_attr(obj, oprov, name, value)
     return i + 1
@@ -273,7 +284,7 @@ def _t_load_method(null_after):
     def run(f, name, i):
         obj = f.stack.pop()
         oprov = f.pstack.pop()
-        meth, value = protocols.load_method(f.vm, obj, name)
+        meth, value = protocols.load_method(f.vm, obj, name, oprov)
         if meth is not None:
             # an unbound method and its self: the method is part of the program, self keeps its prov
             pairs = [(meth, None), (value, oprov)]
@@ -297,7 +308,7 @@ def t_store_attr(f, name, i):
     value = f.stack.pop()
     oprov = f.pstack.pop()
     prov = f.pstack.pop()
-    protocols.store_attr(f.vm, obj, name, value)
+    protocols.store_attr(f.vm, obj, name, value, (oprov, prov))
     f.vm.observer.write_attr(obj, oprov, name, value, prov)
     return i + 1
 
@@ -317,7 +328,7 @@ def t_binary_subscr(f, arg, i):
     kprov = f.pstack.pop()
     obj = f.stack[-1]
     oprov = f.pstack[-1]
-    value = protocols.get_item(f.vm, obj, key)
+    value = protocols.get_item(f.vm, obj, key, (oprov, kprov))
     f.stack[-1] = value
     f.pstack[-1] = f.vm.observer.read_item(obj, oprov, key, kprov, value)
     return i + 1
@@ -328,7 +339,7 @@ def t_store_subscr(f, arg, i):
     stack, pstack = f.stack, f.pstack
     key, obj, value = stack.pop(), stack.pop(), stack.pop()
     kprov, oprov, prov = pstack.pop(), pstack.pop(), pstack.pop()
-    protocols.set_item(f.vm, obj, key, value)
+    protocols.set_item(f.vm, obj, key, value, (oprov, kprov, prov))
     f.vm.observer.write_item(obj, oprov, key, kprov, value, prov)
     return i + 1
 
@@ -353,7 +364,7 @@ def _t_branch(name):
         nxt = HANDLERS[name](f, target, i)
         if len(f.stack) > len(f.pstack):  # JUMP_IF_*_OR_POP kept the value
             f.pstack.append(prov)
-        f.vm.observer.branch(f, value, prov, nxt == target)
+        f.vm.observer.branch(f, name, value, prov, nxt == target)
         return nxt
     return run
 
@@ -361,6 +372,17 @@ def _t_branch(name):
 for _name in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
               "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
     TRACKED[_name] = _t_branch(_name)
+
+
+@tracked("GET_ITER")
+def t_get_iter(f, arg, i):
+    x = f.stack[-1]
+    prov = f.pstack[-1]
+    it = protocols.get_iter(f.vm, x, prov)
+    f.stack[-1] = it
+    provs = f.vm.observer.operation(f, "GET_ITER", None, [x], [prov], [it])
+    f.pstack[-1] = provs[0] if provs else None
+    return i + 1
 
 
 @tracked("FOR_ITER")
@@ -372,7 +394,7 @@ def t_for_iter(f, exit_index, i):
     if nxt == exit_index:
         f.pstack.pop()
     else:
-        provs = f.vm.observer.operation(f, "FOR_ITER", [it], [iprov], [f.stack[-1]])
+        provs = f.vm.observer.operation(f, "FOR_ITER", None, [it], [iprov], [f.stack[-1]])
         f.pstack.append(provs[0] if provs else None)
     return nxt
 
@@ -423,7 +445,7 @@ def _t_call(layout):
             args, aprovs = args[:-nk], aprovs[:-nk]
         vm = f.vm
         f.index = i
-        vm.call_provs = (tuple(aprovs), kw_provs or {})
+        vm.call_provs = (tuple(aprovs), kw_provs or {}, fprov)
         result = call(vm, fn, args, kwargs)
         vm.call_provs = None
         stack.append(result)
@@ -435,3 +457,38 @@ def _t_call(layout):
 TRACKED["CALL"] = _t_call("312")
 TRACKED["CALL_313"] = _t_call("313")
 TRACKED["CALL_KW"] = _t_call("313kw")
+
+
+def _t_call_ex(layout):
+    """CALL_FUNCTION_EX: the observer says what the provenance of each unpacked argument is."""
+    def run(f, has_kwargs, i):
+        from .ops_calls import _call_ex
+        stack, pstack = f.stack, f.pstack
+        kwargs = stack.pop() if has_kwargs else None
+        kwprov = pstack.pop() if has_kwargs else None
+        callargs, aprov = stack.pop(), pstack.pop()
+        a, pa = stack.pop(), pstack.pop()
+        b, pb = stack.pop(), pstack.pop()
+        if layout == "313":   # [callable, self_or_null, args, kwargs]
+            fn, fprov, self_, sprov = b, pb, a, pa
+        else:                 # [NULL, callable, args, kwargs] or [method, self, args, kwargs]
+            fn, fprov, self_, sprov = (a, pa, NULL, None) if b is NULL else (b, pb, a, pa)
+        obs = f.vm.observer
+        provs = tuple(obs.unpacked(callargs, aprov))
+        kw_provs = obs.unpacked_mapping(kwargs, kwprov) if kwargs is not None else {}
+        if self_ is not NULL:
+            callargs, provs = (self_, *callargs), (sprov, *provs)
+        vm = f.vm
+        f.index = i
+        vm.call_provs = (provs, kw_provs, fprov)
+        result = _call_ex(f, fn, callargs, kwargs)
+        vm.call_provs = None
+        stack.append(result)
+        args = tuple(callargs)
+        pstack.append(obs.call_result(f, fn, fprov, args, provs[:len(args)], kwargs, kw_provs, result))
+        return i + 1
+    return run
+
+
+TRACKED["CALL_FUNCTION_EX"] = _t_call_ex("312")
+TRACKED["CALL_FUNCTION_EX_313"] = _t_call_ex("313")

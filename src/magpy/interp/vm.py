@@ -120,14 +120,20 @@ class VM:
         frame.pstack = []
         if provs is not None:
             from .binding import bind_provenance
-            frame.plocals = bind_provenance(func, decoded, provs[0], provs[1], len(args))
+            positional = tuple(provs[0])
+            if len(positional) < len(args):  # the caller could not follow every argument
+                opaque = self.observer.opaque
+                positional += tuple(opaque(a) for a in args[len(positional):])
+            frame.plocals = bind_provenance(func, decoded, positional[:len(args)], provs[1], len(args),
+                                            frame.locals, self.observer)
         elif self.frame is None:  # the root call: its arguments come from outside the VM
             names = decoded.localsplus_names
             arg = self.observer.argument
             frame.plocals = [None if v is NULL else arg(frame, k, names[k], v)
                              for k, v in enumerate(frame.locals)]
         else:  # a call made by the VM's own protocol code (dunders, properties)
-            frame.plocals = [None] * decoded.nlocalsplus
+            opaque = self.observer.opaque
+            frame.plocals = [None if v is NULL else opaque(v) for v in frame.locals]
 
     def run_frame(self, frame):
         """Run a (non-generator) frame to completion and return its value."""

@@ -1,0 +1,4 @@
+"""``python -m magpy``: see magpy.cli."""
+from magpy.cli import main
+
+raise SystemExit(main())

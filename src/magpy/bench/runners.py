@@ -1,0 +1,203 @@
+"""The ways the benchmark runs a model: eager PyTorch, ``magpy.compile``, and ``torch.compile`` (Inductor).
+
+A runner prepares one backend: it builds a fresh model, compiles it, times the first call, checks the first
+two outputs against eager, and fills in what it learnt on a BackendResult. It returns the warm call to time,
+or None when the outputs were wrong. It may raise: the harness turns any exception into an "n/a (reason)"
+cell and keeps what the runner had already recorded. The harness times all warm calls together.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from ..zoo import ModelSpec, Tolerance
+from .timing import Repeats, timed_call
+
+OK, NOT_AVAILABLE, WRONG, SKIPPED = "ok", "n/a", "wrong", "skipped"
+
+
+class Unavailable(Exception):
+    """The backend cannot run here; the message is the short reason shown in the table."""
+
+
+@dataclass
+class BackendResult:
+    backend: str
+    status: str = OK
+    reason: str = ""                     # short cause shown in the table when status is not OK
+    detail: str = ""                     # the full message, for notes and JSON
+    ms: float | None = None              # median steady-state time per call
+    best_ms: float | None = None         # fastest timed call
+    samples: int = 0                     # timed calls behind ms
+    first_call_s: float | None = None    # first call, compilation included
+    capture_s: float | None = None       # magpy: first call with the graph run eagerly (capture only)
+    compile_s: float | None = None       # time a compiler spent before the first result
+    graphs: int | None = None
+    graph_breaks: int | None = None
+    max_abs_err: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+
+@dataclass
+class Workload:
+    """One model at one size on one device, with the eager outputs every backend must reproduce."""
+
+    spec: ModelSpec
+    size: str
+    device: torch.device
+    reference: Any
+    repeats: Repeats
+    sync: Callable[[], None]
+
+    @property
+    def tolerance(self) -> Tolerance:
+        """The model's tolerance, widened on a GPU that computes float32 convolutions in TF32 (PyTorch's
+        default for cuDNN): then each convolution is only good to about 1e-3, and backends pick algorithms
+        of their own."""
+        tolerance = self.spec.tolerance
+        if self.device.type == "cuda" and torch.backends.cudnn.allow_tf32:
+            return Tolerance(rtol=max(tolerance.rtol, 1e-2), atol=max(tolerance.atol, 1e-2))
+        return tolerance
+
+    def fresh(self):
+        """A new, identically initialised instance, so no backend sees another's side effects."""
+        return self.spec.make(self.size, self.device)
+
+
+def tensors_of(value: Any) -> list[torch.Tensor]:
+    """The tensors of a (nested) output, in order."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensors_of(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in tensors_of(v)]
+    return []
+
+
+def detached_copy(value: Any) -> Any:
+    """A copy of an output that later calls cannot overwrite (compiled code may reuse output buffers)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, dict):
+        return {k: detached_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(detached_copy(v) for v in value)
+    return value
+
+
+def max_abs_error(actual: Any, expected: Any) -> float:
+    got, want = tensors_of(actual), tensors_of(expected)
+    if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want)):
+        return math.inf
+    errors = [(g.double() - w.double()).abs().max().item() for g, w in zip(got, want) if w.numel()]
+    return max(errors, default=0.0)
+
+
+def matches(result: BackendResult, actual: Any, workload: Workload) -> bool:
+    """Compare with the eager outputs; on a mismatch mark ``result`` wrong and say by how much."""
+    tolerance = workload.tolerance
+    try:
+        torch.testing.assert_close(actual, workload.reference, rtol=tolerance.rtol, atol=tolerance.atol,
+                                   equal_nan=True)
+    except (AssertionError, TypeError, ValueError) as error:
+        result.status = WRONG
+        result.max_abs_err = max_abs_error(actual, workload.reference)
+        result.reason = f"max err {result.max_abs_err:.1e}"
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        result.detail = "; ".join(lines[:3]) if lines else type(error).__name__
+        return False
+    result.max_abs_err = max_abs_error(actual, workload.reference)
+    return True
+
+
+def checked(result: BackendResult, call: Callable[[], Any], output: Any, workload: Workload):
+    """``call`` if its first output and one more call both match eager, else None (``result`` says why)."""
+    if not matches(result, output, workload):
+        return None
+    if not matches(result, call(), workload):
+        result.reason = "2nd call " + result.reason
+        return None
+    return call
+
+
+def prepare_eager(result: BackendResult, workload: Workload):
+    model, inputs = workload.fresh()
+    call = lambda: model(*inputs)
+    output, result.first_call_s = timed_call(call, workload.sync)
+    return checked(result, call, output, workload)
+
+
+def magpy_api(name: str):
+    """``magpy.<name>``, or Unavailable saying in a few words why it cannot be had (the API is lazy)."""
+    try:
+        import magpy
+        return getattr(magpy, name)
+    except AttributeError as error:
+        raise Unavailable(f"magpy.{name} missing") from error
+    except ImportError as error:
+        missing = getattr(error, "name", None)
+        raise Unavailable(f"{missing} missing" if missing else f"magpy.{name} not importable") from error
+
+
+def prepare_magpy(result: BackendResult, workload: Workload):
+    compile_fn = magpy_api("compile")
+    try:
+        reset = magpy_api("reset")
+    except Unavailable:
+        reset = lambda: None
+
+    # Capture alone: the same compile with the graph run by eager PyTorch instead of our codegen.
+    reset()
+    captured = None
+    try:
+        model, inputs = workload.fresh()
+        captured = compile_fn(model, backend="eager")
+        result.capture_s = timed_call(lambda: captured(*inputs), workload.sync)[1]
+    except Exception as error:    # the full compile below reports the failure that matters
+        result.detail = f"capture-only pass failed: {type(error).__name__}: {error}"
+    finally:
+        captured = None
+        reset()
+
+    model, inputs = workload.fresh()
+    compiled = compile_fn(model)
+    call = lambda: compiled(*inputs)
+    output, result.first_call_s = timed_call(call, workload.sync)
+    if result.capture_s is not None:
+        result.compile_s = max(result.first_call_s - result.capture_s, 0.0)
+    stats = getattr(compiled, "stats", None)
+    result.graphs = getattr(stats, "graphs", None)
+    result.graph_breaks = getattr(stats, "graph_breaks", None)
+    return checked(result, call, output, workload)
+
+
+def prepare_inductor(result: BackendResult, workload: Workload):
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    model, inputs = workload.fresh()
+    compiled = torch.compile(model)
+    call = lambda: compiled(*inputs)
+    output, result.first_call_s = timed_call(call, workload.sync)
+    result.compile_s = result.first_call_s
+    # Graphs only: Dynamo may skip a whole frame at a break inside a loop and compile its callees instead,
+    # so it has no break count comparable with ours.
+    result.graphs = counters["stats"]["unique_graphs"]
+    return checked(result, call, output, workload)
+
+
+# backend name -> preparer; the table's column groups follow this order.
+RUNNERS: dict[str, Callable[[BackendResult, Workload], Callable[[], Any] | None]] = {
+    "eager": prepare_eager,
+    "magpy": prepare_magpy,
+    "inductor": prepare_inductor,
+}

@@ -1,0 +1,932 @@
+"""The capture observer: watches one call in the VM and produces a ``Capture``.
+
+Provenance of each value (carried by the VM per slot):
+    a Source / Expr   the value came from outside, by that path or pure computation over such paths
+    None              a constant, or computed from constants and from tensors' static metadata
+    UNKNOWN           capture lost track (an unknown native call on outside values): using such a
+                      value where a guard is needed is unsupported
+Tensors are tracked by identity: each outside tensor becomes a graph input (by its Source) and each
+tensor operation a node. Consuming a derived Python value (a branch, a constant argument of a tensor
+op, a returned value) adds the guard that makes the reuse safe. Writes to outside objects become
+side effects replayed after the graph runs.
+"""
+import operator
+import sys
+import types
+
+import torch
+from torch import fx
+
+from ..errors import Unsupported
+from ..interp import Observer, VM
+from ..interp.frame import NULL
+from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
+from . import rules
+from .guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard
+from .sources import Source, ArgSource, GlobalSource, AttrSource, ItemSource, CellSource, Expr, Const
+
+
+class _Abandon(Exception):
+    """Internal to the observer: unwinds out of an event once capture has given up."""
+
+
+_SILENT = Observer()
+
+
+def _event(default):
+    """Event methods return ``default`` (computed from the call's outputs) after capture gave up.
+    A failure of capture itself also ends capture, never the user's program."""
+    def wrap(fn):
+        def event(self, *args):
+            try:
+                return fn(self, *args)
+            except _Abandon:
+                return default(*args) if callable(default) else default
+            except Exception as exc:  # noqa: BLE001 - a bug of ours must not become the user's error
+                if self.cap.unsupported is None:
+                    frame = self.frame
+                    self.cap.unsupported = Unsupported(
+                        f"internal capture error in {fn.__name__}: {type(exc).__name__}: {exc}",
+                        frame.filename if frame else None, frame.lineno if frame else None)
+                self.vm.observer = _SILENT
+                return default(*args) if callable(default) else default
+        event.__name__ = fn.__name__
+        return event
+    return wrap
+
+
+class _Unknown:
+    def __repr__(self):
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+_SCALARS = (int, float, bool, str, bytes, complex, type(None))
+_IDENTITY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
+                   types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def _is_tensor(x):
+    return isinstance(x, torch.Tensor)
+
+
+def _build_tuple(*items):
+    return items
+
+
+def _build_list(*items):
+    return list(items)
+
+
+class Capture:
+    """What one observed call produced (consumed by ``emit``)."""
+
+    def __init__(self):
+        self.graph = fx.Graph()
+        self.inputs = []          # (Source, example tensor) per graph placeholder, in order
+        self.outputs = []         # fx nodes returned by the graph, in order
+        self.guards = {}          # key -> Guard
+        self.side_effects = []    # (kind, target expr, name/key, value template)
+        self.result_template = None
+        self.unsupported = None   # an Unsupported, when capture must give up
+        self.op_count = 0
+
+
+class CaptureObserver(Observer):
+    def __init__(self, fn_globals):
+        self.cap = Capture()
+        self.nodes = {}           # id(tensor) -> (tensor, node)
+        self.contents = {}        # id(container made inside) -> (container, list of element provs)
+        self.written = {}         # (id(obj), name) -> prov of the value the program stored there
+        self.frame = None         # the innermost frame an event came from (for messages)
+        self.returned = None      # (frame.back id, value, prov) of the last interpreted return
+        self.root = None
+
+    # ---- failure ---------------------------------------------------------------------------------
+    def unsupported(self, reason, frame=None):
+        """Give up on replaying this call. The program itself runs on to its real end (its first call
+        must still happen exactly once); observation stops here."""
+        frame = frame or self.frame
+        if self.cap.unsupported is None:
+            self.cap.unsupported = Unsupported(reason, frame.filename if frame else None,
+                                               frame.lineno if frame else None)
+        self.vm.observer = _SILENT
+        raise _Abandon
+
+    # ---- guards ------------------------------------------------------------------------------------
+    def guard(self, g):
+        self.cap.guards.setdefault(g.key(), g)
+
+    def need(self, value, prov, frame=None):
+        """The program depends on ``value`` exactly (a branch, a graph constant, a stored value)."""
+        if prov is None or _is_tensor(value):
+            return
+        if prov is UNKNOWN:
+            self.unsupported("a value computed by a call MagPy has no rule for decides the program's "
+                             "behaviour", frame)
+        if value is None:
+            self.guard(NoneGuard(prov, True))
+        elif isinstance(value, _SCALARS) or type(value) is range or (
+                type(value) in (tuple, torch.Size) and all(isinstance(v, _SCALARS) for v in value)):
+            self.guard(ValueGuard(prov, value))
+        elif isinstance(value, _IDENTITY_TYPES) or isinstance(value, torch.nn.Module):
+            self.guard(IdGuard(prov, value))
+        elif isinstance(value, (torch.dtype, torch.device)):
+            self.guard(ValueGuard(prov, value))
+        else:
+            self.unsupported(f"the program depends on the exact value of a {type(value).__name__} "
+                             "read from outside", frame)
+
+    def on_read(self, value, prov):
+        """A value read from outside by path ``prov``: tensors become graph inputs; objects get the
+        type/identity guards that make reading through them safe."""
+        if prov is None or prov is UNKNOWN:
+            return
+        if _is_tensor(value):
+            self.tensor_input(value, prov)
+        elif isinstance(value, _IDENTITY_TYPES):
+            self.guard(IdGuard(prov, value))
+        elif isinstance(value, torch.nn.Module):
+            self.guard(IdGuard(prov, value))
+        elif not isinstance(value, _SCALARS):
+            self.guard(TypeGuard(prov, type(value)))
+
+    # ---- tensors -------------------------------------------------------------------------------------
+    def tensor_input(self, tensor, source):
+        entry = self.nodes.get(id(tensor))
+        if entry is not None:
+            return entry[1]
+        if not isinstance(source, Source):
+            self.unsupported("a tensor reached the program by a path MagPy cannot replay")
+        node = self.cap.graph.placeholder(f"in{len(self.cap.inputs)}")
+        node.meta["source"] = source.render()
+        self.cap.inputs.append((source, tensor))
+        self.guard(TensorGuard(source, tensor))
+        self.nodes[id(tensor)] = (tensor, node)
+        return node
+
+    def node_of(self, tensor, prov=None):
+        entry = self.nodes.get(id(tensor))
+        if (entry is None or entry[0] is not tensor) and isinstance(prov, Source):
+            return self.tensor_input(tensor, prov)
+        if entry is None or entry[0] is not tensor:
+            self.unsupported("a tensor of unknown origin was used (made by a call MagPy did not record)")
+        return entry[1]
+
+    def to_graph_arg(self, value, prov):
+        """``value`` as an fx argument: tensors as nodes, containers recursively, scalars as guarded
+        constants."""
+        if _is_tensor(value):
+            return self.node_of(value, prov)
+        if type(value) in (list, tuple):
+            items = self._element_provs(value, prov)
+            mapped = [self.to_graph_arg(v, p) for v, p in zip(value, items)]
+            return mapped if type(value) is list else tuple(mapped)
+        if type(value) is dict:
+            provs = self._dict_provs(value, prov)
+            return {k: self.to_graph_arg(v, provs[k]) for k, v in value.items()}
+        if isinstance(value, (slice,)):
+            return slice(*(self.to_graph_arg(getattr(value, a), prov) for a in ("start", "stop", "step")))
+        if isinstance(value, _SCALARS + (torch.dtype, torch.device, torch.Size, torch.layout,
+                                          torch.memory_format, type(Ellipsis))):
+            self.need(value, prov)
+            return value
+        self.unsupported(f"a {type(value).__name__} was passed to a tensor operation")
+
+    def record(self, fn, args, arg_provs, kwargs, kw_provs, result, method=None):
+        """Add ``fn(*args, **kwargs)`` (a tensor op that already ran) to the graph."""
+        gargs = tuple(self.to_graph_arg(a, p) for a, p in zip(args, arg_provs))
+        gkwargs = {k: self.to_graph_arg(v, (kw_provs or {}).get(k)) for k, v in (kwargs or {}).items()}
+        graph = self.cap.graph
+        if method is not None:
+            node = graph.call_method(method, gargs, gkwargs)
+        else:
+            node = graph.call_function(fn, gargs, gkwargs)
+        self.cap.op_count += 1
+        self.bind_result(result, node)
+        return node
+
+    def bind_result(self, result, node):
+        if _is_tensor(result):
+            self.nodes[id(result)] = (result, node)
+        elif type(result) in (tuple, list) or isinstance(result, tuple):
+            for k, item in enumerate(result):
+                if _is_tensor(item) or isinstance(item, (tuple, list)):
+                    self.bind_result(item, self.cap.graph.call_function(operator.getitem, (node, k)))
+
+    # ---- containers made inside the call ------------------------------------------------------------
+    def _element_provs(self, container, prov):
+        entry = self.contents.get(id(container))
+        if entry is not None and entry[0] is container:
+            return entry[1]
+        if isinstance(prov, Source):
+            return [ItemSource(prov, k) for k in range(len(container))]
+        if prov is None:
+            return [None] * len(container)
+        return [UNKNOWN] * len(container)
+
+    def _dict_provs(self, d, prov):
+        entry = self.contents.get(id(d))
+        if entry is not None and entry[0] is d and type(entry[1]) is dict:
+            return {k: entry[1].get(k) for k in d}
+        if prov is None:
+            return dict.fromkeys(d)
+        if isinstance(prov, Source):
+            self.guard(ValueGuard(Expr(tuple, (prov,)), tuple(d)))
+            return {k: ItemSource(prov, k) for k in d}
+        return dict.fromkeys(d, UNKNOWN)
+
+    def made(self, container, provs):
+        if any(p is not None for p in provs):
+            self.contents[id(container)] = (container, list(provs))
+            return UNKNOWN_CONTAINER
+        return None
+
+    # ---- frames ----------------------------------------------------------------------------------------
+    @_event(None)
+    def enter_frame(self, frame):
+        if self.root is None:
+            self.root = frame
+        self.frame = frame
+
+    @_event(None)
+    def leave_frame(self, frame, value, exc):
+        self.frame = frame.back
+
+    @_event(None)
+    def argument(self, frame, index, name, value):
+        prov = ArgSource(name, index)
+        self.on_read(value, prov)
+        return prov
+
+    @_event(None)
+    def return_value(self, frame, value, prov):
+        self.returned = (id(frame.back), value, prov)
+        if frame is self.root:
+            self.cap.result_template = self.template(value, prov)
+
+    # ---- reads -----------------------------------------------------------------------------------------
+    @_event(None)
+    def read_global(self, frame, name, value):
+        written = self.written.get((id(frame.globals), name))
+        if written is not None:
+            return written
+        prov = GlobalSource(frame.globals, name)
+        self.on_read(value, prov)
+        return prov
+
+    @_event(None)
+    def read_cell(self, frame, cell, name, value):
+        known = self.cells.get(id(cell))
+        if known is not None and known[0] is cell:
+            return known[1]
+        # a cell that existed before the call: a closure of the function (or of one it calls)
+        prov = CellSource(cell, name)
+        self.on_read(value, prov)
+        return prov
+
+    @_event(None)
+    def new_cell(self, frame, cell, name, prov):
+        self.cells[id(cell)] = (cell, prov, "inside")
+
+    @_event(None)
+    def read_attr(self, obj, obj_prov, name, value):
+        self.frame = self.frame
+        written = self.written.get((id(obj), name))
+        if written is not None:
+            return written
+        if _is_tensor(obj):
+            return self._tensor_attr(obj, obj_prov, name, value)
+        if obj_prov is None:
+            return None
+        if obj_prov is UNKNOWN:
+            return UNKNOWN
+        if isinstance(obj, types.ModuleType) and isinstance(obj_prov, Source):
+            prov = AttrSource(obj_prov, name)
+        elif isinstance(obj_prov, Source):
+            prov = AttrSource(obj_prov, name)
+        else:
+            prov = Expr(getattr, (obj_prov, Const(name)))
+        self.on_read(value, prov)
+        return prov
+
+    def _tensor_attr(self, obj, obj_prov, name, value):
+        if _is_tensor(value):
+            if name == "grad" and isinstance(obj_prov, Source):
+                self.tensor_input(value, AttrSource(obj_prov, name))
+                return AttrSource(obj_prov, name)
+            self.record(getattr, (obj, name), (obj_prov, None), None, None, value)
+            return None
+        if callable(value) and not isinstance(value, type):
+            return None  # a bound method: recorded when called
+        return None  # static metadata (shape, dtype, device, requires_grad …): the tensor guard covers it
+
+    @_event(None)
+    def read_item(self, obj, obj_prov, key, key_prov, value):
+        if _is_tensor(obj):
+            self.record(operator.getitem, (obj, key), (obj_prov, key_prov), None, None, value)
+            return None
+        entry = self.contents.get(id(obj))
+        if entry is not None and entry[0] is obj and type(key) is int and type(obj) in (list, tuple):
+            try:
+                return entry[1][key]
+            except IndexError:
+                return UNKNOWN
+        if obj_prov is None and key_prov is None:
+            return None
+        if obj_prov is UNKNOWN or key_prov is UNKNOWN:
+            return UNKNOWN
+        self.need(key, key_prov)
+        try:
+            hash(key)
+        except TypeError:
+            return UNKNOWN
+        written = self.written.get((id(obj), ("item", key)))
+        if written is not None:
+            return written
+        prov = ItemSource(obj_prov, key) if isinstance(obj_prov, Source) else \
+            Expr(operator.getitem, (obj_prov, Const(key)))
+        self.on_read(value, prov)
+        return prov
+
+    # ---- writes ----------------------------------------------------------------------------------------
+    def _outside(self, obj, prov):
+        return prov is not None and prov is not UNKNOWN and prov is not UNKNOWN_CONTAINER \
+            and not (id(obj) in self.contents)
+
+    @_event(None)
+    def write_attr(self, obj, obj_prov, name, value, prov):
+        self.written[(id(obj), name)] = prov
+        if _is_tensor(obj):
+            self.unsupported(f"setting attribute {name!r} of a tensor")
+        if isinstance(obj_prov, (Source, Expr)):
+            self.cap.side_effects.append(("setattr", obj_prov, name, self.template(value, prov)))
+        elif obj_prov is UNKNOWN:
+            self.unsupported(f"attribute {name!r} set on an object of unknown origin")
+
+    @_event(None)
+    def write_item(self, obj, obj_prov, key, key_prov, value, prov):
+        if _is_tensor(obj):
+            self.need(key, key_prov) if not _is_tensor(key) else None
+            self.record(operator.setitem, (obj, key, value), (obj_prov, key_prov, prov), None, None, None)
+            return
+        entry = self.contents.get(id(obj))
+        if entry is not None and entry[0] is obj:
+            if type(obj) is list and type(key) is int and -len(entry[1]) <= key < len(entry[1]):
+                entry[1][key] = prov
+            elif type(entry[1]) is dict:
+                self.need(key, key_prov)
+                entry[1][key] = prov
+            else:
+                del self.contents[id(obj)]
+            return
+        if obj_prov is None and prov is not None and type(obj) in (list, dict):
+            # a constant container made inside now holds a value from outside
+            self.need(key, key_prov)
+            if type(obj) is dict:
+                self.contents[id(obj)] = (obj, {**dict.fromkeys(obj), key: prov})
+            else:
+                provs = [None] * len(obj)
+                if type(key) is int and -len(obj) <= key < len(obj):
+                    provs[key] = prov
+                else:
+                    provs = [UNKNOWN] * len(obj)
+                self.contents[id(obj)] = (obj, provs)
+            return
+        self.written[(id(obj), ("item", key))] = prov
+        if isinstance(obj_prov, (Source, Expr)):
+            self.need(key, key_prov)
+            self.cap.side_effects.append(("setitem", obj_prov, key, self.template(value, prov)))
+        elif obj_prov is UNKNOWN:
+            self.unsupported("an item set on a container of unknown origin")
+
+    @_event(None)
+    def write_global(self, frame, name, value, prov):
+        self.written[(id(frame.globals), name)] = prov
+        if frame.names is not None and frame.names is not frame.globals:
+            return  # a class body or exec namespace made inside the call
+        self.cap.side_effects.append(("setglobal", frame.globals, name, self.template(value, prov)))
+
+    @_event(None)
+    def write_cell(self, frame, cell, name, value, prov):
+        known = self.cells.get(id(cell))
+        made_inside = known is not None and known[0] is cell and known[2:] == ("inside",)
+        self.cells[id(cell)] = (cell, prov) + (("inside",) if made_inside else ())
+        if not made_inside:
+            self.cap.side_effects.append(("setcell", cell, name, self.template(value, prov)))
+
+    @_event(None)
+    def delete_attr(self, obj, obj_prov, name):
+        if obj_prov is not None:
+            self.unsupported(f"deleting attribute {name!r} of an outside object")
+
+    @_event(None)
+    def delete_item(self, obj, obj_prov, key, key_prov):
+        if _is_tensor(obj) or obj_prov is not None:
+            self.unsupported("deleting an item of an outside container")
+
+    # ---- calls -----------------------------------------------------------------------------------------
+    @_event(None)
+    def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result):
+        self.frame = frame
+        returned, self.returned = self.returned, None
+        interpreted = returned is not None and returned[0] == id(frame) and returned[1] is result
+        if fn_prov is not None:
+            self.on_read(fn, fn_prov)
+            if fn_prov is UNKNOWN:
+                self.unsupported("calling an object of unknown origin")
+            if not isinstance(fn, (types.FunctionType, types.MethodType)):
+                self.need(fn, fn_prov) if isinstance(fn, _IDENTITY_TYPES) else None
+        if interpreted:
+            return returned[2]
+        return self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
+
+    def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
+        self._self_of_last_call = UNKNOWN
+        if fn is iter and len(args) == 1 and not kwargs:
+            return start_iteration(self, args[0], arg_provs[0], result)
+        if fn is next and len(args) == 1 and not kwargs:
+            return next_element(self, args[0], arg_provs[0], result)
+        if fn in (enumerate, zip, reversed) and not kwargs and any(p is not None for p in arg_provs):
+            for a, p in zip(args, arg_provs):
+                if p is not None and p is not UNKNOWN:
+                    self.iterables[p] = a
+        self_obj = getattr(fn, "__self__", None)
+        if isinstance(fn, types.BuiltinMethodType) and _is_tensor(self_obj):
+            name = fn.__name__
+            if name in rules.TENSOR_TO_PYTHON:
+                self.unsupported(f"Tensor.{name}() turns tensor data into a Python value (graph break)")
+            return self.record(None, (self_obj, *args), (None, *arg_provs), kwargs, kw_provs, result,
+                               method=name) and None
+        if type(fn).__name__ == "method_descriptor" and args and _is_tensor(args[0]):
+            if fn.__name__ in rules.TENSOR_TO_PYTHON:
+                self.unsupported(f"Tensor.{fn.__name__}() turns tensor data into a Python value (graph break)")
+            self.record(None, args, arg_provs, kwargs, kw_provs, result, method=fn.__name__)
+            return None
+        if fn in (float, int, bool, complex) and args and _is_tensor(args[0]):
+            self.unsupported(f"{fn.__name__}(tensor) turns tensor data into a Python value (graph break)")
+        flat = list(args) + list(kwargs.values())
+        has_tensor = any(_is_tensor(a) or (type(a) in (list, tuple) and any(_is_tensor(x) for x in a))
+                         for a in flat)
+        makes_tensor = _is_tensor(result) or (isinstance(result, (tuple, list)) and
+                                                any(_is_tensor(x) for x in result))
+        module = getattr(fn, "__module__", None) or ""
+        if has_tensor or makes_tensor or fn in rules.GRAPH:
+            if fn in (isinstance, type, len, id, getattr, hasattr, repr, str):
+                return self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
+            if fn is print:
+                self.unsupported("print() of a tensor (graph break)")
+            self.record(fn, args, arg_provs, kwargs, kw_provs, result)
+            return None
+        if module.split(".")[0] in rules.RANDOM_MODULES or (self_obj is not None and
+                                                           type(self_obj).__module__ == "random"):
+            self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws Python random numbers")
+        if fn is print:
+            self.unsupported("print() inside a compiled function")
+        if fn in rules.MUTATES or (self_obj is not None and getattr(type(self_obj), fn.__name__, None)
+                                   in rules.MUTATES):
+            return self._mutation(fn, args, arg_provs, result)
+        return self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
+
+    def _pure(self, fn, args, arg_provs, kwargs, kw_provs, result):
+        provs = list(arg_provs) + list(kw_provs.values())
+        if all(p is None for p in provs):
+            self.made_by_call(fn, args, arg_provs, result)
+            return None
+        self_obj = getattr(fn, "__self__", None)
+        if fn in _DICT_VIEWS and len(args) == 1 and type(args[0]) is dict:
+            return Expr(fn, (arg_provs[0] if arg_provs[0] is not None else Const(args[0]),))
+        pure = fn in rules.PURE or isinstance(self_obj, rules.PURE_METHOD_TYPES) or \
+            (type(fn).__name__ in ("method_descriptor", "wrapper_descriptor") and
+             getattr(fn, "__objclass__", None) in rules.PURE_METHOD_TYPES)
+        if not pure or kwargs or any(p is UNKNOWN for p in provs):
+            return UNKNOWN
+        if self_obj is not None and not isinstance(self_obj, types.ModuleType):
+            # a bound method of an immutable value: call the unbound method on the value's provenance
+            return UNKNOWN
+        operands = tuple(p if p is not None else Const(a) for a, p in zip(args, arg_provs))
+        for a, p in zip(args, arg_provs):
+            if _is_tensor(a):
+                return None
+        return Expr(fn, operands)
+
+    def made_by_call(self, fn, args, arg_provs, result):
+        """Containers built from constants by a call (``list(range(3))``) stay constants."""
+
+    def _mutation(self, fn, args, arg_provs, result):
+        self_obj = getattr(fn, "__self__", None)
+        if self_obj is not None and not isinstance(self_obj, types.ModuleType):
+            target, target_prov, others, other_args = self_obj, self._self_of_last_call, arg_provs, args
+        else:
+            target, target_prov, others, other_args = args[0], arg_provs[0], arg_provs[1:], args[1:]
+        entry = self.contents.get(id(target))
+        inside = entry is not None and entry[0] is target
+        if not inside and target_prov is not None:
+            self.unsupported(f"{getattr(fn, '__qualname__', fn)}() mutates a container from outside the call")
+        name = getattr(fn, "__name__", "")
+        if type(target) is list and name == "append" and len(others) == 1:
+            provs = list(entry[1]) if inside else [None] * (len(target) - 1)
+            self.contents[id(target)] = (target, provs + [others[0]])
+            return None
+        if type(target) is list and name == "pop" and inside and type(entry[1]) is list and not others:
+            return entry[1].pop() if entry[1] else UNKNOWN
+        if not inside and all(p is None for p in others):
+            return None  # a constant container changed by constants stays constant
+        unknown = dict.fromkeys(target, UNKNOWN) if type(target) is dict else [UNKNOWN] * len(target) \
+            if hasattr(target, "__len__") else None
+        if unknown is not None:
+            self.contents[id(target)] = (target, unknown)
+        return UNKNOWN
+
+    def opaque(self, value):
+        return None if value is None else UNKNOWN
+
+    def packed(self, container, element_provs):
+        provs = list(element_provs.values()) if type(element_provs) is dict else element_provs
+        if any(p is not None for p in provs):
+            self.contents[id(container)] = (container, provs)
+        return None
+
+    def bound_self(self, method, method_prov):
+        if type(method_prov) is AttrSource:
+            return method_prov.base  # ``obj.method`` read by attribute: self is obj
+        return UNKNOWN
+
+    def unpacked(self, iterable, prov):
+        if type(iterable) not in (tuple, list):
+            return [UNKNOWN] * len(iterable) if hasattr(iterable, "__len__") else []
+        return self._element_provs(iterable, prov)
+
+    def unpacked_mapping(self, mapping, prov):
+        entry = self.contents.get(id(mapping))
+        if entry is not None and entry[0] is mapping and len(entry[1]) == len(mapping):
+            return dict(zip(mapping, entry[1]))
+        if prov is None:
+            return dict.fromkeys(mapping)
+        if isinstance(prov, Source) and type(mapping) is dict:
+            self.guard(ValueGuard(Expr(tuple, (prov,)), tuple(mapping)))
+            return {k: ItemSource(prov, k) for k in mapping}
+        return dict.fromkeys(mapping, UNKNOWN)
+
+    # ---- everything else ---------------------------------------------------------------------------------
+    @_event(lambda frame, opname, arg, inputs, provs, outputs: [None] * len(outputs))
+    def operation(self, frame, opname, arg, inputs, input_provs, outputs):
+        self.frame = frame
+        handler = _OPERATIONS.get(opname)
+        if handler is not None:
+            return handler(self, arg, inputs, input_provs, outputs)
+        if any(_is_tensor(x) for x in inputs) and opname not in _TENSOR_NEUTRAL:
+            self.unsupported(f"{opname} on a tensor")
+        if all(p is None for p in input_provs):
+            return None
+        return [UNKNOWN] * len(outputs)
+
+    @_event(None)
+    def branch(self, frame, kind, value, prov, taken):
+        if _is_tensor(value):
+            if kind in ("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"):
+                return
+            self.unsupported("a branch on a tensor's value (graph break)", frame)
+        if kind in ("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"):
+            if prov is not None:
+                if prov is UNKNOWN:
+                    self.unsupported("a None check on a value of unknown origin", frame)
+                self.guard(NoneGuard(prov, value is None))
+            return
+        if prov is None:
+            return
+        if prov is UNKNOWN:
+            self.unsupported("a branch on a value computed by a call MagPy has no rule for", frame)
+        if type(value) is bool or isinstance(value, _SCALARS):
+            self.guard(ValueGuard(prov, value) if type(value) is not bool else TruthGuard(prov, value))
+        else:
+            self.guard(TruthGuard(prov, bool(value)))
+
+    # ---- results and stored values ------------------------------------------------------------------------
+    def template(self, value, prov):
+        """How the mock rebuilds ``value``: a graph output, an outside path, a constant, or a container."""
+        if _is_tensor(value):
+            if isinstance(prov, Source) and id(value) not in self.nodes:
+                return ("source", prov)
+            entry = self.nodes.get(id(value))
+            if entry is None or entry[0] is not value:
+                self.unsupported("a tensor of unknown origin leaves the compiled function")
+            node = entry[1]
+            if node.op == "placeholder":
+                return ("source", self.cap.inputs[int(node.name[2:])][0])
+            if node not in self.cap.outputs:
+                self.cap.outputs.append(node)
+            return ("output", self.cap.outputs.index(node))
+        if type(value) in (list, tuple, dict) or (isinstance(value, tuple) and hasattr(value, "_fields")):
+            entry = self.contents.get(id(value))
+            if isinstance(prov, Source) and entry is None:
+                return ("source", prov)
+            if type(value) is dict:
+                provs = self._dict_provs(value, prov)
+                return ("dict", [(k, self.template(v, provs[k])) for k, v in value.items()])
+            provs = self._element_provs(value, prov)
+            parts = [self.template(v, p) for v, p in zip(value, provs)]
+            if type(value) is list:
+                return ("list", parts)
+            if type(value) is tuple:
+                return ("tuple", parts)
+            return ("namedtuple", type(value), parts)
+        if isinstance(prov, Source):
+            return ("source", prov)
+        if isinstance(prov, Expr) and isinstance(value, _SCALARS):
+            return ("source", prov)  # recomputed by the mock from the entry state (no guard needed)
+        self.need(value, prov)
+        return ("const", value)
+
+    def _unsupported_template(self, value):
+        self.unsupported(f"a {type(value).__name__} of partly unknown origin leaves the compiled function")
+
+
+class _UnknownContainer:
+    """Provenance of a container made inside the call whose elements came from outside: its elements'
+    provenance is kept in ``CaptureObserver.contents``."""
+
+    def __repr__(self):
+        return "INSIDE"
+
+
+UNKNOWN_CONTAINER = None  # containers made inside carry None; their elements live in ``contents``
+
+
+# ---- generic operations: provenance and graph recording per opcode --------------------------------------
+
+def _op_binary(obs, k, inputs, provs, outputs):
+    a, b = inputs
+    fn = NATIVE_BINARY[k]
+    if _is_tensor(a) or _is_tensor(b) or _is_tensor(outputs[0]):
+        obs.record(fn, (a, b), provs, None, None, outputs[0])
+        return [None]
+    return [_derive(fn, inputs, provs)]
+
+
+def _op_compare(obs, k, inputs, provs, outputs):
+    a, b = inputs
+    fn = NATIVE_COMPARE[k]
+    if _is_tensor(a) or _is_tensor(b) or _is_tensor(outputs[0]):
+        obs.record(fn, (a, b), provs, None, None, outputs[0])
+        return [None]
+    return [_derive(fn, inputs, provs)]
+
+
+def _op_unary(fn):
+    def op(obs, arg, inputs, provs, outputs):
+        if _is_tensor(inputs[0]):
+            if fn is operator.not_:
+                obs.unsupported("`not` on a tensor (graph break)")
+            obs.record(fn, inputs, provs, None, None, outputs[0])
+            return [None]
+        return [_derive(fn, inputs, provs)]
+    return op
+
+
+def _derive(fn, inputs, provs):
+    if all(p is None for p in provs):
+        return None
+    if any(p is UNKNOWN for p in provs):
+        return UNKNOWN
+    return Expr(fn, tuple(p if p is not None else Const(v) for v, p in zip(inputs, provs)))
+
+
+def _op_is(obs, invert, inputs, provs, outputs):
+    return [_derive(operator.is_not if invert else operator.is_, inputs, provs)]
+
+
+def _op_contains(obs, invert, inputs, provs, outputs):
+    item, container = inputs
+    if _is_tensor(container) or _is_tensor(item):
+        obs.unsupported("`in` on a tensor (graph break)")
+    fn = _not_contains if invert else operator.contains
+    return [_derive(fn, (container, item), (provs[1], provs[0]))]
+
+
+def _not_contains(container, item):
+    return item not in container
+
+
+def _op_build(kind):
+    def op(obs, n, inputs, provs, outputs):
+        if any(p is not None for p in provs) or kind is list:
+            obs.contents[id(outputs[0])] = (outputs[0], list(provs))
+        return [None]
+    return op
+
+
+def _op_build_map(obs, n, inputs, provs, outputs):
+    d = outputs[0]
+    keys, key_provs, value_provs = inputs[0::2], provs[0::2], provs[1::2]
+    for k, kp in zip(keys, key_provs):
+        obs.need(k, kp)
+    if any(p is not None for p in value_provs):
+        obs.contents[id(d)] = (d, dict(zip(keys, value_provs)))
+    return [None]
+
+
+def _op_build_const_key_map(obs, n, inputs, provs, outputs):
+    d = outputs[0]
+    if any(p is not None for p in provs[:-1]):
+        obs.contents[id(d)] = (d, dict(zip(inputs[-1], provs[:-1])))
+    return [None]
+
+
+def _op_map_add(obs, n, inputs, provs, outputs):
+    key, value = inputs
+    obs.need(key, provs[0])
+    target = obs.frame.stack[-n]
+    entry = obs.contents.get(id(target))
+    if entry is not None and entry[0] is target:
+        entry[1][key] = provs[1]
+    elif provs[1] is not None:
+        obs.contents[id(target)] = (target, {**dict.fromkeys(target), key: provs[1]})
+    return None
+
+
+def _op_list_append(obs, n, inputs, provs, outputs):
+    # the list is below the appended value; its identity is on the real stack (not among inputs)
+    frame = obs.frame
+    target = frame.stack[-n] if frame is not None else None
+    if target is not None:
+        entry = obs.contents.get(id(target))
+        if entry is not None and entry[0] is target:
+            entry[1].append(provs[0])
+        elif provs[0] is not None:
+            obs.contents[id(target)] = (target, [None] * (len(target) - 1) + [provs[0]])
+    return None
+
+
+_DICT_VIEWS = {dict.keys: "keys", dict.values: "values", dict.items: "items"}
+
+
+def _elements(obs, obj, prov):
+    """Provenance of each element ``iter(obj)`` yields (a pair list for yielded tuples), or None
+    when it is unknown."""
+    entry = obs.contents.get(id(obj))
+    if entry is not None and entry[0] is obj:
+        return list(entry[1])
+    if prov is None:
+        return [None] * len(obj) if hasattr(obj, "__len__") else None
+    if prov is UNKNOWN:
+        return None
+    if type(obj) in (list, tuple) or (isinstance(obj, tuple) and hasattr(obj, "_fields")):
+        obs.guard(ValueGuard(Expr(len, (prov,)), len(obj)))
+        return [ItemSource(prov, k) if isinstance(prov, Source) else Expr(operator.getitem, (prov, Const(k)))
+                for k in range(len(obj))]
+    if type(obj) is dict:
+        obs.guard(ValueGuard(Expr(tuple, (prov,)), tuple(obj)))
+        return [None] * len(obj)
+    if type(obj) is range:
+        obs.guard(ValueGuard(prov, obj))
+        return [None] * len(obj)
+    if isinstance(prov, Expr) and prov.fn in _DICT_VIEWS and len(prov.args) == 1:
+        dprov = prov.args[0]
+        d = obj.mapping
+        obs.guard(ValueGuard(Expr(tuple, (dprov,)), tuple(d)))
+        kind = _DICT_VIEWS[prov.fn]
+        item = (lambda k: ItemSource(dprov, k)) if isinstance(dprov, Source) else \
+            (lambda k: Expr(operator.getitem, (dprov, Const(k))))
+        if kind == "keys":
+            return [None] * len(d)
+        if kind == "values":
+            return [item(k) for k in d]
+        return [("tuple", [None, item(k)]) for k in d]
+    if isinstance(prov, Expr) and prov.fn is enumerate and len(prov.args) == 1:
+        inner = _elements_of_expr(obs, prov.args[0], obj)
+        return None if inner is None else [("tuple", [None, p]) for p in inner]
+    if isinstance(prov, Expr) and prov.fn is zip:
+        parts = [_elements_of_expr(obs, a, None) for a in prov.args]
+        if any(p is None for p in parts):
+            return None
+        return [("tuple", list(row)) for row in zip(*parts)]
+    return None
+
+
+def _elements_of_expr(obs, prov, obj):
+    """Elements of the iterable an enumerate()/zip() was made from (its provenance is known)."""
+    if isinstance(prov, Const):
+        value = prov.value
+        return _elements(obs, value, None)
+    holder = obs.iterables.get(prov)
+    if holder is None:
+        return None
+    return _elements(obs, holder, prov)
+
+
+def start_iteration(obs, obj, prov, it):
+    if _is_tensor(obj):
+        obs.unsupported("iterating over a tensor")
+    known = obs.iterators.get(id(it))
+    if known is not None and known[0] is it and it is not obj:
+        return None  # a Python __iter__ already made this iterator (and said what it yields)
+    elements = _elements(obs, obj, prov)
+    if elements is None and prov is None:
+        return None
+    obs.iterators[id(it)] = (it, elements, 0)
+    return None if elements is not None else UNKNOWN
+
+
+def _op_get_iter(obs, arg, inputs, provs, outputs):
+    return [start_iteration(obs, inputs[0], provs[0], outputs[0])]
+
+
+def next_element(obs, it, prov, value):
+    entry = obs.iterators.get(id(it))
+    if entry is None or entry[0] is not it:
+        return None if prov is None else UNKNOWN
+    _, items, k = entry
+    obs.iterators[id(it)] = (it, items, k + 1)
+    if items is None or k >= len(items):
+        return UNKNOWN
+    element = items[k]
+    if type(element) is tuple and element and element[0] == "tuple":
+        if any(p is not None for p in element[1]):
+            obs.contents[id(value)] = (value, list(element[1]))
+        return None
+    return element
+
+
+def _op_for_iter(obs, arg, inputs, provs, outputs):
+    return [next_element(obs, inputs[0], provs[0], outputs[0])]
+
+
+def _op_unpack(obs, n, inputs, provs, outputs):
+    seq, prov = inputs[0], provs[0]
+    if _is_tensor(seq):
+        obs.record(lambda t: tuple(t), (seq,), (prov,), None, None, tuple(reversed(outputs)))
+        return [None] * len(outputs)
+    items = obs._element_provs(seq, prov) if type(seq) in (list, tuple) or isinstance(seq, tuple) else \
+        ([None] * len(outputs) if prov is None else [UNKNOWN] * len(outputs))
+    if isinstance(prov, Source) and type(seq) in (list, tuple):
+        obs.guard(ValueGuard(Expr(len, (prov,)), len(seq)))
+    return list(reversed(items[:len(outputs)]))
+
+
+def _op_neutral(obs, arg, inputs, provs, outputs):
+    return [p for p in provs[:len(outputs)]] + [None] * (len(outputs) - len(provs))
+
+
+def _op_format(obs, arg, inputs, provs, outputs):
+    if any(_is_tensor(x) for x in inputs):
+        obs.unsupported("formatting a tensor as text (graph break)")
+    return [None if all(p is None for p in provs) else UNKNOWN]
+
+
+_OPERATIONS = {
+    "BINARY_OP": _op_binary,
+    "COMPARE_OP": _op_compare,
+    "COMPARE_OP_BOOL": _op_compare,
+    "UNARY_NEGATIVE": _op_unary(operator.neg),
+    "UNARY_POSITIVE": _op_unary(operator.pos),
+    "UNARY_INVERT": _op_unary(operator.invert),
+    "UNARY_NOT": _op_unary(operator.not_),
+    "IS_OP": _op_is,
+    "CONTAINS_OP": _op_contains,
+    "BUILD_TUPLE": _op_build(tuple),
+    "BUILD_LIST": _op_build(list),
+    "LIST_TO_TUPLE": _op_build(tuple),
+    "GET_ITER": _op_get_iter,
+    "FOR_ITER": _op_for_iter,
+    "UNPACK_SEQUENCE": _op_unpack,
+    "LIST_APPEND": _op_list_append,
+    "BUILD_MAP": _op_build_map,
+    "BUILD_CONST_KEY_MAP": _op_build_const_key_map,
+    "MAP_ADD": _op_map_add,
+    "FORMAT_VALUE": _op_format,
+    "FORMAT_SIMPLE": _op_format,
+    "FORMAT_WITH_SPEC": _op_format,
+    "BUILD_STRING": _op_format,
+}
+#: opcodes that may see tensors without computing on them
+_TENSOR_NEUTRAL = {"BUILD_SLICE", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "BUILD_SET", "LIST_APPEND",
+                   "LIST_EXTEND", "DICT_UPDATE", "DICT_MERGE", "MAP_ADD", "SET_ADD", "KW_NAMES",
+                   "MAKE_FUNCTION", "SET_FUNCTION_ATTRIBUTE", "BEFORE_WITH", "WITH_EXCEPT_START",
+                   "PUSH_EXC_INFO", "POP_EXCEPT", "RAISE_VARARGS", "RERAISE", "CHECK_EXC_MATCH",
+                   "CALL_FUNCTION_EX", "CALL_FUNCTION_EX_313", "RETURN_CONST", "LOAD_BUILD_CLASS",
+                   "GET_LEN", "MATCH_SEQUENCE", "MATCH_MAPPING", "UNPACK_EX", "SWAP", "COPY",
+                   "END_FOR", "END_FOR_313", "INTRINSIC_LIST_TO_TUPLE", "YIELD_VALUE",
+                   "GET_YIELD_FROM_ITER", "SEND", "SEND_311", "END_SEND", "RETURN_GENERATOR",
+                   "IMPORT_NAME", "IMPORT_FROM"}
+
+
+def capture(fn, args, kwargs):
+    """Run ``fn(*args, **kwargs)`` in the VM under observation.
+
+    Returns ``(result, exception, capture)``: exactly one of result/exception is meaningful, and
+    ``capture.unsupported`` says why the call cannot be replayed (None when it can).
+    """
+    obs = CaptureObserver(getattr(fn, "__globals__", {}))
+    obs.iterators = {}
+    obs.iterables = {}
+    obs.cells = {}
+    vm = VM(observer=obs)
+    obs.vm = vm
+    try:
+        result = vm.call(fn, *args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - the user's exception, re-raised by the caller
+        if obs.cap.unsupported is None:
+            obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
+        return None, exc, obs.cap
+    return result, None, obs.cap

@@ -1,0 +1,61 @@
+"""The rules table: what capture does with each callable and opcode class. Rules are data.
+
+A native (not interpreted) call made by the program is classified here:
+
+* ``PURE``      — the result depends only on the arguments: its provenance is the call itself, so a
+                  later guard can re-evaluate it (``len(xs)``, ``isinstance(m, nn.Linear)``).
+* ``MUTATES``   — mutates its first argument (a container method): replayed when the container is
+                  outside state, tracked when it was made inside the call.
+* ``GRAPH``     — a torch call with global effect and no tensor arguments: recorded into the graph.
+* ``RANDOM``    — draws random numbers: recorded into the graph so each replay draws again.
+* anything else with tensors among its arguments or results is a graph op; anything else at all is
+  unknown: its result may be used only where no guard is needed.
+"""
+import builtins
+import math
+import operator
+
+import torch
+
+PURE = {
+    len, isinstance, issubclass, type, abs, min, max, sum, round, divmod, pow, hash, repr, str, int,
+    float, bool, tuple, frozenset, range, slice, sorted, any, all, zip, enumerate, reversed, getattr,
+    hasattr, callable, id, chr, ord, format, list, dict, set, iter,
+    math.sqrt, math.exp, math.log, math.log2, math.log10, math.pow, math.floor, math.ceil, math.sin,
+    math.cos, math.tan, math.tanh, math.prod, math.isclose, math.isfinite,
+    math.isinf, math.isnan, math.gcd, math.fabs, math.trunc,
+    operator.getitem, operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+    operator.mod, operator.neg, operator.pos, operator.not_, operator.eq, operator.ne, operator.lt,
+    operator.le, operator.gt, operator.ge, operator.contains, operator.index,
+    torch.is_tensor, torch.is_floating_point, torch.get_default_dtype, torch.is_grad_enabled,
+    torch.jit.is_scripting, torch.jit.is_tracing, torch._C._get_tracing_state,
+    torch.overrides.has_torch_function, torch.overrides.has_torch_function_unary,
+    torch.overrides.has_torch_function_variadic, torch._C._has_torch_function,
+    torch._C._has_torch_function_unary, torch._C._has_torch_function_variadic,
+    torch._C._is_torch_function_mode_enabled, torch.cuda.is_available,
+}
+#: methods of immutable built-in types are pure too (str.upper, tuple.index …)
+PURE_METHOD_TYPES = (str, bytes, int, float, complex, tuple, frozenset, type(None), bool, range,
+                     torch.Size, torch.dtype, torch.device)
+
+#: container methods that mutate their first argument
+MUTATES = {
+    list.append, list.extend, list.insert, list.pop, list.remove, list.clear, list.sort,
+    list.reverse, list.__setitem__, list.__delitem__, list.__iadd__,
+    dict.update, dict.pop, dict.popitem, dict.setdefault, dict.clear, dict.__setitem__,
+    dict.__delitem__, set.add, set.discard, set.remove, set.pop, set.clear, set.update,
+}
+
+#: torch calls with no tensor arguments that still belong in the graph
+GRAPH = {torch._C._set_grad_enabled}
+
+RANDOM_MODULES = ("random",)
+
+#: Python-level attributes of a tensor that are tensors computed from it (views), not outside state
+TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
+
+#: calls that turn tensor data into Python values: the graph must break there
+TENSOR_TO_PYTHON = {"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
+                    "__len__"}
+
+BUILTIN_IDS = {id(v) for v in vars(builtins).values()}

@@ -1,0 +1,182 @@
+"""Access paths and derived expressions: where a value came from.
+
+A ``Source`` is a small immutable path from the call's entry state (an argument, a global, a closure
+cell) through attribute and item accesses, rendered as the expression a user would write
+(``self.layers[0].weight``). An ``Expr`` is a pure computation over sources (``len(xs) > 2``), used
+to guard on values the program computed from its inputs. Both are hashable, so equal paths dedupe.
+"""
+
+
+class Source:
+    __slots__ = ()
+
+    def render(self):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return self.render()
+
+
+class ArgSource(Source):
+    """A parameter of the compiled function (``index`` into the entry program's parameters)."""
+    __slots__ = ("name", "index")
+
+    def __init__(self, name, index):
+        self.name = name
+        self.index = index
+
+    def render(self):
+        return self.name
+
+    def __eq__(self, other):
+        return type(other) is ArgSource and other.index == self.index
+
+    def __hash__(self):
+        return hash(("arg", self.index))
+
+
+class GlobalSource(Source):
+    """A global of a given module dict (identified by its ``__name__``; held by ``namespace``)."""
+    __slots__ = ("namespace", "name")
+
+    def __init__(self, namespace, name):
+        self.namespace = namespace
+        self.name = name
+
+    def render(self):
+        module = self.namespace.get("__name__", "?")
+        return f"G[{module!r}].{self.name}" if module != "__main__" else self.name
+
+    def __eq__(self, other):
+        return type(other) is GlobalSource and other.namespace is self.namespace and other.name == self.name
+
+    def __hash__(self):
+        return hash(("global", id(self.namespace), self.name))
+
+
+class ConstSource(Source):
+    """An object held by the entry program itself (a function's closure cell, a module)."""
+    __slots__ = ("value", "label")
+
+    def __init__(self, value, label):
+        self.value = value
+        self.label = label
+
+    def render(self):
+        return self.label
+
+    def __eq__(self, other):
+        return type(other) is ConstSource and other.value is self.value
+
+    def __hash__(self):
+        return hash(("const", id(self.value)))
+
+
+class AttrSource(Source):
+    __slots__ = ("base", "name")
+
+    def __init__(self, base, name):
+        self.base = base
+        self.name = name
+
+    def render(self):
+        return f"{self.base.render()}.{self.name}"
+
+    def __eq__(self, other):
+        return type(other) is AttrSource and other.name == self.name and other.base == self.base
+
+    def __hash__(self):
+        return hash(("attr", self.base, self.name))
+
+
+class ItemSource(Source):
+    """``base[key]`` for a constant (hashable, guarded) key."""
+    __slots__ = ("base", "key")
+
+    def __init__(self, base, key):
+        self.base = base
+        self.key = key
+
+    def render(self):
+        return f"{self.base.render()}[{self.key!r}]"
+
+    def __eq__(self, other):
+        return type(other) is ItemSource and type(other.key) is type(self.key) and \
+            other.key == self.key and other.base == self.base
+
+    def __hash__(self):
+        return hash(("item", self.base, type(self.key), self.key))
+
+
+class CellSource(Source):
+    """The contents of a closure cell (the cell object itself is held as a constant)."""
+    __slots__ = ("cell", "name")
+
+    def __init__(self, cell, name):
+        self.cell = cell
+        self.name = name
+
+    def render(self):
+        return f"<cell {self.name}>"
+
+    def __eq__(self, other):
+        return type(other) is CellSource and other.cell is self.cell
+
+    def __hash__(self):
+        return hash(("cell", id(self.cell)))
+
+
+class Expr:
+    """A pure call ``fn(*args)`` over sources, expressions and constants (``Const``)."""
+    __slots__ = ("fn", "args", "_hash")
+
+    def __init__(self, fn, args):
+        self.fn = fn
+        self.args = tuple(args)
+        self._hash = hash((id(fn), self.args))
+
+    def render(self):
+        name = getattr(self.fn, "__qualname__", None) or repr(self.fn)
+        return f"{name}({', '.join(_render(a) for a in self.args)})"
+
+    def __repr__(self):
+        return self.render()
+
+    def __eq__(self, other):
+        return type(other) is Expr and other.fn is self.fn and other.args == self.args
+
+    def __hash__(self):
+        return self._hash
+
+
+class Const:
+    """A constant operand of an ``Expr`` (compared by identity and value)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def render(self):
+        return repr(self.value)
+
+    def __eq__(self, other):
+        return type(other) is Const and type(other.value) is type(self.value) and other.value == self.value
+
+    def __hash__(self):
+        try:
+            return hash((type(self.value), self.value))
+        except TypeError:
+            return id(self.value)
+
+
+def _render(x):
+    return x.render() if hasattr(x, "render") else repr(x)
+
+
+def roots(expr):
+    """The Sources an expression reads."""
+    if isinstance(expr, Source):
+        yield expr
+    elif isinstance(expr, Expr):
+        for a in expr.args:
+            yield from roots(a)

@@ -1,0 +1,138 @@
+"""``python -m magpy …``: the command line. A thin argument parser; the work lives in the modules it calls.
+
+Commands:
+    bench    run the model zoo under eager, magpy and torch.compile and print a comparison table
+    paritybench  run a ParityBench checkout through magpy and TorchDynamo (fullgraph=True) and score both
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+SIZES = ("small", "medium", "large")
+
+
+def _names(values: list[str] | None) -> list[str] | None:
+    """Accept ``--models a,b c`` as well as ``--models a --models b``."""
+    if not values:
+        return None
+    return [name for value in values for name in value.replace(",", " ").split()]
+
+
+def _bench_parser(commands) -> None:
+    bench = commands.add_parser(
+        "bench", help="compare eager, magpy and torch.compile on the model zoo",
+        description="Run each model of the zoo under each backend, check the outputs against eager, and print "
+                    "graphs, breaks, capture/compile time, median call times and speedups.")
+    bench.add_argument("--models", nargs="+", metavar="NAME", help="models to run (default: all; see --list)")
+    bench.add_argument("--backends", nargs="+", metavar="NAME",
+                       help="comma- or space-separated subset of eager,magpy,inductor (default: all three; "
+                            "eager is always run as the baseline)")
+    bench.add_argument("--size", choices=SIZES, default="small", help="model size (default: small)")
+    bench.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    bench.add_argument("--quick", action="store_true",
+                       help="few repeats, a 100 s budget, inductor on a subset unless --backends names it")
+    bench.add_argument("--repeat", type=int, metavar="N", help="timed calls per measurement (max)")
+    bench.add_argument("--warmup", type=int, metavar="N", help="untimed calls before timing")
+    bench.add_argument("--timeout", type=float, metavar="S", help="limit per model and backend (0: none)")
+    bench.add_argument("--budget", type=float, metavar="S", help="limit for the whole run (0: none)")
+    bench.add_argument("--threads", type=int, metavar="N", help="torch.set_num_threads(N)")
+    bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    bench.add_argument("--plot", metavar="FILE.png", help="also draw the speedups (needs matplotlib)")
+    bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    bench.add_argument("--verbose", action="store_true", help="print tracebacks and compiler warnings")
+    bench.add_argument("--list", action="store_true", help="list the models and exit")
+    bench.set_defaults(handler=_bench)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from . import zoo
+    from .bench import BenchError, BenchOptions, run
+
+    if args.list:
+        for name in zoo.names():
+            spec = zoo.get(name)
+            print(f"{name:13s} {spec.summary}\n{'':13s} exercises: {'; '.join(spec.exercises)}")
+        return 0
+    try:
+        options = BenchOptions.build(
+            models=_names(args.models), backends=_names(args.backends), quick=args.quick, repeat=args.repeat,
+            warmup=args.warmup, timeout=args.timeout, budget=args.budget, size=args.size, device=args.device,
+            json_path=args.json, plot_path=args.plot, threads=args.threads, progress=not args.no_progress,
+            verbose=args.verbose)
+        run(options)
+    except BenchError as error:
+        print(f"magpy bench: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _paritybench_parser(commands) -> None:
+    pb = commands.add_parser(
+        "paritybench", help="score magpy and TorchDynamo full-graph capture on a ParityBench checkout",
+        description="Run every test case of a ParityBench checkout that runs in eager through magpy.compile and "
+                    "torch.compile (fullgraph=True), check two calls against eager, and report per-case and "
+                    "per-file rates side by side, dynamic files apart, with the most common failure reasons. "
+                    "Each file runs in a worker process of its own; results go to a JSONL state file, so a "
+                    "rerun resumes where the last one stopped.")
+    pb.add_argument("path", metavar="PATH", help="the ParityBench checkout (or its generated/ folder)")
+    pb.add_argument("--split", choices=("public", "heldout", "all"), default="public",
+                    help="which files: the public development split (default), the held-out one, or all")
+    pb.add_argument("--limit", type=int, metavar="N", help="at most N files, in name order")
+    pb.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N selected files")
+    pb.add_argument("--only", nargs="+", metavar="PATTERN", help="files matching these globs or substrings")
+    pb.add_argument("--compilers", nargs="+", metavar="NAME", help="subset of magpy,dynamo (default: both)")
+    pb.add_argument("--backend", default="eager", help="backend passed to both compilers (default: eager)")
+    pb.add_argument("--jobs", type=int, default=2, metavar="N", help="worker processes at once (default: 2)")
+    pb.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                    help="seconds for each stage of a case: import, eager, each compiler; a compiler also gets "
+                         "twice the case's eager time (default: 60)")
+    pb.add_argument("--threads", type=int, default=1, metavar="N", help="torch threads per worker (default: 1)")
+    pb.add_argument("--memory", type=float, default=6.0, metavar="GB",
+                    help="address-space limit per worker, 0 for none (default: 6)")
+    pb.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance against eager (default: 1e-4)")
+    pb.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance against eager (default: 1e-4)")
+    pb.add_argument("--compat", action="store_true",
+                    help="restore names removed from old Python/numpy/scipy/torch (torch._six, "
+                         "collections.Iterable, scipy.signal.kaiser, ...) before importing the files")
+    pb.add_argument("--site", action="append", default=[], metavar="DIR",
+                    help="extra import folder for the workers, e.g. one holding torchvision (repeatable)")
+    pb.add_argument("--state", metavar="FILE", help="JSONL state file (default: one per checkout and settings "
+                                                    "under ~/.cache/magpy/paritybench)")
+    pb.add_argument("--fresh", action="store_true", help="discard earlier results in the state file")
+    pb.add_argument("--json", metavar="FILE", help="also write the score and every record as JSON")
+    pb.add_argument("--top", type=int, default=12, metavar="N", help="rows per failure-reason table")
+    pb.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    pb.add_argument("--verbose", action="store_true", help="let the test files' own output through")
+    pb.set_defaults(handler=_paritybench)
+
+
+def _paritybench(args: argparse.Namespace) -> int:
+    from .paritybench import Options, RunError, run
+
+    options = Options(
+        args.path, split=args.split, limit=args.limit, offset=args.offset, only=_names(args.only) or [],
+        compilers=_names(args.compilers) or ["dynamo", "magpy"], backend=args.backend, jobs=args.jobs,
+        timeout=args.timeout, threads=args.threads, memory_gb=args.memory, rtol=args.rtol, atol=args.atol,
+        compat=args.compat, sites=args.site, state=args.state, fresh=args.fresh, json_path=args.json,
+        top=args.top, progress=not args.quiet, verbose=args.verbose)
+    try:
+        run(options)
+    except RunError as error:
+        print(f"magpy paritybench: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m magpy", description="MagPy, a JIT compiler for PyTorch.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _bench_parser(commands)
+    _paritybench_parser(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (default: sys.argv[1:]), run the command, return its exit status."""
+    args = build_parser().parse_args(argv)
+    return args.handler(args)

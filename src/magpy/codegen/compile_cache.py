@@ -1,0 +1,137 @@
+"""Building C++ kernels with the system compiler, cached by content hash, loaded with ctypes.
+
+The cache lives in ``$MAGPY_CACHE_DIR`` (default ``$XDG_CACHE_HOME/magpy`` or ``~/.cache/magpy``),
+created with mode 0700 since it holds code this process will load and run. A shared object is
+named by the SHA-256 of its source, the compiler's identity and the flags, and is written under a
+temporary name then renamed, so concurrent processes never load a half-written file.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Sequence
+
+FLAGS = (
+    "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17",
+    # libmvec vector math without -ffast-math: errno and FP traps are not observable from torch.
+    "-fno-math-errno", "-fno-trapping-math", "-fdisable-tree-sincos",
+    "-w",
+)
+LIBS = ("-lmvec", "-lm")
+
+
+class CompileError(RuntimeError):
+    """The C++ compiler rejected a generated kernel (a bug of ours; the graph falls back)."""
+
+
+def cache_dir() -> Path:
+    """The per-user kernel cache directory (created, mode 0700)."""
+    root = os.environ.get("MAGPY_CACHE_DIR")
+    if root:
+        path = Path(root)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        path = Path(base) / "magpy"
+    path = path / "cpp"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for p in (path, path.parent):
+        try:
+            if p.stat().st_uid == os.getuid():
+                os.chmod(p, 0o700)
+        except OSError:
+            pass
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def compiler() -> str:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        raise CompileError("no C++ compiler found (install g++ or set CXX)")
+    return cxx
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_identity() -> str:
+    out = subprocess.run([compiler(), "--version"], capture_output=True, text=True)
+    return out.stdout.splitlines()[0] if out.stdout else compiler()
+
+
+def source_key(source: str) -> str:
+    h = hashlib.sha256()
+    for part in (compiler_identity(), " ".join(FLAGS + LIBS), source):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:40]
+
+
+def library_path(source: str) -> Path:
+    return cache_dir() / f"k{source_key(source)}.so"
+
+
+def compile_sources(sources: Sequence[str], jobs: int | None = None) -> list[Path]:
+    """Shared objects for ``sources`` (compiled in parallel where not cached)."""
+    paths = [library_path(s) for s in sources]
+    todo = {}
+    for source, path in zip(sources, paths):
+        if not path.exists():
+            todo[path] = source
+    jobs = jobs or max(os.cpu_count() or 1, 1)
+    pending = list(todo.items())
+    running = []
+    errors = []
+    while pending or running:
+        while pending and len(running) < jobs:
+            path, source = pending.pop()
+            running.append(_start(path, source))
+        proc, path, tmp_so, tmp_cpp = running.pop(0)
+        _, err = proc.communicate()
+        if proc.returncode != 0:
+            errors.append(f"{path.name}: {err.decode(errors='replace')[-4000:]}")
+            _unlink(tmp_so)
+        else:
+            os.replace(tmp_so, path)
+        _unlink(tmp_cpp)
+    if errors:
+        raise CompileError("C++ compilation failed:\n" + "\n".join(errors))
+    return paths
+
+
+def _start(path: Path, source: str):
+    fd, tmp_cpp = tempfile.mkstemp(suffix=".cpp", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        f.write(source)
+    tmp_so = f"{path}.tmp{os.getpid()}.{threading.get_ident()}"
+    cmd = [compiler(), *FLAGS, tmp_cpp, "-o", tmp_so, *LIBS]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return proc, path, tmp_so, tmp_cpp
+
+
+def _unlink(p):
+    try:
+        os.unlink(p)
+    except OSError:
+        pass
+
+
+_libraries: dict[Path, ctypes.CDLL] = {}
+_lock = threading.Lock()
+
+
+def load_function(path: Path, name: str, nargs: int):
+    """The ``extern "C"`` function ``name`` of the library at ``path``, taking ``nargs`` pointers."""
+    with _lock:
+        lib = _libraries.get(path)
+        if lib is None:
+            lib = _libraries[path] = ctypes.CDLL(str(path))
+    fn = getattr(lib, name)
+    fn.argtypes = [ctypes.c_void_p] * nargs
+    fn.restype = None
+    return fn

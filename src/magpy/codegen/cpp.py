@@ -1,0 +1,640 @@
+"""C++ for a scheduled ``Kernel``: an ``extern "C"`` function over raw pointers.
+
+``CppHandler`` is the ``ops`` handler that prints one loop body (with common subexpressions
+shared); ``render_kernel`` lays out the loops: OpenMP ``parallel for`` over rows, ``omp simd``
+over the innermost loop, reductions as OpenMP reduction clauses.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Optional
+
+import sympy
+import torch
+
+from .cpp_prelude import PRELUDE
+from .ir import FloorDiv, ModIndex, is_nonnegative, prod
+from .ops import result_dtype, set_handler
+from .scheduler import INNER, OUTER, Kernel
+
+STORAGE_TYPES = {
+    torch.float32: "float",
+    torch.float64: "double",
+    torch.float16: "_Float16",
+    torch.bfloat16: "uint16_t",
+    torch.bool: "bool",
+    torch.int8: "int8_t",
+    torch.uint8: "uint8_t",
+    torch.int16: "int16_t",
+    torch.int32: "int32_t",
+    torch.int64: "int64_t",
+}
+COMPUTE_TYPES = {**STORAGE_TYPES, torch.float16: "float", torch.bfloat16: "float"}
+
+# Work (elements) below which a kernel runs on one thread: spawning costs more than it saves.
+PARALLEL_MIN_WORK = 32768
+THREADS = os.cpu_count() or 1
+# Tile edge for pointwise kernels that read across a transpose.
+TILE = 32
+
+
+class CppUnsupported(Exception):
+    """A body uses a dtype or op the C++ printer cannot express; the graph falls back."""
+
+
+def ctype(dtype: torch.dtype, storage: bool = False) -> str:
+    table = STORAGE_TYPES if storage else COMPUTE_TYPES
+    if dtype not in table:
+        raise CppUnsupported(f"dtype {dtype}")
+    return table[dtype]
+
+
+# ----------------------------------------------------------------------------------------------
+# Index expressions
+
+
+def print_index(expr) -> str:
+    """C++ int64 text of a sympy index expression."""
+    expr = sympy.sympify(expr)
+    if expr.is_Integer:
+        value = int(expr)
+        return f"{value}LL" if abs(value) >= 2**31 else str(value)
+    if expr.is_Symbol:
+        return expr.name
+    if isinstance(expr, sympy.Add):
+        return "(" + " + ".join(print_index(a) for a in expr.args) + ")"
+    if isinstance(expr, sympy.Mul):
+        return "(" + "*".join(print_index(a) for a in expr.args) + ")"
+    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and int(expr.exp) > 0:
+        return "(" + "*".join([print_index(expr.base)] * int(expr.exp)) + ")"
+    if isinstance(expr, FloorDiv):
+        a, b = expr.args
+        if is_nonnegative(a) and is_nonnegative(b):
+            return f"({print_index(a)} / {print_index(b)})"
+        return f"magpy_floordiv<int64_t>({print_index(a)}, {print_index(b)})"
+    if isinstance(expr, ModIndex):
+        a, b = expr.args
+        if is_nonnegative(a) and is_nonnegative(b):
+            return f"({print_index(a)} % {print_index(b)})"
+        return f"magpy_mod<int64_t>({print_index(a)}, {print_index(b)})"
+    raise CppUnsupported(f"index expression {expr}")
+
+
+# ----------------------------------------------------------------------------------------------
+# The ops handler
+
+
+class CppValue:
+    __slots__ = ("text", "dtype")
+
+    def __init__(self, text: str, dtype: torch.dtype):
+        self.text = text
+        self.dtype = dtype
+
+    def __str__(self):
+        return self.text
+
+
+def cpp_constant(value, dtype: torch.dtype) -> str:
+    if dtype == torch.bool:
+        return "true" if value else "false"
+    if dtype.is_floating_point:
+        value = float(value)
+        t = ctype(dtype)
+        if math.isnan(value):
+            return f"std::numeric_limits<{t}>::quiet_NaN()"
+        if math.isinf(value):
+            sign = "-" if value < 0 else ""
+            return f"{sign}std::numeric_limits<{t}>::infinity()"
+        text = repr(value)
+        if "e" not in text and "." not in text:
+            text += ".0"
+        return text + ("f" if t == "float" else "")
+    value = int(value)
+    if abs(value) >= 2**31:
+        return f"static_cast<{ctype(dtype)}>({value}LL)"
+    return f"static_cast<{ctype(dtype)}>({value})"
+
+
+FLOAT_FUNCTIONS = {
+    # name -> C function (float variant gets an "f" suffix)
+    "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2",
+    "log10": "log10", "log1p": "log1p", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
+    "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "erf": "erf",
+    "erfc": "erfc", "lgamma": "lgamma", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "round": "nearbyint", "abs": "fabs",
+}
+FLOAT_BINARY_FUNCTIONS = {"pow": "pow", "atan2": "atan2", "copysign": "copysign", "hypot": "hypot"}
+INFIX = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "eq": "==", "ne": "!=", "lt": "<",
+    "le": "<=", "gt": ">", "ge": ">=", "logical_and": "&&", "logical_or": "||",
+    "logical_xor": "!=", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
+    "left_shift": "<<", "right_shift": ">>",
+}
+
+
+def _fn(name: str, dtype: torch.dtype) -> str:
+    return name + ("f" if ctype(dtype) == "float" else "")
+
+
+class CppHandler:
+    """Prints a loop body: every op becomes ``T tmpN = ...;`` (shared when repeated)."""
+
+    def __init__(self, kernel_printer: "KernelPrinter", lines: list[str], indent: str):
+        self.printer = kernel_printer
+        self.lines = lines
+        self.indent = indent
+        self.cse: dict[str, CppValue] = {}
+
+    # -- helpers --
+
+    def _emit(self, text: str, dtype: torch.dtype) -> CppValue:
+        hit = self.cse.get(text)
+        if hit is not None and hit.dtype == dtype:
+            return hit
+        name = self.printer.new_var("tmp")
+        self.lines.append(f"{self.indent}{ctype(dtype)} {name} = {text};")
+        value = CppValue(name, dtype)
+        self.cse[text] = value
+        return value
+
+    # -- the ops vocabulary --
+
+    def load(self, name: str, index) -> CppValue:
+        return self.printer.load(self, name, sympy.expand(index))
+
+    def constant(self, value, dtype) -> CppValue:
+        return CppValue(cpp_constant(value, dtype), dtype)
+
+    def index_expr(self, expr, dtype) -> CppValue:
+        return self._emit(f"static_cast<{ctype(dtype)}>({print_index(sympy.expand(expr))})", dtype)
+
+    def to_dtype(self, x: CppValue, dtype) -> CppValue:
+        if x.dtype == dtype:
+            return x
+        if x.dtype == torch.float16:
+            # The value is a half: round it as eager would have stored it before converting.
+            x = self._emit(f"magpy_round_f16({x})", x.dtype)
+        elif x.dtype == torch.bfloat16:
+            x = self._emit(f"magpy_round_bf16({x})", x.dtype)
+        if dtype == torch.float16:
+            return self._emit(f"magpy_round_f16(static_cast<float>({x}))", dtype)
+        if dtype == torch.bfloat16:
+            return self._emit(f"magpy_round_bf16(static_cast<float>({x}))", dtype)
+        if dtype == torch.bool:
+            return self._emit(f"({x} != 0)", dtype)
+        if x.dtype in (torch.float16, torch.bfloat16) and ctype(dtype) == "float":
+            return CppValue(x.text, dtype)
+        return self._emit(f"static_cast<{ctype(dtype)}>({x})", dtype)
+
+    def where(self, cond, a, b) -> CppValue:
+        dtype = torch.promote_types(a.dtype, b.dtype)
+        return self._emit(f"({cond} ? {self._as(a, dtype)} : {self._as(b, dtype)})", dtype)
+
+    def _as(self, x, dtype) -> str:
+        if x.dtype == dtype or ctype(x.dtype) == ctype(dtype):
+            return x.text
+        return f"static_cast<{ctype(dtype)}>({x})"
+
+    def masked(self, mask, body, other) -> CppValue:
+        # The body runs only where the mask holds, so it never loads out of bounds.
+        inner_lines: list[str] = []
+        child = CppHandler(self.printer, inner_lines, self.indent + "    ")
+        child.cse = dict(self.cse)
+        with set_handler(child):
+            value = body()
+        name = self.printer.new_var("masked")
+        t = ctype(value.dtype)
+        self.lines.append(f"{self.indent}{t} {name} = {cpp_constant(other, value.dtype)};")
+        self.lines.append(f"{self.indent}if ({mask}) {{")
+        self.lines.extend(inner_lines)
+        self.lines.append(f"{self.indent}    {name} = {value};")
+        self.lines.append(f"{self.indent}}}")
+        return CppValue(name, value.dtype)
+
+    def indirect_indexing(self, x, size):
+        name = self.printer.new_var("idx")
+        n = int(size)
+        self.lines.append(f"{self.indent}int64_t {name} = static_cast<int64_t>({x});")
+        # Negative positions count from the end; out-of-range ones are clamped rather than
+        # read out of bounds (eager raises for them).
+        self.lines.append(f"{self.indent}{name} = {name} < 0 ? {name} + {n} : {name};")
+        self.lines.append(f"{self.indent}{name} = {name} < 0 ? 0 : ({name} >= {n} ? {max(n - 1, 0)} : {name});")
+        return sympy.Symbol(name, integer=True, nonnegative=True)
+
+    def __getattr__(self, name):
+        if name in FLOAT_FUNCTIONS or name in INFIX or name in _SPECIAL:
+            return lambda *args: self._math(name, *args)
+        raise AttributeError(name)
+
+    def _math(self, name, *args) -> CppValue:
+        dtype = result_dtype(name, [a.dtype for a in args])
+        operand = result_dtype("add", [a.dtype for a in args])
+        text = self._math_text(name, operand, [self._as(a, operand) for a in args])
+        return self._emit(text, dtype)
+
+    def _math_text(self, name, dtype, a) -> str:
+        floating = dtype.is_floating_point
+        if name in INFIX:
+            if name in ("logical_and", "logical_or", "logical_xor"):
+                a = [f"({x} != 0)" for x in a]
+            return f"({a[0]} {INFIX[name]} {a[1]})"
+        if name in FLOAT_FUNCTIONS:
+            if not floating:
+                if name in ("floor", "ceil", "trunc", "round"):
+                    return a[0]
+                if name == "abs":
+                    return f"magpy_abs({a[0]})"
+                raise CppUnsupported(f"{name} on {dtype}")
+            return f"{_fn(FLOAT_FUNCTIONS[name], dtype)}({a[0]})"
+        return _SPECIAL[name](dtype, floating, a)
+
+
+def _float_one(dtype):
+    return "1.0f" if ctype(dtype) == "float" else "1.0"
+
+
+def _binary_float(fn):
+    def text(dtype, floating, a):
+        if not floating:
+            raise CppUnsupported(f"{fn} on {dtype}")
+        return f"{_fn(fn, dtype)}({a[0]}, {a[1]})"
+
+    return text
+
+
+_SPECIAL = {
+    "neg": lambda d, f, a: f"(-{a[0]})",
+    "rsqrt": lambda d, f, a: f"({_float_one(d)} / {_fn('sqrt', d)}({a[0]}))",
+    "sigmoid": lambda d, f, a: f"({_float_one(d)} / ({_float_one(d)} + {_fn('exp', d)}(-{a[0]})))",
+    "reciprocal": lambda d, f, a: f"({_float_one(d)} / {a[0]})",
+    "sign": lambda d, f, a: f"magpy_sign({a[0]})",
+    "relu": lambda d, f, a: f"magpy_max({a[0]}, static_cast<{ctype(d)}>(0))",
+    "bitwise_not": lambda d, f, a: f"(!{a[0]})" if d == torch.bool else f"static_cast<{ctype(d)}>(~{a[0]})",
+    "square": lambda d, f, a: f"({a[0]} * {a[0]})",
+    "isnan": lambda d, f, a: f"({a[0]} != {a[0]})" if f else "false",
+    "isinf": lambda d, f, a: f"(isinf({a[0]}) != 0)" if f else "false",
+    "signbit": lambda d, f, a: f"(signbit({a[0]}) != 0)" if f else f"({a[0]} < 0)",
+    "logical_not": lambda d, f, a: f"(!({a[0]}))",
+    "maximum": lambda d, f, a: f"magpy_max({a[0]}, {a[1]})",
+    "minimum": lambda d, f, a: f"magpy_min({a[0]}, {a[1]})",
+    "floordiv": lambda d, f, a: f"magpy_floordiv({a[0]}, {a[1]})",
+    "truncdiv": lambda d, f, a: f"magpy_truncdiv({a[0]}, {a[1]})",
+    "remainder": lambda d, f, a: (
+        f"magpy_fmod{'f' if ctype(d) == 'float' else 'd'}({a[0]}, {a[1]})" if f
+        else f"magpy_mod({a[0]}, {a[1]})"),
+    "fmod": lambda d, f, a: f"{_fn('fmod', d)}({a[0]}, {a[1]})" if f else f"magpy_fmod_int({a[0]}, {a[1]})",
+    "pow": lambda d, f, a: f"{_fn('pow', d)}({a[0]}, {a[1]})" if f else f"magpy_ipow({a[0]}, {a[1]})",
+    "atan2": _binary_float("atan2"),
+    "copysign": _binary_float("copysign"),
+    "hypot": _binary_float("hypot"),
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernels
+
+
+# any/all accumulate in int32 with |/&: gcc vectorizes those, not bool ||/&& (10x slower).
+REDUCTION_COMBINE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "|", "all": "&"}
+
+
+def reduction_init(reduction_type: str, dtype: torch.dtype) -> str:
+    t = ctype(dtype)
+    if reduction_type == "sum":
+        return cpp_constant(0, dtype)
+    if reduction_type == "prod":
+        return cpp_constant(1, dtype)
+    if reduction_type == "any":
+        return "0"
+    if reduction_type == "all":
+        return "1"
+    if dtype == torch.bool:
+        return "false" if reduction_type in ("max", "argmax") else "true"
+    low = reduction_type in ("max", "argmax")
+    if dtype.is_floating_point:
+        return f"{'-' if low else ''}std::numeric_limits<{t}>::infinity()"
+    return f"std::numeric_limits<{t}>::{'lowest' if low else 'max'}()"
+
+
+def accumulator_dtype(reduction_type: str, src_dtype: torch.dtype, out_dtype: torch.dtype):
+    if reduction_type in ("argmax", "argmin", "max", "min"):
+        return src_dtype
+    if reduction_type in ("any", "all"):
+        return torch.int32
+    return out_dtype
+
+
+class KernelPrinter:
+    """Prints one kernel; ``params`` is the buffer order of its pointer arguments."""
+
+    def __init__(self, kernel: Kernel, layouts, graph_outputs):
+        self.kernel = kernel
+        self.layouts = layouts
+        self.counter = 0
+        self.params: list[str] = []
+        self.param_names: dict[str, str] = {}
+        self.stored = {n.name for n in kernel.nodes if kernel.storage[n.name] == "memory"}
+        self.produced = {n.name for n in kernel.nodes}
+        self.locals: dict[str, str] = {}  # buffer -> C++ variable holding this row's value
+        self.stage_locals: dict[str, str] = {}  # buffer -> variable of the current loop body
+        self.row_arrays: dict[str, str] = {}
+        self.mutable: set[str] = set()
+
+    def new_var(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def param(self, name: str) -> str:
+        if name not in self.param_names:
+            prefix = "out_ptr" if name in self.stored else "in_ptr"
+            self.param_names[name] = f"{prefix}{len(self.params)}"
+            self.params.append(name)
+        return self.param_names[name]
+
+    def inner_linear(self) -> str:
+        expr = sympy.Integer(0)
+        for var, size in zip(self.kernel.inner_vars, self.kernel.inner):
+            expr = expr * size + var
+        return print_index(expr)
+
+    def load(self, handler: CppHandler, name: str, index) -> CppValue:
+        layout = self.layouts[name]
+        if name in self.stage_locals:
+            return CppValue(self.stage_locals[name], layout.dtype)
+        if name in self.locals:
+            return CppValue(self.locals[name], layout.dtype)
+        if name in self.row_arrays:
+            text = f"{self.row_arrays[name]}[{self.inner_linear()}]"
+            return handler._emit(text, layout.dtype)
+        ptr = self.param(name)
+        raw = f"{ptr}[{print_index(index)}]"
+        if layout.dtype == torch.bfloat16:
+            return handler._emit(f"magpy_bf16_to_float({raw})", layout.dtype)
+        if layout.dtype == torch.float16:
+            return handler._emit(f"static_cast<float>({raw})", layout.dtype)
+        return handler._emit(raw, layout.dtype)
+
+    def store_text(self, name: str, index, value: CppValue) -> str:
+        dtype = self.layouts[name].dtype
+        if dtype == torch.bfloat16:
+            text = f"magpy_float_to_bf16({value})"
+        elif dtype == torch.float16:
+            text = f"static_cast<_Float16>({value})"
+        else:
+            text = f"static_cast<{ctype(dtype, storage=True)}>({value})"
+        return f"{self.param(name)}[{print_index(index)}] = {text};"
+
+    # ------------------------------------------------------------------------------------------
+
+    def render(self, name: str) -> str:
+        k = self.kernel
+        body: list[str] = []
+        if not k.inner:
+            self._render_pointwise(body)
+        else:
+            self._render_rows(body)
+        args = []
+        for buf in self.params:
+            t = ctype(self.layouts[buf].dtype, storage=True)
+            const = "" if buf in self.stored else "const "
+            args.append(f"{const}{t}* __restrict__ {self.param_names[buf]}")
+        signature = f'extern "C" void {name}({", ".join(args)})'
+        return "\n".join([signature, "{"] + body + ["}"]) + "\n"
+
+    def _loops(self, lines, variables, sizes, indent, pragma=None, collapse=True):
+        """Open nested for-loops; returns the indent of the body."""
+        if pragma and len(variables) > 1 and collapse:
+            pragma += f" collapse({len(variables)})"
+        if pragma and variables:
+            lines.append(f"{indent}#pragma {pragma}")
+        for v, s in zip(variables, sizes):
+            lines.append(f"{indent}for (int64_t {v} = 0; {v} < {s}; {v}++) {{")
+            indent += "    "
+        return indent
+
+    @staticmethod
+    def _close(lines, count, indent):
+        for i in range(count):
+            lines.append(indent[: len(indent) - 4 * (i + 1)] + "}")
+
+    def _render_pointwise(self, lines):
+        k = self.kernel
+        variables, sizes = k.outer_vars, k.outer
+        work = prod(sizes)
+        parallel = work >= PARALLEL_MIN_WORK
+        indent = "    "
+        tile_dim = self._transposed_dim()
+        if tile_dim is not None:
+            body_indent = self._tiled_loops(lines, tile_dim, indent, parallel)
+            handler = CppHandler(self, lines, body_indent)
+            for stage in k.stages:
+                for node in stage.nodes:
+                    self._pointwise_node(handler, node, k.node_index(node)[0], body_indent, lines)
+            self._close(lines, len(variables) + 2, body_indent)
+            return
+        if len(variables) <= 1:
+            pragma = ("omp parallel for simd schedule(static)" if parallel else "omp simd") if variables else None
+            body_indent = self._loops(lines, variables, sizes, indent, pragma)
+        else:
+            outer_indent = self._loops(lines, variables[:-1], sizes[:-1], indent,
+                                       "omp parallel for" if parallel else None)
+            body_indent = self._loops(lines, variables[-1:], sizes[-1:], outer_indent, "omp simd")
+        handler = CppHandler(self, lines, body_indent)
+        for stage in k.stages:
+            for node in stage.nodes:
+                self._pointwise_node(handler, node, k.node_index(node)[0], body_indent, lines)
+        self._close(lines, len(variables), body_indent)
+
+    def _transposed_dim(self) -> Optional[int]:
+        """A dim some access walks contiguously while another walks the last dim: tile both.
+
+        Without tiling, one side of a transpose strides through memory a whole row per element.
+        """
+        k = self.kernel
+        variables = k.outer_vars
+        if len(variables) < 2 or k.outer[-1] < TILE or prod(k.outer) < PARALLEL_MIN_WORK:
+            return None
+        last = variables[-1]
+        accesses = []
+        for node in k.nodes:
+            accesses.append(k.store_index(node))
+            accesses += [index for _, index, _ in k.reads(node)]
+        for expr in accesses:
+            expr = sympy.expand(expr)
+            if expr.coeff(last) in (0, 1):
+                continue
+            for d, var in enumerate(variables[:-1]):
+                if expr.coeff(var) == 1 and k.outer[d] >= TILE:
+                    return d
+        return None
+
+    def _tiled_loops(self, lines, tile_dim, indent, parallel):
+        k = self.kernel
+        variables, sizes = k.outer_vars, k.outer
+        tiled = {tile_dim: True, len(variables) - 1: True}
+        loop_count = len(variables)
+        if parallel:
+            lines.append(f"{indent}#pragma omp parallel for collapse({loop_count})")
+        for d, (v, n) in enumerate(zip(variables, sizes)):
+            if d in tiled:
+                lines.append(f"{indent}for (int64_t {v}_tile = 0; {v}_tile < {n}; {v}_tile += {TILE}) {{")
+            else:
+                lines.append(f"{indent}for (int64_t {v} = 0; {v} < {n}; {v}++) {{")
+            indent += "    "
+        for d in (tile_dim, len(variables) - 1):
+            v, n = variables[d], sizes[d]
+            if d == len(variables) - 1:
+                lines.append(f"{indent}#pragma omp simd")
+            end = f"({v}_tile + {TILE} < {n} ? {v}_tile + {TILE} : {n})"
+            lines.append(f"{indent}for (int64_t {v} = {v}_tile; {v} < {end}; {v}++) {{")
+            indent += "    "
+        return indent
+
+    def _pointwise_node(self, handler, node, index, indent, lines):
+        with set_handler(handler):
+            value = node.evaluate(index)
+        value = handler.to_dtype(value, node.layout.dtype) if value.dtype != node.layout.dtype else value
+        storage = self.kernel.storage[node.name]
+        if storage == "memory":
+            lines.append(indent + self.store_text(node.name, node.layout.index(index), value))
+        elif storage == "row_array":
+            lines.append(f"{indent}{self.row_arrays[node.name]}[{self.inner_linear()}] = {value};")
+        self.stage_locals[node.name] = value.text
+
+    def _render_rows(self, lines):
+        k = self.kernel
+        outer_work = prod(k.outer)
+        work = outer_work * prod(k.inner)
+        parallel_rows = work >= PARALLEL_MIN_WORK and outer_work >= 2 * THREADS
+        parallel_inner = work >= PARALLEL_MIN_WORK and not parallel_rows
+        indent = "    "
+        row_indent = self._loops(lines, k.outer_vars, k.outer, indent,
+                                 "omp parallel for" if parallel_rows else None)
+        for node in k.nodes:
+            if k.storage[node.name] == "row_array":
+                name = self.new_var(f"row_{node.name}_")
+                self.row_arrays[node.name] = name
+                lines.append(f"{row_indent}{ctype(node.layout.dtype)} {name}[{prod(k.inner)}];")
+        for stage in k.stages:
+            if stage.level == OUTER:
+                handler = CppHandler(self, lines, row_indent)
+                for node in stage.nodes:
+                    self._row_scalar_node(handler, node, row_indent, lines)
+            else:
+                self._render_inner_stage(stage, row_indent, lines, parallel_inner)
+        self._close(lines, len(k.outer_vars), row_indent)
+
+    def _row_scalar_node(self, handler, node, indent, lines):
+        index = self.kernel.node_index(node)[0]
+        with set_handler(handler):
+            value = node.evaluate(index)
+        value = handler.to_dtype(value, node.layout.dtype)
+        if self.kernel.storage[node.name] == "memory":
+            lines.append(indent + self.store_text(node.name, node.layout.index(index), value))
+        self.locals[node.name] = value.text
+
+    def _render_inner_stage(self, stage, indent, lines, parallel):
+        k = self.kernel
+        reductions = [n for n in stage.nodes if n.is_reduction]
+        clauses, finals = [], []
+        serial = False
+        accs = {}
+        for node in reductions:
+            red = node.data
+            acc_dtype = accumulator_dtype(red.reduction_type, red.src_dtype, red.dtype)
+            acc = self.new_var("acc")
+            accs[node.name] = (acc, acc_dtype)
+            t = ctype(acc_dtype)
+            lines.append(f"{indent}{t} {acc} = {reduction_init(red.reduction_type, acc_dtype)};")
+            if red.reduction_type in ("argmax", "argmin"):
+                lines.append(f"{indent}int64_t {acc}_index = 0;")
+                serial = True
+                continue
+            clauses.append(f"reduction({REDUCTION_COMBINE[red.reduction_type]}:{acc})")
+            if red.reduction_type in ("max", "min") and acc_dtype.is_floating_point:
+                # NaN propagates: count NaNs alongside (an int sum vectorizes well).
+                lines.append(f"{indent}int32_t {acc}_nan = 0;")
+                clauses.append(f"reduction(+:{acc}_nan)")
+        if serial:
+            pragma = None
+        else:
+            pragma = ("omp parallel for simd" if parallel else "omp simd")
+            if clauses:
+                pragma += " " + " ".join(clauses)
+        body_indent = self._loops(lines, k.inner_vars, k.inner, indent, pragma)
+        handler = CppHandler(self, lines, body_indent)
+        self.stage_locals = {}
+        for node in stage.nodes:
+            if not node.is_reduction:
+                self._pointwise_node(handler, node, k.node_index(node)[0], body_indent, lines)
+                continue
+            index, rindex = k.node_index(node)
+            with set_handler(handler):
+                value = node.evaluate(index, rindex)
+            acc, acc_dtype = accs[node.name]
+            value = handler.to_dtype(value, acc_dtype) if value.dtype != acc_dtype and \
+                node.data.reduction_type not in ("argmax", "argmin") else value
+            lines.extend(self._update(node.data.reduction_type, acc, acc_dtype, value, body_indent))
+        self._close(lines, len(k.inner_vars), body_indent)
+        self.stage_locals = {}
+        for node in reductions:
+            acc, acc_dtype = accs[node.name]
+            rtype = node.data.reduction_type
+            if rtype in ("argmax", "argmin"):
+                result = f"{acc}_index"
+            elif rtype in ("max", "min") and acc_dtype.is_floating_point:
+                result = f"({acc}_nan ? std::numeric_limits<{ctype(acc_dtype)}>::quiet_NaN() : {acc})"
+            else:
+                result = acc
+            var = self.new_var("red")
+            out_dtype = node.layout.dtype
+            lines.append(f"{indent}{ctype(out_dtype)} {var} = static_cast<{ctype(out_dtype)}>({result});")
+            value = CppValue(var, out_dtype)
+            if k.storage[node.name] == "memory":
+                lines.append(indent + self.store_text(node.name, node.layout.index(k.node_index(node)[0]), value))
+            self.locals[node.name] = var
+
+    def _update(self, rtype, acc, dtype, value, indent):
+        v = value.text
+        if rtype == "sum":
+            return [f"{indent}{acc} = {acc} + {v};"]
+        if rtype == "prod":
+            return [f"{indent}{acc} = {acc} * {v};"]
+        if rtype == "any":
+            return [f"{indent}{acc} |= static_cast<int32_t>({v} != 0);"]
+        if rtype == "all":
+            return [f"{indent}{acc} &= static_cast<int32_t>({v} != 0);"]
+        if rtype in ("max", "min"):
+            op = ">" if rtype == "max" else "<"
+            lines = [f"{indent}{acc} = ({v} {op} {acc}) ? {v} : {acc};"]
+            if dtype.is_floating_point:
+                lines.append(f"{indent}{acc}_nan += static_cast<int32_t>({v} != {v});")
+            return lines
+        op = ">" if rtype == "argmax" else "<"
+        better = f"({v} {op} {acc})"
+        if value.dtype.is_floating_point:
+            better = f"({better} || ({v} != {v} && {acc} == {acc}))"
+        return [
+            f"{indent}if ({better}) {{",
+            f"{indent}    {acc} = {v};",
+            f"{indent}    {acc}_index = {self.inner_linear()};",
+            f"{indent}}}",
+        ]
+
+
+def render_kernel(kernel: Kernel, layouts, graph_outputs) -> tuple[str, list[str]]:
+    """(C++ source of the kernel function without the prelude, buffer names of its arguments)."""
+    printer = KernelPrinter(kernel, layouts, graph_outputs)
+    # Stored buffers are parameters even if nothing in the kernel reads them back.
+    for node in kernel.nodes:
+        if kernel.storage[node.name] == "memory":
+            printer.param(node.name)
+    source = printer.render(kernel.name)
+    return source, printer.params
+
+
+def kernel_source(body: str) -> str:
+    return PRELUDE + "\n" + body

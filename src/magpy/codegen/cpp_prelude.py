@@ -1,0 +1,92 @@
+"""The C++ text every kernel starts with: includes, libmvec vector declarations, small helpers.
+
+No torch headers: kernels see raw pointers only. Half floats are stored as ``_Float16`` and
+bfloat16 as ``uint16_t``; both are computed in ``float``.
+"""
+
+# Functions glibc's libmvec provides vector variants of (checked on glibc 2.36). Declaring them
+# with the simd attribute lets gcc vectorize loops that call them without -ffast-math.
+LIBMVEC_UNARY = (
+    "sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp exp2 exp10 expm1 "
+    "log log2 log10 log1p erf erfc cbrt"
+).split()
+LIBMVEC_BINARY = ("pow", "atan2", "hypot")
+
+
+def _simd_declarations() -> str:
+    lines = []
+    for name in LIBMVEC_UNARY:
+        lines.append(f'float {name}f(float) __attribute__((simd("notinbranch"), nothrow));')
+        lines.append(f'double {name}(double) __attribute__((simd("notinbranch"), nothrow));')
+    for name in LIBMVEC_BINARY:
+        lines.append(f'float {name}f(float, float) __attribute__((simd("notinbranch"), nothrow));')
+        lines.append(f'double {name}(double, double) __attribute__((simd("notinbranch"), nothrow));')
+    return "\n".join(lines)
+
+
+PRELUDE = r"""
+#include <math.h>
+#include <stdint.h>
+#include <limits>
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+extern "C" {
+%(simd)s
+}
+#endif
+
+#define MAGPY_INLINE static inline __attribute__((always_inline))
+
+MAGPY_INLINE float magpy_bf16_to_float(uint16_t v) {
+    uint32_t bits = ((uint32_t)v) << 16;
+    float out;
+    __builtin_memcpy(&out, &bits, 4);
+    return out;
+}
+MAGPY_INLINE uint16_t magpy_float_to_bf16(float f) {
+    uint32_t bits;
+    __builtin_memcpy(&bits, &f, 4);
+    if (f != f) return (uint16_t)0x7fc0;
+    bits += 0x7fff + ((bits >> 16) & 1);  // round to nearest even
+    return (uint16_t)(bits >> 16);
+}
+MAGPY_INLINE float magpy_round_bf16(float f) { return magpy_bf16_to_float(magpy_float_to_bf16(f)); }
+MAGPY_INLINE float magpy_round_f16(float f) { return (float)(_Float16)f; }
+
+template <typename T> MAGPY_INLINE T magpy_max(T a, T b) { return (a != a || a > b) ? a : b; }
+template <typename T> MAGPY_INLINE T magpy_min(T a, T b) { return (a != a || a < b) ? a : b; }
+template <typename T> MAGPY_INLINE T magpy_floordiv(T a, T b) {
+    if (b == 0) return 0;
+    T q = a / b;
+    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename T> MAGPY_INLINE T magpy_truncdiv(T a, T b) { return b == 0 ? 0 : a / b; }
+template <typename T> MAGPY_INLINE T magpy_mod(T a, T b) {
+    if (b == 0) return 0;
+    T r = a %% b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <typename T> MAGPY_INLINE T magpy_fmod_int(T a, T b) { return b == 0 ? 0 : a %% b; }
+MAGPY_INLINE float magpy_fmodf(float a, float b) {
+    float r = fmodf(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+MAGPY_INLINE double magpy_fmodd(double a, double b) {
+    double r = fmod(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <typename T> MAGPY_INLINE T magpy_ipow(T base, T exp) {
+    T result = 1;
+    if (exp < 0) return base == 1 ? 1 : (base == -1 ? ((exp & 1) ? -1 : 1) : 0);
+    while (exp) {
+        if (exp & 1) result *= base;
+        base *= base;
+        exp >>= 1;
+    }
+    return result;
+}
+template <typename T> MAGPY_INLINE T magpy_sign(T a) {
+    return a > 0 ? (T)1 : (a < 0 ? (T)-1 : (T)0);  // NaN -> 0, as torch.sign
+}
+template <typename T> MAGPY_INLINE T magpy_abs(T a) { return a < 0 ? -a : a; }
+""" % {"simd": _simd_declarations()}

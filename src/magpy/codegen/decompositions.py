@@ -1,0 +1,40 @@
+"""The decomposition table used to bring graphs to the aten ops we lower.
+
+torch's core-aten decompositions, plus the composite ops (softmax, layer_norm, gelu, ...) whose
+decompositions are pointwise ops and reductions we fuse well. Matmul-like ops stay whole: they
+run as extern calls.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+
+aten = torch.ops.aten
+
+EXTRA = (
+    "_softmax _log_softmax native_layer_norm gelu var_mean var std native_batch_norm "
+    "_native_batch_norm_legit_functional _native_batch_norm_legit_no_training "
+    "_native_batch_norm_legit native_group_norm hardtanh leaky_relu elu hardswish hardsigmoid "
+    "softplus mish _log_softmax_backward_data log_sigmoid_forward linalg_vector_norm clamp_min "
+    "clamp_max index_select roll flip tril triu lerp addcmul "
+    "addcdiv silu silu_backward gelu_backward native_layer_norm_backward "
+    "native_batch_norm_backward native_group_norm_backward embedding_dense_backward "
+    "nll_loss_forward nll_loss_backward logit frac xlogy deg2rad hypot"
+).split()
+
+# Kept whole: they are extern calls (BLAS) and decomposing them would only add copies.
+KEEP = {"addmm", "mm", "bmm", "baddbmm", "convolution", "_scaled_dot_product_flash_attention_for_cpu"}
+
+
+@functools.lru_cache(maxsize=None)
+def decomposition_table() -> dict:
+    from torch._decomp import core_aten_decompositions, get_decompositions
+
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions([getattr(aten, name) for name in EXTRA if hasattr(aten, name)]))
+    for op in list(table):
+        packet = getattr(op, "overloadpacket", None)
+        if packet is not None and packet.__name__ in KEEP:
+            del table[op]
+    return table

@@ -1,0 +1,438 @@
+"""GraphLowering: an aten-level fx graph -> buffers and schedulable IR nodes, in program order.
+
+It walks the fx graph once, calls the lowering of each node (``lowering.LOWERINGS``), decides
+which lazy values to realize into buffers (graph outputs, extern inputs, reductions, values
+that are used often and expensive to recompute) and turns every op without a lowering — or
+whose lowering refuses — into a counted ``ExternCall``.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any, Optional
+
+import torch
+import torch.fx
+
+from .ir import (
+    BufferRef,
+    BufferValue,
+    ComputedBuffer,
+    ExternCall,
+    GetItem,
+    Layout,
+    Pointwise,
+    Reduction,
+    TensorValue,
+    WrapperView,
+    dense_layout_like,
+)
+from .lowering import LoweringContext, Unsupported, lookup_lowering
+from .lowering_view import VIEW_OPS
+from .ops import count_ops
+
+# A lazy value used more than once is realized when recomputing it would cost more than this.
+INLINE_MAX_OPS = 8
+INLINE_MAX_LOADS = 4
+# Ops costly enough that a value using one is computed once, not once per user.
+TRANSCENDENTAL = frozenset(
+    "exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh asinh acosh "
+    "atanh erf erfc pow lgamma atan2 sigmoid".split()
+)
+# Any lazy value is realized when its body grows past this many ops (bounds kernel size).
+BODY_MAX_OPS = 96
+
+
+class GraphFallback(Exception):
+    """The whole graph cannot be compiled (e.g. dynamic shapes); it runs eagerly instead."""
+
+
+def _is_static(t: torch.Tensor) -> bool:
+    return all(isinstance(s, int) for s in tuple(t.shape) + tuple(t.stride()))
+
+
+class GraphLowering:
+    """Lowers ``gm`` for ``example_inputs``; read the results from the public attributes.
+
+    ``inputs``   placeholder buffer names (None for a non-tensor placeholder)
+    ``outputs``  the output structure, buffer names in place of tensors
+    ``nodes``    ScheduledNodes in program order
+    ``layouts``  buffer name -> Layout of every buffer
+    ``fallbacks`` [(op, reason)] of every counted ExternCall
+    """
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs):
+        self.gm = gm
+        self.example_inputs = list(example_inputs)
+        self.nodes: list = []
+        self.layouts: dict[str, Layout] = {}
+        self.inputs: list[Optional[str]] = []
+        self.outputs: Any = None
+        self.fallbacks: list[tuple[str, str]] = []
+        self.constants: dict[str, torch.Tensor] = {}  # buffer name -> tensor held by the graph
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.owner: dict[str, torch.fx.Node] = {}
+        self.extern_names: dict[torch.fx.Node, str] = {}
+        self._counter = 0
+        self._output_nodes: set = set()
+        self._current: Optional[torch.fx.Node] = None
+
+    # ------------------------------------------------------------------------------------------
+    # Names and buffers
+
+    def new_name(self, prefix="buf") -> str:
+        name = f"{prefix}{self._counter}"
+        self._counter += 1
+        return name
+
+    def _meta_layout(self, node, size) -> Optional[Layout]:
+        meta = node.meta.get("val") if node is not None else None
+        if isinstance(meta, torch.Tensor) and tuple(meta.shape) == tuple(size):
+            return dense_layout_like(meta.shape, meta.stride(), meta.dtype)
+        return None
+
+    def realize(self, value: TensorValue, node=None) -> BufferValue:
+        """A buffer holding ``value`` (``value`` itself if it is one)."""
+        if isinstance(value, BufferValue):
+            return value
+        node = node if node is not None else self._current
+        layout = self._meta_layout(node, value.size)
+        if layout is None or layout.dtype != value.dtype:
+            layout = Layout.contiguous(value.size, value.dtype)
+        name = self.new_name()
+        self.nodes.append(ComputedBuffer(name, layout, value))
+        self.layouts[name] = layout
+        self.owner[name] = node
+        return BufferValue(name, layout)
+
+    def realize_reduction(self, reduction: Reduction) -> BufferValue:
+        layout = self._meta_layout(self._current, reduction.size)
+        if layout is None or layout.dtype != reduction.dtype:
+            layout = Layout.contiguous(reduction.size, reduction.dtype)
+        name = self.new_name()
+        self.nodes.append(ComputedBuffer(name, layout, reduction))
+        self.layouts[name] = layout
+        self.owner[name] = self._current
+        return BufferValue(name, layout)
+
+    def owns_storage(self, node, value: BufferValue) -> bool:
+        """True when ``value`` is laid out exactly like eager's tensor for ``node``, at offset 0."""
+        meta = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+        if not isinstance(meta, torch.Tensor) or self.owner.get(value.name) is not node:
+            return False
+        if node.op == "placeholder" or node.target in VIEW_OPS:
+            return False
+        return (meta.storage_offset() == 0 and tuple(meta.stride()) == value.layout.stride
+                and value.layout.offset == 0)
+
+    # ------------------------------------------------------------------------------------------
+    # The walk
+
+    def run(self):
+        graph = self.gm.graph
+        output_node = next(n for n in graph.nodes if n.op == "output")
+        self._output_nodes = set(output_node.all_input_nodes)
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(self.example_inputs):
+            raise GraphFallback("example inputs do not match the placeholders")
+        for node, example in zip(placeholders, self.example_inputs):
+            self._placeholder(node, example)
+        for node in graph.nodes:
+            self._current = node
+            if node.op == "call_function":
+                self._call_function(node)
+            elif node.op == "get_attr":
+                self._get_attr(node)
+            elif node.op == "call_module" or node.op == "call_method":
+                raise GraphFallback(f"{node.op} in an aten graph")
+        self._current = None
+        self.outputs = self._output(output_node.args[0])
+        return self
+
+    def _placeholder(self, node, example):
+        if not isinstance(example, torch.Tensor):
+            if isinstance(example, (int, float, bool)) and not isinstance(example, torch.SymInt):
+                self.env[node] = example
+                self.inputs.append(None)
+                return
+            raise GraphFallback(f"non-tensor input {type(example).__name__}")
+        if not _is_static(example):
+            raise GraphFallback("dynamic shapes")
+        if example.device.type != "cpu":
+            raise GraphFallback(f"device {example.device}")
+        if example.layout != torch.strided or example.is_complex() or example.is_quantized:
+            raise GraphFallback(f"input {example.dtype}/{example.layout}")
+        name = re.sub(r"\W", "_", node.name)
+        if not name.isidentifier() or name in self.layouts:
+            name = self.new_name("arg")
+        layout = Layout(tuple(example.shape), tuple(example.stride()), example.dtype)
+        self.layouts[name] = layout
+        self.owner[name] = node
+        self.inputs.append(name)
+        self.env[node] = BufferValue(name, layout)
+
+    def _get_attr(self, node):
+        value = self.gm
+        for part in node.target.split("."):
+            value = getattr(value, part)
+        if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.is_complex():
+            raise GraphFallback(f"constant {node.target} of type {type(value).__name__}")
+        name = self.new_name("const")
+        layout = Layout(tuple(value.shape), tuple(value.stride()), value.dtype)
+        self.constants[name] = value
+        self.layouts[name] = layout
+        self.owner[name] = node
+        self.env[node] = BufferValue(name, layout)
+
+    def _lowered_args(self, node):
+        def convert(a):
+            if isinstance(a, torch.fx.Node):
+                return self.env[a]
+            if isinstance(a, (list, tuple)):
+                return type(a)(convert(x) for x in a)
+            return a
+
+        return convert(node.args), {k: convert(v) for k, v in node.kwargs.items()}
+
+    def _call_function(self, node):
+        meta = node.meta.get("val")
+        self._check_static(meta)
+        if node.target is operator.getitem:
+            self._getitem(node)
+            return
+        lowering = lookup_lowering(node.target)
+        if lowering is None:
+            self._extern(node, "no lowering")
+            return
+        args, kwargs = self._lowered_args(node)
+        if not self._all_lowerable(args, kwargs):
+            self._extern(node, "argument is not a lowered tensor")
+            return
+        marker = len(self.nodes)
+        try:
+            value = lowering(LoweringContext(self, node, meta), *args, **kwargs)
+            self._check_result(value, meta)
+        except Unsupported as e:
+            del self.nodes[marker:]
+            self._extern(node, f"unsupported: {e}")
+            return
+        self.env[node] = self._maybe_realize(node, value)
+
+    def _check_static(self, meta):
+        metas = meta if isinstance(meta, (list, tuple)) else [meta]
+        for m in metas:
+            if isinstance(m, torch.Tensor) and not _is_static(m):
+                raise GraphFallback("dynamic shapes")
+            if isinstance(m, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+                raise GraphFallback("symbolic values")
+
+    def _all_lowerable(self, args, kwargs) -> bool:
+        ok = True
+
+        def visit(a):
+            nonlocal ok
+            if isinstance(a, (list, tuple)):
+                for x in a:
+                    visit(x)
+            elif isinstance(a, torch.fx.Node) or isinstance(a, (ExternResult,)):
+                ok = False
+
+        visit(args)
+        visit(kwargs)
+        return ok
+
+    @staticmethod
+    def _check_result(value, meta):
+        values = value if isinstance(value, tuple) else (value,)
+        metas = meta if isinstance(meta, (tuple, list)) else (meta,)
+        if len(values) != len(metas):
+            raise Unsupported("result arity differs from the node's")
+        for v, m in zip(values, metas):
+            if not isinstance(v, TensorValue) or not isinstance(m, torch.Tensor):
+                raise Unsupported("non-tensor result")
+            if tuple(v.size) != tuple(m.shape) or v.dtype != m.dtype:
+                raise Unsupported(f"lowered to {v.size}/{v.dtype}, node has {tuple(m.shape)}/{m.dtype}")
+
+    def _maybe_realize(self, node, value):
+        if isinstance(value, tuple):
+            if node.target in VIEW_OPS:
+                return value
+            return tuple(self.realize(v, None) if not isinstance(v, BufferValue) else v for v in value)
+        if not isinstance(value, Pointwise):
+            return value
+        is_view = node.target in VIEW_OPS
+        if node in self._output_nodes and not is_view:
+            return self.realize(value, node)
+        counts = count_ops(value.inner_fn, [0] * value.ndim)
+        if counts.ops > BODY_MAX_OPS:
+            return self.realize(value, node)
+        users = len(node.users)
+        expensive = any(op in TRANSCENDENTAL for op in counts.op_names)
+        if users > 1 and not is_view and (expensive or counts.ops > INLINE_MAX_OPS
+                                          or counts.loads > INLINE_MAX_LOADS):
+            return self.realize(value, node)
+        return value
+
+    def _getitem(self, node):
+        base, index = node.args
+        value = self.env[base]
+        if isinstance(value, ExternResult):
+            name = self.new_name()
+            layout = self._layout_of_meta(node.meta.get("val"))
+            self.nodes.append(GetItem(name, value.name, index, layout))
+            self.owner[name] = node
+            if layout is not None:
+                self.layouts[name] = layout
+                self.env[node] = BufferValue(name, layout)
+            else:
+                self.env[node] = ExternResult(name)
+            return
+        self.env[node] = value[index]
+
+    @staticmethod
+    def _layout_of_meta(meta) -> Optional[Layout]:
+        if isinstance(meta, torch.Tensor) and meta.layout == torch.strided:
+            return Layout(tuple(meta.shape), tuple(meta.stride()), meta.dtype)
+        return None
+
+    # ------------------------------------------------------------------------------------------
+    # Extern calls and wrapper views
+
+    def buffer_for_extern(self, node) -> str:
+        """The name of a buffer holding ``node``'s value as eager would (views stay views)."""
+        value = self.env[node]
+        if isinstance(value, ExternResult):
+            return value.name
+        if isinstance(value, BufferValue) and self.owner.get(value.name) is node:
+            return value.name
+        if node in self.extern_names:
+            return self.extern_names[node]
+        if (node.target in VIEW_OPS and node.args and isinstance(node.args[0], torch.fx.Node)
+                and isinstance(node.meta.get("val"), torch.Tensor)):
+            base = self.buffer_for_extern(node.args[0])
+            name = self.new_name("view")
+            layout = self._layout_of_meta(node.meta["val"])
+            self.nodes.append(WrapperView(name, node.target, base, tuple(node.args[1:]), layout))
+            self.layouts[name] = layout
+            self.owner[name] = node
+            self.extern_names[node] = name
+            return name
+        if (node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node)
+                and node.args[0].target in VIEW_OPS and isinstance(node.meta.get("val"), torch.Tensor)):
+            # An element of a multi-output view (split, unbind): a view in the wrapper too.
+            base_node = node.args[0]
+            if base_node not in self.extern_names:
+                base = self.buffer_for_extern(base_node.args[0])
+                name = self.new_name("views")
+                self.nodes.append(WrapperView(name, base_node.target, base, tuple(base_node.args[1:]), None))
+                self.owner[name] = base_node
+                self.extern_names[base_node] = name
+            name = self.new_name("view")
+            layout = self._layout_of_meta(node.meta["val"])
+            self.nodes.append(GetItem(name, self.extern_names[base_node], node.args[1], layout))
+            self.layouts[name] = layout
+            self.owner[name] = node
+            self.extern_names[node] = name
+            return name
+        if isinstance(value, BufferValue):
+            # An identity lowering of a non-view op: eager made a fresh tensor, so do we.
+            value = Pointwise(value.size, value.dtype, value.make_loader())
+        buffer = self.realize(value, node)
+        self.extern_names[node] = buffer.name
+        if self.env[node] is value or isinstance(self.env[node], Pointwise):
+            self.env[node] = buffer
+        return buffer.name
+
+    def _extern(self, node, reason: str):
+        target = node.target
+        schema = getattr(target, "_schema", None)
+        if schema is not None and schema.is_mutable:
+            self._realize_pending(node)
+
+        def convert(a):
+            if isinstance(a, torch.fx.Node):
+                value = self.env[a]
+                if isinstance(value, (TensorValue, ExternResult)):
+                    return BufferRef(self.buffer_for_extern(a))
+                if isinstance(value, tuple):
+                    raise GraphFallback("tuple argument to an extern call")
+                return value
+            if isinstance(a, (list, tuple)):
+                return type(a)(convert(x) for x in a)
+            return a
+
+        args = convert(node.args)
+        kwargs = {k: convert(v) for k, v in node.kwargs.items()}
+        meta = node.meta.get("val")
+        name = self.new_name()
+        op_name = getattr(target, "__name__", str(target))
+        if isinstance(target, torch._ops.OpOverload):
+            op_name = f"{target.overloadpacket.__name__}.{target._overloadname}"
+        expected = _expected_extern(target)
+        if expected:
+            reason = "library kernel"
+        call = ExternCall(name, target, args, kwargs, meta, reason, counted=not expected)
+        self.nodes.append(call)
+        self.owner[name] = node
+        if call.counted:
+            self.fallbacks.append((op_name, reason))
+        layout = self._layout_of_meta(meta)
+        if layout is not None:
+            self.layouts[name] = layout
+            self.env[node] = BufferValue(name, layout)
+        else:
+            self.env[node] = ExternResult(name)
+
+    def _realize_pending(self, before):
+        """Realize every lazy value still needed after ``before`` (it may mutate their sources)."""
+        order = {n: i for i, n in enumerate(self.gm.graph.nodes)}
+        here = order[before]
+        for node, value in list(self.env.items()):
+            if isinstance(value, Pointwise) and any(order[u] > here for u in node.users):
+                self.env[node] = self.realize(value, node)
+
+    # ------------------------------------------------------------------------------------------
+    # Outputs
+
+    def _output(self, structure):
+        if isinstance(structure, (list, tuple)):
+            return type(structure)(self._output(x) for x in structure)
+        if isinstance(structure, torch.fx.Node):
+            value = self.env[structure]
+            if not isinstance(value, (TensorValue, ExternResult)):
+                return Constant(value)
+            if structure.op in ("placeholder", "get_attr"):
+                return value.name
+            return self.buffer_for_extern(structure)
+        return Constant(structure)
+
+
+class ExternResult:
+    """A non-tensor (e.g. tuple) result of an ExternCall, named in the wrapper."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+class Constant:
+    """A non-tensor graph output (e.g. None)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+# Ops we never intend to compile ourselves (matmul, convolution, attention, randomness):
+# still ExternCalls, but not counted as fallbacks.
+_EXPECTED = {
+    "mm", "bmm", "addmm", "baddbmm", "convolution", "convolution_backward", "_convolution",
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_attention_math", "scaled_dot_product_attention",
+    "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "native_dropout", "rand", "randn", "rand_like", "randn_like", "bernoulli", "randint",
+    "addmv", "mv", "dot", "cudnn_convolution", "mkldnn_convolution", "_fused_sdp_choice",
+}
+
+
+def _expected_extern(target) -> bool:
+    packet = getattr(target, "overloadpacket", None)
+    return packet is not None and packet.__name__ in _EXPECTED

@@ -1,0 +1,199 @@
+"""The lowering table: aten overload -> function building IR values, plus shared helpers.
+
+A lowering is ``fn(ctx, *args, **kwargs)``: tensors arrive as ``TensorValue`` and everything else
+as the Python value the fx node held. It returns a ``TensorValue`` (or a tuple of them). Raising
+``Unsupported`` makes the graph run the op as an ``ExternCall`` instead — never a wrong answer.
+
+``ctx`` (a ``LoweringContext``) knows the fx node's result (shape, dtype, strides from its fake
+value) and lets a lowering realize values into buffers.
+
+Broadcasting and type promotion are done once, here, in ``pointwise``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Optional, Sequence
+
+import sympy
+import torch
+
+from .ir import BufferValue, Pointwise, TensorValue
+from .ops import AnalysisHandler, Opaque, ops, set_handler
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+LOWERINGS: dict[Any, Callable] = {}
+
+
+class Unsupported(Exception):
+    """Raised by a lowering for arguments it does not handle; the op becomes an ExternCall."""
+
+
+def register_lowering(*targets):
+    """Register the decorated function as the lowering of every overload in ``targets``.
+
+    A target is an ``OpOverload`` or an ``OpOverloadPacket`` (all its functional overloads).
+    """
+
+    def decorate(fn):
+        for target in targets:
+            for overload in _overloads(target):
+                LOWERINGS[overload] = fn
+        return fn
+
+    return decorate
+
+
+def _overloads(target):
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        found = []
+        for name in target.overloads():
+            overload = getattr(target, name)
+            schema = overload._schema
+            if name.endswith("out") or schema.is_mutable:
+                continue
+            found.append(overload)
+        return found
+    return [target]
+
+
+def lookup_lowering(target) -> Optional[Callable]:
+    return LOWERINGS.get(target)
+
+
+@dataclasses.dataclass
+class LoweringContext:
+    """What a lowering may know about the node it lowers, and the graph it lowers into."""
+
+    graph: Any
+    node: Any
+    meta: Any  # the node's fake result: a tensor, a tuple of tensors, or None
+
+    @property
+    def tensor_meta(self) -> torch.Tensor:
+        if not isinstance(self.meta, torch.Tensor):
+            raise Unsupported("result is not a single tensor")
+        return self.meta
+
+    @property
+    def size(self) -> tuple[int, ...]:
+        return tuple(int(s) for s in self.tensor_meta.shape)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.tensor_meta.dtype
+
+    def realize(self, value: TensorValue) -> BufferValue:
+        return self.graph.realize(value)
+
+
+# ----------------------------------------------------------------------------------------------
+# Broadcasting and promotion
+
+
+def broadcast_shapes(*sizes) -> tuple[int, ...]:
+    return tuple(torch.broadcast_shapes(*[torch.Size(s) for s in sizes]))
+
+
+def broadcast_loader(value: TensorValue, size: Sequence[int]):
+    """A loader over ``size`` that reads ``value`` broadcast to that shape."""
+    loader = value.make_loader()
+    offset = len(size) - value.ndim
+    if offset < 0:
+        raise Unsupported(f"cannot broadcast {value.size} to {tuple(size)}")
+    vsize = value.size
+
+    def load(index):
+        idx = []
+        for d in range(value.ndim):
+            i = index[offset + d]
+            idx.append(sympy.Integer(0) if vsize[d] == 1 else i)
+        return loader(idx)
+
+    return load
+
+
+def _probe(x):
+    """An object torch.result_type promotes like ``x`` (a TensorValue or a Python scalar)."""
+    if isinstance(x, TensorValue):
+        return torch.empty([] if x.ndim == 0 else [0], dtype=x.dtype)
+    return x
+
+
+def promote(*args) -> torch.dtype:
+    """torch's elementwise type promotion over tensor values and Python scalars."""
+    probes = [_probe(a) for a in args if a is not None]
+    if len(probes) == 1:
+        p = probes[0]
+        return p.dtype if isinstance(p, torch.Tensor) else torch.tensor(p).dtype
+    dtype = torch.result_type(probes[0], probes[1])
+    current = torch.empty([0], dtype=dtype) if any(
+        isinstance(p, torch.Tensor) and p.dim() > 0 for p in probes[:2]
+    ) else torch.empty([], dtype=dtype)
+    for p in probes[2:]:
+        dtype = torch.result_type(current, p)
+        current = torch.empty(list(current.shape), dtype=dtype)
+    return dtype
+
+
+def operand_loader(x, size, dtype: torch.dtype):
+    """Loader of a tensor value (broadcast) or Python scalar, converted to ``dtype``."""
+    if isinstance(x, TensorValue):
+        load = broadcast_loader(x, size)
+        if x.dtype == dtype:
+            return load
+        return lambda index: ops.to_dtype(load(index), dtype)
+    if isinstance(x, (bool, int, float)):
+        value = x
+        return lambda index: ops.constant(value, dtype)
+    raise Unsupported(f"operand of type {type(x).__name__}")
+
+
+def pointwise(
+    fn: Callable,
+    args: Sequence[Any],
+    compute_dtype: torch.dtype,
+    out_dtype: torch.dtype,
+    size: Optional[Sequence[int]] = None,
+) -> Pointwise:
+    """``fn(*operands)`` elementwise over the broadcast of ``args``, computed in ``compute_dtype``
+    and converted to ``out_dtype`` when ``fn`` yields another dtype."""
+    tensors = [a for a in args if isinstance(a, TensorValue)]
+    if size is None:
+        size = broadcast_shapes(*[t.size for t in tensors]) if tensors else ()
+    loaders = [operand_loader(a, size, compute_dtype) for a in args]
+    with set_handler(AnalysisHandler()):
+        natural = fn(*[Opaque(compute_dtype) for _ in args]).dtype
+    convert = natural != out_dtype
+
+    def inner_fn(index):
+        value = fn(*[load(index) for load in loaders])
+        return ops.to_dtype(value, out_dtype) if convert else value
+
+    return Pointwise(size, out_dtype, inner_fn)
+
+
+def is_float(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point
+
+
+def check_cpu(device) -> None:
+    if device is not None and torch.device(device).type != "cpu":
+        raise Unsupported(f"device {device}")
+
+
+def normalize_dim(dim: int, ndim: int) -> int:
+    if ndim == 0 and dim in (0, -1):
+        return 0
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise Unsupported(f"dim {dim} out of range for rank {ndim}")
+    return dim % max(ndim, 1)
+
+
+def _load_families():
+    # The families register themselves on import.
+    from . import lowering_pointwise, lowering_reduction, lowering_view, lowering_index  # noqa
+
+
+_load_families()

@@ -1,0 +1,182 @@
+"""Lowerings that pick elements by position: cat, constant padding, gather, index, embedding.
+
+Reads that may fall outside their source go through ``ops.masked`` so no handler ever loads out
+of bounds; data-dependent positions go through ``ops.indirect_indexing``.
+"""
+from __future__ import annotations
+
+import sympy
+import torch
+
+from .ir import Pointwise, TensorValue
+from .lowering import Unsupported, aten, broadcast_shapes, normalize_dim, register_lowering
+from .ops import ops
+
+
+def _in_range(i, lo: int, hi: int):
+    """A bool ops value: lo <= i < hi (i an index expression)."""
+    checks = []
+    if lo > 0:
+        checks.append(ops.ge(ops.index_expr(i, torch.int64), ops.constant(lo, torch.int64)))
+    checks.append(ops.lt(ops.index_expr(i, torch.int64), ops.constant(hi, torch.int64)))
+    mask = checks[0]
+    for c in checks[1:]:
+        mask = ops.logical_and(mask, c)
+    return mask
+
+
+@register_lowering(aten.cat.default)
+def lower_cat(ctx, tensors, dim=0):
+    size = ctx.size
+    dtype = ctx.dtype
+    dim = normalize_dim(dim, len(size))
+    pieces = []  # (start, end, loader, source dtype)
+    start = 0
+    for t in tensors:
+        if not isinstance(t, TensorValue):
+            raise Unsupported("cat of a non-tensor")
+        if t.ndim == 1 and t.size[0] == 0 and len(size) != 1:
+            continue  # legacy empty tensors take no part
+        length = t.size[dim]
+        if length:
+            pieces.append((start, start + length, t.make_loader(), t.dtype))
+        start += length
+    if not pieces:
+        return Pointwise(size, dtype, lambda index: ops.constant(0, dtype))
+
+    def load_piece(piece, index):
+        lo, _, loader, source = piece
+        shifted = list(index)
+        shifted[dim] = index[dim] - lo
+        value = loader(shifted)
+        return value if source == dtype else ops.to_dtype(value, dtype)
+
+    def inner_fn(index):
+        last = pieces[-1]
+        value = load_piece(last, index) if len(pieces) == 1 else ops.masked(
+            _in_range(index[dim], last[0], last[1]), lambda: load_piece(last, index), 0)
+        for piece in reversed(pieces[:-1]):
+            inside = _in_range(index[dim], piece[0], piece[1])
+            value = ops.where(inside, ops.masked(inside, lambda p=piece: load_piece(p, index), 0), value)
+        return value
+
+    return Pointwise(size, dtype, inner_fn)
+
+
+@register_lowering(aten.constant_pad_nd.default)
+def lower_constant_pad_nd(ctx, x, pad, value=0):
+    size = ctx.size
+    dtype = x.dtype
+    ndim = x.ndim
+    loader = x.make_loader()
+    pads = []  # (dim, before)
+    for k in range(len(pad) // 2):
+        pads.append((ndim - 1 - k, pad[2 * k]))
+
+    def inner_fn(index):
+        source = list(index)
+        masks = []
+        for d, before in pads:
+            source[d] = index[d] - before
+            if before > 0 or before + x.size[d] < size[d] or before < 0:
+                masks.append((source[d], x.size[d]))
+        if not masks:
+            return loader(source)
+        mask = None
+        for i, n in masks:
+            expr = ops.index_expr(i, torch.int64)
+            inside = ops.logical_and(ops.ge(expr, ops.constant(0, torch.int64)),
+                                     ops.lt(expr, ops.constant(n, torch.int64)))
+            mask = inside if mask is None else ops.logical_and(mask, inside)
+        return ops.masked(mask, lambda: loader(source), value)
+
+    return Pointwise(size, dtype, inner_fn)
+
+
+def _indirect(loader, index, size: int):
+    """An index symbol for the integer value ``loader(index)`` into a dim of ``size``."""
+    return ops.indirect_indexing(loader(index), size)
+
+
+@register_lowering(aten.gather.default)
+def lower_gather(ctx, x, dim, index, sparse_grad=False):
+    dim = normalize_dim(dim, x.ndim)
+    x_load = x.make_loader()
+    index_load = index.make_loader()
+    if x.ndim == 0:
+        raise Unsupported("gather from a scalar")
+
+    def inner_fn(idx):
+        position = _indirect(index_load, idx, x.size[dim])
+        source = list(idx)
+        source[dim] = position
+        return x_load(source)
+
+    return Pointwise(ctx.size, x.dtype, inner_fn)
+
+
+@register_lowering(aten.index.Tensor)
+def lower_index(ctx, x, indices):
+    indices = list(indices) + [None] * (x.ndim - len(indices))
+    used = [d for d, t in enumerate(indices) if t is not None]
+    if not used:
+        return x
+    for d in used:
+        t = indices[d]
+        if not isinstance(t, TensorValue) or t.dtype in (torch.bool, torch.uint8):
+            raise Unsupported("boolean or non-tensor index")
+    index_shape = broadcast_shapes(*[indices[d].size for d in used])
+    adjacent = used == list(range(used[0], used[-1] + 1))
+    before = list(range(used[0])) if adjacent else []
+    after = [d for d in range(x.ndim) if d not in used and d not in before]
+    k = len(index_shape)
+    size = tuple(x.size[d] for d in before) + tuple(index_shape) + tuple(x.size[d] for d in after)
+    if size != ctx.size:
+        raise Unsupported(f"index result {size} != {ctx.size}")
+    x_load = x.make_loader()
+    from .lowering import broadcast_loader
+
+    loaders = {d: broadcast_loader(indices[d], index_shape) for d in used}
+
+    def inner_fn(idx):
+        idx = list(idx)
+        broadcast_index = idx[len(before):len(before) + k]
+        source = [None] * x.ndim
+        for i, d in enumerate(before):
+            source[d] = idx[i]
+        for i, d in enumerate(after):
+            source[d] = idx[len(before) + k + i]
+        for d in used:
+            source[d] = _indirect(loaders[d], broadcast_index, x.size[d])
+        return x_load(source)
+
+    return Pointwise(size, x.dtype, inner_fn)
+
+
+@register_lowering(aten.embedding.default)
+def lower_embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    if weight.ndim != 2:
+        raise Unsupported("embedding weight must be 2-D")
+    w_load = weight.make_loader()
+    i_load = indices.make_loader()
+    k = indices.ndim
+
+    def inner_fn(idx):
+        row = _indirect(i_load, list(idx[:k]), weight.size[0])
+        return w_load([row, idx[k]])
+
+    return Pointwise(ctx.size, weight.dtype, inner_fn)
+
+
+@register_lowering(aten.index_select.default)
+def lower_index_select(ctx, x, dim, index):
+    dim = normalize_dim(dim, x.ndim)
+    x_load = x.make_loader()
+    i_load = index.make_loader()
+
+    def inner_fn(idx):
+        source = list(idx)
+        source[dim] = _indirect(i_load, [idx[dim]] if index.ndim else [], x.size[dim])
+        return x_load(source)
+
+    return Pointwise(ctx.size, x.dtype, inner_fn)

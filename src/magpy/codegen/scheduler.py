@@ -1,0 +1,281 @@
+"""The fusion scheduler: groups ComputedBuffers into kernels.
+
+A kernel iterates an outer space ``outer`` (rows, run in parallel) and, per row, a sequence of
+*stages*: an inner loop over ``inner`` (reductions and row-sized pointwise work) or a block of
+per-row statements. A node joins a kernel when its iteration space fits the kernel's
+(``fit``), every value it reads from the kernel is read at exactly the index it was stored
+(``legal``), and the fusion saves memory traffic (``score``: bytes no longer written and read
+back, or read twice). That covers pointwise→pointwise, pointwise→reduction, reduction→pointwise
+epilogues and sibling reductions over the same rows.
+
+After grouping, ``plan_storage`` decides where each buffer lives: memory (needed outside the
+kernel), a per-row scalar, a per-row array, or a loop-local variable.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import sympy
+
+from .ir import ComputedBuffer, ExternCall, GetItem, WrapperView, index_vars, prod
+from .ops import DependencyHandler, set_handler
+
+INNER, OUTER = "inner", "outer"
+# Per-row arrays larger than this go to memory instead of the stack.
+ROW_BUFFER_MAX_BYTES = 64 * 1024
+
+
+def nonone(size) -> tuple[int, ...]:
+    return tuple(int(s) for s in size if int(s) != 1)
+
+
+def _dims_to_vars(size, variables):
+    """Index over ``size``: size-1 dims get 0, the others take ``variables`` in order."""
+    out, it = [], iter(variables)
+    for s in size:
+        out.append(sympy.Integer(0) if int(s) == 1 else next(it))
+    return out
+
+
+@dataclasses.dataclass
+class Stage:
+    level: str  # INNER: a loop over the kernel's inner space; OUTER: once per row
+    nodes: list
+
+
+class Kernel:
+    """ComputedBuffers run together: ``outer`` rows, each running ``stages`` in order."""
+
+    def __init__(self, outer, inner):
+        self.outer = tuple(outer)
+        self.inner = tuple(inner)
+        self.nodes: list[ComputedBuffer] = []
+        self.levels: dict[str, str] = {}
+        self.stages: list[Stage] = []
+        self.name = ""
+        # filled by plan_storage: buffer -> "memory" | "row_scalar" | "row_array" | "local"
+        self.storage: dict[str, str] = {}
+
+    @property
+    def outer_vars(self):
+        return index_vars("x", len(self.outer))
+
+    @property
+    def inner_vars(self):
+        return index_vars("r", len(self.inner))
+
+    def node_index(self, node: ComputedBuffer, level: Optional[str] = None):
+        """(index, rindex) to evaluate ``node``'s body with, over the kernel's loop variables."""
+        level = level or self.levels[node.name]
+        if node.is_reduction:
+            return (_dims_to_vars(node.data.size, self.outer_vars),
+                    _dims_to_vars(node.data.reduction_size, self.inner_vars))
+        variables = self.outer_vars + (self.inner_vars if level == INNER else [])
+        return _dims_to_vars(node.data.size, variables), []
+
+    def store_index(self, node: ComputedBuffer, level: Optional[str] = None):
+        index, _ = self.node_index(node, level)
+        return sympy.expand(node.layout.index(index))
+
+    def reads(self, node: ComputedBuffer, level: Optional[str] = None):
+        index, rindex = self.node_index(node, level)
+        handler = DependencyHandler()
+        with set_handler(handler):
+            node.evaluate(index, rindex)
+        return [(name, sympy.expand(expr), indirect) for name, expr, indirect in handler.reads]
+
+    def produced(self) -> dict[str, ComputedBuffer]:
+        return {n.name: n for n in self.nodes}
+
+
+def fit(kernel: Kernel, node: ComputedBuffer):
+    """How ``node`` joins ``kernel``: (outer, inner, node level, existing nodes' new level) or None.
+
+    ``existing`` is None when the kernel keeps its grouping, else the level all of its current
+    nodes take under the new grouping (a pure pointwise kernel gaining a reduction).
+    """
+    O, I = kernel.outer, kernel.inner
+    if node.is_reduction:
+        S, R = nonone(node.data.size), nonone(node.data.reduction_size)
+        if I:
+            return (O, I, INNER, None) if (S, R) == (O, I) else None
+        if S + R == O:
+            return S, R, INNER, INNER
+        if S == O:
+            return S, R, INNER, OUTER
+        return None
+    P = nonone(node.data.size)
+    if not I:
+        return (O, I, OUTER, None) if P == O else None
+    if P == O + I:
+        return O, I, INNER, None
+    if P == O:
+        return O, I, OUTER, None
+    return None
+
+
+class Scheduler:
+    """Orders and groups the graph's nodes; read ``items`` (Kernels and wrapper-level nodes)."""
+
+    def __init__(self, nodes, layouts, graph_outputs: set[str], fuse: bool = True):
+        self.layouts = layouts
+        self.graph_outputs = graph_outputs
+        self.fuse = fuse
+        self.items: list = []
+        self.producer: dict[str, int] = {}  # buffer -> index of its item
+        self.barrier = -1
+        for node in self._live(nodes):
+            self._add(node)
+        self.items = [it for it in self.items if not (isinstance(it, Kernel) and not it.nodes)]
+        for i, item in enumerate(self.items):
+            if isinstance(item, Kernel):
+                plan_storage(item, self)
+                item.name = kernel_name(item, i)
+
+    # ------------------------------------------------------------------------------------------
+
+    def _live(self, nodes):
+        """Drop computed buffers nobody reads (extern calls always run)."""
+        needed = set(self.graph_outputs)
+        live = []
+        for node in reversed(nodes):
+            if isinstance(node, ComputedBuffer) and node.name not in needed:
+                continue
+            live.append(node)
+            needed |= node.buffer_reads()
+        return list(reversed(live))
+
+    def _add(self, node):
+        if not isinstance(node, ComputedBuffer):
+            self.items.append(node)
+            self.producer[node.name] = len(self.items) - 1
+            if isinstance(node, ExternCall) and node.is_mutating:
+                self.barrier = len(self.items) - 1
+            return
+        best, best_score, best_fit = None, 0, None
+        if self.fuse:
+            for k in range(len(self.items) - 1, self.barrier, -1):
+                kernel = self.items[k]
+                if not isinstance(kernel, Kernel):
+                    continue
+                how = fit(kernel, node)
+                if how is None or not self._legal(kernel, k, node, how):
+                    continue
+                score = self._score(kernel, node)
+                if score > best_score:
+                    best, best_score, best_fit = k, score, how
+        if best is None:
+            if node.is_reduction:
+                kernel = Kernel(nonone(node.data.size), nonone(node.data.reduction_size))
+            else:
+                kernel = Kernel(nonone(node.data.size), ())
+            self.items.append(kernel)
+            best = len(self.items) - 1
+            best_fit = (kernel.outer, kernel.inner, INNER if node.is_reduction else OUTER, None)
+        self._place(self.items[best], node, best_fit)
+        self.producer[node.name] = best
+
+    def _legal(self, kernel: Kernel, k: int, node: ComputedBuffer, how) -> bool:
+        outer, inner, level, existing = how
+        trial = Kernel(outer, inner)
+        trial.levels = {n: (existing or lv) for n, lv in kernel.levels.items()}
+        produced = kernel.produced()
+        for name, index, indirect in trial.reads(node, level):
+            if name in produced:
+                if indirect:
+                    return False
+                producer = produced[name]
+                if index != trial.store_index(producer):
+                    return False
+                if not producer.is_reduction and trial.levels[name] == INNER and level == OUTER:
+                    return False
+            elif name in self.producer and self.producer[name] >= k:
+                return False
+        return True
+
+    def _score(self, kernel: Kernel, node: ComputedBuffer) -> int:
+        produced = kernel.produced()
+        kernel_reads = set()
+        for n in kernel.nodes:
+            kernel_reads |= n.buffer_reads()
+        score = 0
+        for name in node.buffer_reads():
+            if name in produced or name in kernel_reads:
+                layout = self.layouts.get(name)
+                if layout is not None:
+                    score += max(layout.numel, 1) * layout.dtype.itemsize
+        return score
+
+    def _place(self, kernel: Kernel, node: ComputedBuffer, how):
+        outer, inner, level, existing = how
+        if existing is not None:
+            for name in kernel.levels:
+                kernel.levels[name] = existing
+            for stage in kernel.stages:
+                stage.level = existing
+        kernel.outer, kernel.inner = outer, inner
+        kernel.levels[node.name] = level
+        reads = {name for name, _, _ in kernel.reads(node, level)}
+        last = kernel.stages[-1] if kernel.stages else None
+        joinable = (
+            last is not None
+            and last.level == level
+            and not any(n.is_reduction and n.name in reads for n in last.nodes)
+        )
+        if joinable:
+            last.nodes.append(node)
+        else:
+            kernel.stages.append(Stage(level, [node]))
+        kernel.nodes.append(node)
+
+    # ------------------------------------------------------------------------------------------
+
+    def readers(self) -> dict[str, set[int]]:
+        """buffer -> indexes of the items that read it."""
+        found: dict[str, set[int]] = {}
+        for i, item in enumerate(self.items):
+            names = set()
+            if isinstance(item, Kernel):
+                for n in item.nodes:
+                    names |= n.buffer_reads()
+            else:
+                names = item.buffer_reads()
+            for name in names:
+                found.setdefault(name, set()).add(i)
+        return found
+
+
+def plan_storage(kernel: Kernel, scheduler: Scheduler) -> None:
+    """Decide where each buffer ``kernel`` produces lives (see ``Kernel.storage``)."""
+    me = scheduler.items.index(kernel)
+    readers = scheduler.readers()
+    stage_of = {n.name: i for i, st in enumerate(kernel.stages) for n in st.nodes}
+    readers_in_kernel: dict[str, set[int]] = {}
+    for node in kernel.nodes:
+        for name in node.buffer_reads():
+            readers_in_kernel.setdefault(name, set()).add(stage_of[node.name])
+    for node in kernel.nodes:
+        name = node.name
+        outside = readers.get(name, set()) - {me}
+        if name in scheduler.graph_outputs or outside:
+            kernel.storage[name] = "memory"
+        elif kernel.levels[name] == OUTER or node.is_reduction:
+            kernel.storage[name] = "row_scalar"
+        elif readers_in_kernel.get(name, set()) <= {stage_of[name]}:
+            kernel.storage[name] = "local"
+        elif prod(kernel.inner) * node.layout.dtype.itemsize <= ROW_BUFFER_MAX_BYTES:
+            kernel.storage[name] = "row_array"
+        else:
+            kernel.storage[name] = "memory"
+
+
+def kernel_name(kernel: Kernel, index: int) -> str:
+    names = []
+    for node in kernel.nodes:
+        for op in node.op_names():
+            if op not in names and op not in ("where",):
+                names.append(op)
+    if not names:
+        names = ["copy"]
+    return "cpp_fused_" + "_".join(names[:6]) + f"_{index}"

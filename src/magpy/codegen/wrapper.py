@@ -1,0 +1,176 @@
+"""The generated Python wrapper: checks inputs, allocates buffers, launches kernels, frees buffers.
+
+The wrapper is real, readable Python source (dumped by ``MAGPY_DEBUG_DIR``); kernels, extern ops
+and constants reach it through the namespace it is executed in.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .graph import Constant
+from .ir import BufferRef, ExternCall, GetItem, WrapperView
+from .scheduler import Kernel
+
+
+class WrapperWriter:
+    """Builds the wrapper source; ``namespace`` holds every object the source names."""
+
+    def __init__(self, lowering, scheduler, kernel_params: dict, call_style: str = "pointer"):
+        self.lowering = lowering
+        self.scheduler = scheduler
+        self.kernel_params = kernel_params  # kernel name -> buffer names in argument order
+        self.call_style = call_style
+        self.namespace: dict = {"torch": torch, "aten": torch.ops.aten, "prims": torch.ops.prims}
+        self.lines: list[str] = []
+        self._constants = 0
+
+    # ------------------------------------------------------------------------------------------
+
+    def constant(self, value) -> str:
+        name = f"_const{self._constants}"
+        self._constants += 1
+        self.namespace[name] = value
+        return name
+
+    def render_arg(self, a) -> str:
+        if isinstance(a, BufferRef):
+            return a.name
+        if isinstance(a, list):
+            return "[" + ", ".join(self.render_arg(x) for x in a) + "]"
+        if isinstance(a, tuple):
+            inner = ", ".join(self.render_arg(x) for x in a)
+            return f"({inner},)" if len(a) == 1 else f"({inner})"
+        if a is None or isinstance(a, (bool, int, str)):
+            return repr(a)
+        if isinstance(a, float):
+            return repr(a) if math.isfinite(a) else f"float('{a}')"
+        if isinstance(a, torch.dtype):
+            return str(a)
+        if isinstance(a, torch.device):
+            return f"torch.device({str(a)!r})"
+        if isinstance(a, (torch.memory_format, torch.layout)):
+            return str(a)
+        return self.constant(a)
+
+    def target_name(self, target) -> str:
+        if isinstance(target, torch._ops.OpOverload):
+            ns = target.namespace
+            if ns in ("aten", "prims"):
+                return f"{ns}.{target.overloadpacket.__name__}.{target._overloadname}"
+        return self.constant(target)
+
+    # ------------------------------------------------------------------------------------------
+
+    def write(self, kernels: dict, eager_fallback) -> str:
+        low = self.lowering
+        items = self.scheduler.items
+        self.namespace["_eager"] = eager_fallback
+        self.namespace["empty_strided"] = torch.empty_strided
+        self.namespace.update(kernels)
+        self.namespace.update(low.constants)
+        out = self.lines
+        names = [n if n is not None else f"_scalar{i}" for i, n in enumerate(low.inputs)]
+        n_kernels = sum(isinstance(it, Kernel) for it in items)
+        n_extern = sum(isinstance(it, ExternCall) for it in items)
+        out.append(f"# {n_kernels} kernels, {n_extern} extern calls")
+        out.append("def call(*args):")
+        if names:
+            out.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
+        checks = []
+        for name in low.inputs:
+            if name is None:
+                continue
+            layout = low.layouts[name]
+            checks.append(f"{name}.stride() != {tuple(layout.stride)!r}")
+            checks.append(f"{name}.shape != {tuple(layout.size)!r}")
+        if checks:
+            out.append("    # Kernels are specialised to these sizes and strides.")
+            out.append("    if " + " or ".join(checks) + ":")
+            out.append("        return _eager(*args)")
+        last_use = self._last_uses()
+        outputs = self._output_names()
+        keep = set(outputs) | {n for n in low.inputs if n} | set(low.constants)
+        for i, item in enumerate(items):
+            if isinstance(item, Kernel):
+                self._kernel(item)
+            elif isinstance(item, ExternCall):
+                self._extern(item)
+            elif isinstance(item, WrapperView):
+                args = ", ".join(self.render_arg(a) for a in item.args)
+                sep = ", " if args else ""
+                out.append(f"    {item.name} = {self.target_name(item.target)}({item.base}{sep}{args})")
+            elif isinstance(item, GetItem):
+                out.append(f"    {item.name} = {item.base}[{item.index}]")
+                self._restride(item.name)
+            dead = sorted(n for n, last in last_use.items() if last == i and n not in keep)
+            if dead:
+                out.append(f"    del {', '.join(dead)}")
+        out.append(f"    return {self._render_outputs(low.outputs)}")
+        return "\n".join(out) + "\n"
+
+    def _output_names(self) -> list[str]:
+        found = []
+
+        def visit(o):
+            if isinstance(o, (list, tuple)):
+                for x in o:
+                    visit(x)
+            elif isinstance(o, str):
+                found.append(o)
+
+        visit(self.lowering.outputs)
+        return found
+
+    def _render_outputs(self, o) -> str:
+        if isinstance(o, list):
+            return "[" + ", ".join(self._render_outputs(x) for x in o) + "]"
+        if isinstance(o, tuple):
+            inner = ", ".join(self._render_outputs(x) for x in o)
+            return f"({inner},)" if len(o) == 1 else f"({inner})"
+        if isinstance(o, Constant):
+            return self.render_arg(o.value)
+        return o
+
+    def _last_uses(self) -> dict[str, int]:
+        last: dict[str, int] = {}
+        for i, item in enumerate(self.scheduler.items):
+            if isinstance(item, Kernel):
+                names = set(self.kernel_params.get(item.name, []))
+            else:
+                names = item.buffer_reads() | {item.name}
+            for n in names:
+                last[n] = i
+        return last
+
+    def _kernel(self, kernel: Kernel):
+        out = self.lines
+        low = self.lowering
+        params = self.kernel_params[kernel.name]
+        for node in kernel.nodes:
+            if kernel.storage[node.name] == "memory":
+                lay = node.layout
+                out.append(f"    {node.name} = empty_strided({tuple(lay.size)!r}, {tuple(lay.stride)!r}, "
+                           f"dtype={lay.dtype})")
+        if self.call_style == "pointer":
+            args = ", ".join(f"{p}.data_ptr()" for p in params)
+        else:
+            args = ", ".join(params)
+        out.append(f"    {kernel.name}({args})")
+
+    def _extern(self, call: ExternCall):
+        out = self.lines
+        args = [self.render_arg(a) for a in call.args]
+        args += [f"{k}={self.render_arg(v)}" for k, v in call.kwargs.items()]
+        out.append(f"    {call.name} = {self.target_name(call.target)}({', '.join(args)})  # {call.reason}")
+        self._restride(call.name)
+
+    def _restride(self, name: str):
+        layout = self.lowering.layouts.get(name)
+        if layout is None or not layout.is_dense():
+            return
+        # Kernels read this result with the strides its fake value promised.
+        self.lines.append(f"    if {name}.stride() != {tuple(layout.stride)!r}:")
+        self.lines.append(f"        {name} = torch.empty_strided({tuple(layout.size)!r}, "
+                          f"{tuple(layout.stride)!r}, dtype={layout.dtype}).copy_({name})")

@@ -1,0 +1,306 @@
+"""The program of one cache entry: guards, then the mock, as one code object.
+
+    def entry(L):                      # L: the call's arguments bound to the function's slots
+        try:
+            <each guard; on failure>   return MISS     (an exception while checking is a miss too)
+        except Exception:
+            return MISS
+        out = graph(<input tensors, read by their paths>)
+        <side effects, in program order>
+        return <the result rebuilt from graph outputs, paths and constants>
+"""
+import builtins
+import types
+
+import torch
+
+from ..capture.guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard, order
+from ..capture.sources import ArgSource, GlobalSource, ConstSource, AttrSource, ItemSource, CellSource, \
+    Expr, Const
+from .asm import Assembler
+
+
+class _Miss:
+    def __repr__(self):
+        return "MISS"
+
+
+MISS = _Miss()
+
+
+def global_value(namespace, name):
+    """A global as LOAD_GLOBAL finds it: the module's dict, then its builtins."""
+    if name in namespace:
+        return namespace[name]
+    b = namespace.get("__builtins__", builtins)
+    return (b if isinstance(b, dict) else b.__dict__)[name]
+
+
+def same_float(x, value):
+    return type(x) is float and (x == value or (x != x and value != value))
+
+
+class Entry:
+    """A compiled cache entry: ``run(L)`` returns the call's result, or MISS when a guard fails."""
+
+    def __init__(self, run, text, guards, graph_module, op_count):
+        self.run = run
+        self.text = text
+        self.guards = guards
+        self.graph_module = graph_module
+        self.op_count = op_count
+
+
+class _Emitter:
+    def __init__(self, name):
+        self.asm = Assembler(name, ["L"])
+        self.temps = 0
+
+    def temp(self):
+        self.temps += 1
+        return f"t{self.temps}"
+
+    # ---- expressions -------------------------------------------------------------------------------
+    def expr(self, e):
+        a = self.asm
+        t = type(e)
+        if t is ArgSource:
+            a.load_fast("L")
+            a.const(e.index)
+            a.item()
+        elif t is GlobalSource:
+            a.call_begin(global_value)
+            a.const(e.namespace)
+            a.const(e.name)
+            a.call_end(2)
+        elif t is ConstSource:
+            a.const(e.value)
+        elif t is AttrSource:
+            self.expr(e.base)
+            a.attr(e.name)
+        elif t is ItemSource:
+            self.expr(e.base)
+            a.const(e.key)
+            a.item()
+        elif t is CellSource:
+            a.const(e.cell)
+            a.attr("cell_contents")
+        elif t is Expr:
+            a.call_begin(e.fn)
+            for arg in e.args:
+                self.expr(arg)
+            a.call_end(len(e.args))
+        elif t is Const:
+            a.const(e.value)
+        else:
+            raise TypeError(f"cannot emit {e!r}")
+
+    # ---- guards ---------------------------------------------------------------------------------------
+    def guard(self, g, miss):
+        a = self.asm
+        t = type(g)
+        if t is TypeGuard:
+            self._is(lambda: self._call(type, g.expr), g.type, miss)
+        elif t is IdGuard:
+            self._is(lambda: self.expr(g.expr), g.obj, miss)
+        elif t is NoneGuard:
+            self.expr(g.expr)
+            a.const(None)
+            a.is_(negate=not g.is_none)
+            a.jump_if_false(miss)
+        elif t is TruthGuard:
+            self._is(lambda: self._call(bool, g.expr), g.value, miss)
+        elif t is ValueGuard:
+            var = self.temp()
+            self.expr(g.expr)
+            a.store_fast(var)
+            if type(g.value) is float:
+                a.call_begin(same_float)
+                a.load_fast(var)
+                a.const(g.value)
+                a.call_end(2)
+                a.jump_if_false(miss)
+                return
+            self._is(lambda: self._call_local(type, var), type(g.value), miss)
+            if g.value is not None and type(g.value) is not bool:
+                a.load_fast(var)
+                a.const(g.value)
+                a.compare("==")
+                a.jump_if_false(miss)
+            elif type(g.value) is bool:
+                self._is(lambda: a.load_fast(var), g.value, miss)
+        elif t is TensorGuard:
+            var = self.temp()
+            self.expr(g.expr)
+            a.store_fast(var)
+            self._is(lambda: self._call_local(type, var), g.cls, miss)
+            self._is(lambda: (a.load_fast(var), a.attr("dtype")), g.dtype, miss)
+            self._is(lambda: (a.load_fast(var), a.attr("requires_grad")), g.requires_grad, miss)
+            for attr, value in (("device", g.device), ("shape", g.shape)):
+                a.load_fast(var)
+                a.attr(attr)
+                a.const(value)
+                a.compare("==")
+                a.jump_if_false(miss)
+            if g.stride is not None:
+                a.call_begin(torch.Tensor.stride)
+                a.load_fast(var)
+                a.call_end(1)
+                a.const(g.stride)
+                a.compare("==")
+                a.jump_if_false(miss)
+        else:
+            raise TypeError(f"unknown guard {g!r}")
+
+    def _call(self, fn, e):
+        self.asm.call_begin(fn)
+        self.expr(e)
+        self.asm.call_end(1)
+
+    def _call_local(self, fn, var):
+        self.asm.call_begin(fn)
+        self.asm.load_fast(var)
+        self.asm.call_end(1)
+
+    def _is(self, push, value, miss):
+        push()
+        self.asm.const(value)
+        self.asm.is_()
+        self.asm.jump_if_false(miss)
+
+    # ---- templates ------------------------------------------------------------------------------------
+    def template(self, t, seen):
+        a = self.asm
+        if id(t) in seen:
+            a.load_fast(seen[id(t)])
+            return
+        kind = t[0]
+        if kind == "output":
+            a.load_fast("out")
+            a.const(t[1])
+            a.item()
+        elif kind == "source":
+            self.expr(t[1])
+        elif kind == "const":
+            a.const(t[1])
+        elif kind in ("list", "tuple"):
+            for part in t[1]:
+                self.template(part, seen)
+            a.build(kind, len(t[1]))
+            self._remember(t, seen)
+        elif kind == "namedtuple":
+            a.call_begin(t[1])
+            for part in t[2]:
+                self.template(part, seen)
+            a.call_end(len(t[2]))
+            self._remember(t, seen)
+        elif kind == "dict":
+            for key, part in t[1]:
+                a.const(key)
+                self.template(part, seen)
+            a.build_map(len(t[1]))
+            self._remember(t, seen)
+        else:
+            raise TypeError(f"unknown template {t!r}")
+
+    def _remember(self, t, seen):
+        var = self.temp()
+        self.asm.emit("COPY", 1)
+        self.asm.store_fast(var)
+        seen[id(t)] = var
+
+
+def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
+    """Emit the guard + mock program of a capture whose graph compiled to ``graph_fn``."""
+    em = _Emitter(name)
+    a = em.asm
+    guards = order(cap.guards.values())
+    miss = a.label()
+    handler = a.label()
+    mock = a.label()
+    tb = a.try_begin(handler)
+    for g in guards:
+        em.guard(g, miss)
+    a.try_end(tb)
+    a.emit("JUMP_FORWARD", mock)
+    a.place(miss)
+    a.const(MISS)
+    a.ret()
+    a.place(handler)
+    a.pop()
+    a.const(MISS)
+    a.ret()
+    a.place(mock)
+    if cap.outputs or cap.op_count:
+        a.call_begin(graph_fn)
+        for source, _ in cap.inputs:
+            em.expr(source)
+        a.call_end(len(cap.inputs))
+        a.store_fast("out")
+    # every value is computed from the entry state first; only then do the side effects happen
+    seen = {}
+    values = []
+    for kind, target, key, value in cap.side_effects:
+        em.template(value, seen)
+        var = em.temp()
+        a.store_fast(var)
+        values.append(var)
+    em.template(cap.result_template, seen)
+    result = em.temp()
+    a.store_fast(result)
+    for (kind, target, key, value), var in zip(cap.side_effects, values):
+        a.load_fast(var)
+        if kind == "setattr":
+            em.expr(target)
+            a.store_attr(key)
+        elif kind == "setitem":
+            em.expr(target)
+            a.const(key)
+            a.store_item()
+        elif kind == "setglobal":
+            a.const(target)
+            a.const(key)
+            a.store_item()
+        elif kind == "setcell":
+            a.const(target)
+            a.store_attr("cell_contents")
+    a.load_fast(result)
+    a.ret()
+    code = a.to_code(filename)
+    run = types.FunctionType(code, {"__builtins__": builtins})
+    return Entry(run, render(cap, guards), guards, None, cap.op_count)
+
+
+def render(cap, guards):
+    """The same program, readable: what ``explain`` shows."""
+    lines = ["guards:"]
+    lines += [f"  {g.describe()}" for g in guards]
+    if cap.outputs or cap.op_count:
+        inputs = ", ".join(src.render() for src, _ in cap.inputs)
+        lines.append(f"mock:\n  out = graph({inputs})   # {cap.op_count} ops, {len(cap.outputs)} outputs")
+    else:
+        lines.append("mock:")
+    for kind, target, key, value in cap.side_effects:
+        where = target.render() if hasattr(target, "render") else f"<{kind[3:]}>"
+        lines.append(f"  {kind} {where} {key!r} = {_render_template(value)}")
+    lines.append(f"  return {_render_template(cap.result_template)}")
+    return "\n".join(lines)
+
+
+def _render_template(t):
+    kind = t[0]
+    if kind == "output":
+        return f"out[{t[1]}]"
+    if kind == "source":
+        return t[1].render()
+    if kind == "const":
+        return repr(t[1])
+    if kind == "list":
+        return "[" + ", ".join(_render_template(p) for p in t[1]) + "]"
+    if kind == "tuple":
+        return "(" + ", ".join(_render_template(p) for p in t[1]) + ("," if len(t[1]) == 1 else "") + ")"
+    if kind == "namedtuple":
+        return f"{t[1].__name__}(" + ", ".join(_render_template(p) for p in t[2]) + ")"
+    if kind == "dict":
+        return "{" + ", ".join(f"{k!r}: {_render_template(p)}" for k, p in t[1]) + "}"
+    return repr(t)

@@ -1,0 +1,194 @@
+"""Running one ParityBench test case: eager twice, then each compiler on a fresh copy of the module, twice.
+
+A test case is a module class with a function giving its constructor's arguments and one giving its forward's.
+Every construction and every call starts from the same random state, and every call gets a fresh copy of the
+same inputs, so the eager results are the reference for the compiled ones call by call: compiled call k is
+compared with eager call k. Each compiler gets its own module, built the same way and loaded with the eager
+module's initial state, so a compiler that changes or breaks a module cannot affect another's result.
+
+A case whose two eager calls disagree is *dynamic* (its output depends on more than its inputs: time, a counter,
+uninitialised memory); its compiled outputs are checked for structure (types, shapes, dtypes) only.
+"""
+from __future__ import annotations
+
+import copy
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from . import reasons
+from .compare import Tolerance, difference, freeze
+from .compilers import Compiler
+
+SEED = 1337
+
+
+@dataclass
+class TestCase:
+    index: int
+    name: str                           # the module class's name
+    module_class: type
+    init_arguments: Callable[[], tuple[list, dict]]
+    forward_arguments: Callable[[], tuple[list, dict]]
+
+
+def test_cases(module) -> list[TestCase]:
+    """The TESTCASES of an imported generated file, in order."""
+    found = []
+    for index, entry in enumerate(getattr(module, "TESTCASES", None) or ()):
+        module_class, init_arguments, forward_arguments = entry[0], entry[1], entry[2]
+        found.append(TestCase(index, getattr(module_class, "__name__", str(module_class)), module_class,
+                              init_arguments, forward_arguments))
+    return found
+
+
+def reset_random_state() -> None:
+    torch.manual_seed(SEED)
+    random.seed(SEED)
+    try:
+        import numpy
+        numpy.random.seed(SEED)
+    except Exception:
+        pass
+
+
+@dataclass
+class EagerRun:
+    """What the compiled runs are checked against."""
+
+    inputs: tuple[list, dict]           # pristine forward arguments; each call gets a deep copy
+    outputs: list[Any]                  # frozen outputs of eager calls 1 and 2
+    initial_state: dict | None          # the module's state_dict before its first call
+    dynamic: bool
+
+
+class _Failed(Exception):
+    """Internal: a stage of the eager run failed; carries its record."""
+
+    def __init__(self, record: dict):
+        self.record = record
+
+
+def run_eager(case: TestCase, file_name: str, tolerance: Tolerance) -> tuple[dict, EagerRun | None]:
+    """Build the module and call it twice. Returns the eager record and, when it ran, the reference."""
+    started = time.perf_counter()
+    try:
+        if getattr(case.module_class.forward, "__name__", "") == "_forward_unimplemented":
+            raise _Failed({"status": "no_forward", "reason": "module has no forward()"})
+        module = _build(case, file_name, "init_error")
+        initial_state = _state_copy(module)
+        try:
+            reset_random_state()
+            inputs = copy.deepcopy(case.forward_arguments())
+        except Exception as error:
+            raise _Failed({"status": "args_error", **reasons.describe(error, file_name)})
+        outputs = []
+        for _ in range(2):
+            try:
+                outputs.append(freeze(_call(module, inputs)))
+            except Exception as error:
+                raise _Failed({"status": "run_error", **reasons.describe(error, file_name)})
+    except _Failed as failed:
+        return {**failed.record, "seconds": round(time.perf_counter() - started, 3)}, None
+    changed = difference(outputs[0], outputs[1], tolerance)
+    record = {"status": "ok", "dynamic": changed is not None, "seconds": round(time.perf_counter() - started, 3)}
+    if changed:
+        record["detail"] = f"eager calls differ: {changed}"
+    return record, EagerRun(inputs, outputs, initial_state, changed is not None)
+
+
+def run_compiled(compiler: Compiler, case: TestCase, file_name: str, eager: EagerRun, backend: str,
+                 tolerance: Tolerance) -> dict:
+    """Compile a fresh module with ``compiler`` (full graph) and check two calls against eager's.
+
+    Status: pass, mismatch (ran, wrong output), break (graph break), error (any other exception), or
+    fallback (the compiler says it ran the calls uncompiled)."""
+    started = time.perf_counter()
+    try:
+        module = _build(case, file_name, "error")
+    except _Failed as failed:
+        failed.record["reason"] = "eager module could not be rebuilt: " + failed.record.get("reason", "")
+        return {**failed.record, "seconds": round(time.perf_counter() - started, 3)}
+    if eager.initial_state is not None:
+        try:
+            module.load_state_dict(eager.initial_state, strict=False)
+        except Exception:
+            pass                        # built from the same seed, the state is normally equal anyway
+    record: dict = {}
+    outputs = []
+    compiled = None
+    try:
+        compiler.reset()
+        compiled = compiler.compile(module, backend)
+        for call in range(2):
+            call_started = time.perf_counter()
+            outputs.append(freeze(_call(compiled, eager.inputs)))
+            record["first_call_s" if call == 0 else "second_call_s"] = round(time.perf_counter() - call_started, 3)
+    except Exception as error:
+        record.update(compiler.classify(error, file_name))
+        record["stats"] = _stats(compiler, compiled)
+        record["seconds"] = round(time.perf_counter() - started, 3)
+        return record
+    stats = _stats(compiler, compiled)
+    if stats is not None:
+        record["stats"] = stats
+    record["seconds"] = round(time.perf_counter() - started, 3)
+    if compiler.fell_back(stats):
+        return {"status": "fallback", "reason": "ran uncompiled (fallback to eager)", **record}
+    for call, (expected, actual) in enumerate(zip(eager.outputs, outputs), start=1):
+        found = difference(expected, actual, None if eager.dynamic else tolerance, f"call {call}: out")
+        if found:
+            return {"status": "mismatch", "reason": _mismatch_reason(found), "detail": reasons.detail(found),
+                    **record}
+    if eager.dynamic:
+        record["values_match"] = all(difference(e, a, tolerance) is None for e, a in zip(eager.outputs, outputs))
+    return {"status": "pass", **record}
+
+
+def _build(case: TestCase, file_name: str, status: str):
+    try:
+        reset_random_state()
+        args, kwargs = case.init_arguments()
+        module = case.module_class(*args, **kwargs)
+    except Exception as error:
+        raise _Failed({"status": status, **reasons.describe(error, file_name)})
+    try:
+        module.eval()
+    except Exception:
+        pass                            # as ParityBench: a module without eval() still runs
+    return module
+
+
+def _call(callable_, inputs: tuple[list, dict]):
+    args, kwargs = copy.deepcopy(inputs)
+    reset_random_state()
+    return callable_(*args, **kwargs)
+
+
+def _state_copy(module) -> dict | None:
+    try:
+        return {key: value.detach().clone() if isinstance(value, torch.Tensor) else copy.deepcopy(value)
+                for key, value in module.state_dict().items()}
+    except Exception:
+        return None
+
+
+def _stats(compiler: Compiler, compiled) -> dict | None:
+    if compiled is None:
+        return None
+    try:
+        return compiler.stats(compiled)
+    except Exception:
+        return None
+
+
+def _mismatch_reason(found: str) -> str:
+    """``wrong values`` / ``wrong shape`` / …: the kind of disagreement, without where it was."""
+    text = found.split(": ", 2)[-1]
+    for kind in ("max abs diff", "elements differ", "shape", "dtype", "length", "keys"):
+        if kind in text:
+            return "wrong " + {"max abs diff": "values", "elements differ": "values"}.get(kind, kind)
+    return "wrong output type"
