@@ -82,7 +82,14 @@ class CompiledFunction:
             cap.graph.output(tuple(cap.outputs))
             gm = fx.GraphModule(torch.nn.Module(), cap.graph)
             example = [t for _, t in cap.inputs]
-            graph_fn = _backends.lookup_backend(self.backend)(gm, example)
+            backend = _backends.lookup_backend(self.backend)
+            try:
+                graph_fn = backend(gm, example)
+            except Exception as err:  # noqa: BLE001 - a backend that cannot compile a graph: run it as is
+                warnings.warn(f"magpy: backend {self.backend!r} failed on a graph of "
+                              f"{self.func.__qualname__} ({type(err).__name__}: {err}); running it eagerly",
+                              stacklevel=5)
+                graph_fn = gm.forward
         else:
             gm, graph_fn = None, None
         code = self.func.__code__
