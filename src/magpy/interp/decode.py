@@ -31,7 +31,8 @@ class Decoded:
     """A code object decoded for the VM."""
 
     __slots__ = ("code", "instrs", "names", "handler_at", "linenos", "delegating_yield",
-                 "nlocalsplus", "localsplus_names", "free_start", "flags", "tracked", "internal", "unfused")
+                 "nlocalsplus", "localsplus_names", "free_start", "flags", "tracked", "internal", "unfused",
+                 "simple_args", "null_tail")
 
     def __init__(self, code):
         self.code = code
@@ -39,6 +40,10 @@ class Decoded:
         self.localsplus_names = _localsplus_names(code)
         self.nlocalsplus = len(self.localsplus_names)
         self.free_start = self.nlocalsplus - len(code.co_freevars)
+        # positional parameters only: a call with exactly that many arguments binds them in order
+        self.simple_args = not code.co_flags & 0x0C and not code.co_kwonlyargcount
+        from .frame import NULL
+        self.null_tail = (NULL,) * (self.nlocalsplus - code.co_argcount)
         self.tracked = None  # the provenance-tracking instruction list, built on first use
         # the VM's own Python code (frame proxies, callback wrappers) always runs natively
         self.internal = code.co_filename.startswith(_PACKAGE_DIR)

@@ -34,28 +34,32 @@ class Frame:
     ``plocals``/``pstack`` carry provenance parallel to ``locals``/``stack`` when an observer is on.
     """
 
-    __slots__ = ("vm", "decoded", "code", "func", "globals", "names", "locals", "stack",
-                 "kwnames", "index", "back", "exc_state", "plocals", "pstack", "generator", "locals_snapshot",
-                 "result", "_builtins")
+    # what every frame sets lives in slots; what few frames need has a class-level default and, once
+    # set, lives in the instance dict (a frame is made per call: its creation is on the hot path)
+    __slots__ = ("vm", "decoded", "func", "globals", "names", "locals", "stack", "back", "index",
+                 "result", "__dict__")
+    kwnames = ()
+    exc_state = None
+    plocals = None
+    pstack = None
+    generator = False
+    locals_snapshot = None
+    _builtins = None
 
     def __init__(self, vm, decoded, func, globals_, locals_, names=None):
         self.vm = vm
         self.decoded = decoded
-        self.code = decoded.code
         self.func = func
         self.globals = globals_
-        self._builtins = None
         self.names = names
         self.locals = locals_
         self.stack = []
-        self.kwnames = ()
         self.index = 0
         self.back = None
-        self.exc_state = None
-        self.plocals = None
-        self.pstack = None
-        self.generator = False
-        self.locals_snapshot = None
+
+    @property
+    def code(self):
+        return self.decoded.code
 
     @property
     def builtins(self):

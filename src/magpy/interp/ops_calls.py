@@ -38,6 +38,8 @@ def call_(f, argc, i):
         f.kwnames = ()
         args, kwargs = _split_kwargs(args, kwnames)
         stack.append(call(f.vm, fn, args, kwargs))
+    elif type(fn) is FunctionType:
+        stack.append(f.vm.call_function(fn, args, None))
     else:
         stack.append(call(f.vm, fn, args, None))
     return i + 1

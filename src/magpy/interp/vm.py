@@ -94,7 +94,10 @@ class VM:
         decoded = decode(code)
         if decoded.internal:
             return func(*args, **(kwargs or {}))
-        locals_ = self._bind(func, decoded, args, kwargs)
+        if not kwargs and len(args) == code.co_argcount and decoded.simple_args:
+            locals_ = [*args, *decoded.null_tail]
+        else:
+            locals_ = self._bind(func, decoded, args, kwargs)
         frame = Frame(self, decoded, func, func.__globals__, locals_,
                       None if flags & CO_OPTIMIZED else func.__globals__)
         if self.observer is not None:
