@@ -37,6 +37,8 @@ def _bench_parser(commands) -> None:
     bench.add_argument("--timeout", type=float, metavar="S", help="limit per model and backend (0: none)")
     bench.add_argument("--budget", type=float, metavar="S", help="limit for the whole run (0: none)")
     bench.add_argument("--threads", type=int, metavar="N", help="torch.set_num_threads(N)")
+    bench.add_argument("--fresh-cache", action="store_true",
+                       help="empty on-disk compiler caches, so compile times are those of a first run")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench.add_argument("--plot", metavar="FILE.png", help="also draw the speedups (needs matplotlib)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -58,8 +60,8 @@ def _bench(args: argparse.Namespace) -> int:
         options = BenchOptions.build(
             models=_names(args.models), backends=_names(args.backends), quick=args.quick, repeat=args.repeat,
             warmup=args.warmup, timeout=args.timeout, budget=args.budget, size=args.size, device=args.device,
-            json_path=args.json, plot_path=args.plot, threads=args.threads, progress=not args.no_progress,
-            verbose=args.verbose)
+            json_path=args.json, plot_path=args.plot, threads=args.threads, fresh_cache=args.fresh_cache,
+            progress=not args.no_progress, verbose=args.verbose)
         run(options)
     except BenchError as error:
         print(f"magpy bench: error: {error}", file=sys.stderr)
@@ -84,9 +86,9 @@ def _paritybench_parser(commands) -> None:
     pb.add_argument("--compilers", nargs="+", metavar="NAME", help="subset of magpy,dynamo (default: both)")
     pb.add_argument("--backend", default="eager", help="backend passed to both compilers (default: eager)")
     pb.add_argument("--jobs", type=int, default=2, metavar="N", help="worker processes at once (default: 2)")
-    pb.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    pb.add_argument("--timeout", type=float, default=120.0, metavar="S",
                     help="seconds for each stage of a case: import, eager, each compiler; a compiler also gets "
-                         "twice the case's eager time (default: 60)")
+                         "twice the case's eager time (default: 120)")
     pb.add_argument("--threads", type=int, default=1, metavar="N", help="torch threads per worker (default: 1)")
     pb.add_argument("--memory", type=float, default=6.0, metavar="GB",
                     help="address-space limit per worker, 0 for none (default: 6)")

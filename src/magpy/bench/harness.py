@@ -7,6 +7,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import traceback
 import warnings
 from typing import Callable, Iterator, TextIO
@@ -161,14 +162,14 @@ def measure_model(name: str, options: BenchOptions, device: torch.device, budget
 
 @contextlib.contextmanager
 def quiet_compilers() -> Iterator[None]:
-    """Silence graph-break logs from Dynamo and Inductor's advice for the body: they would tear the progress
-    bar, and the table reports breaks instead."""
-    loggers = [logging.getLogger(name) for name in ("torch._dynamo", "torch._inductor")]
+    """Silence graph-break logs from Dynamo, Inductor's advice and fake-tensor tracebacks for the body: they
+    would tear the progress bar, and the table and its notes report breaks and failures instead."""
+    loggers = [logging.getLogger(name) for name in ("torch._dynamo", "torch._inductor", "torch._subclasses")]
     levels = [logger.level for logger in loggers]
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\._(dynamo|inductor)")
         for logger in loggers:
-            logger.setLevel(logging.ERROR)
+            logger.setLevel(logging.CRITICAL)
         try:
             yield
         finally:
@@ -176,15 +177,43 @@ def quiet_compilers() -> Iterator[None]:
                 logger.setLevel(level)
 
 
+# Where each compiler keeps its on-disk caches; --fresh-cache points them all at an empty folder.
+CACHE_VARIABLES = ("MAGPY_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+@contextlib.contextmanager
+def fresh_caches(enabled: bool) -> Iterator[None]:
+    """Give the compilers empty on-disk caches for the body, so compile times are those of a first run."""
+    if not enabled:
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in CACHE_VARIABLES}
+    with tempfile.TemporaryDirectory(prefix="magpy-bench-") as root:
+        for name in CACHE_VARIABLES:
+            os.environ[name] = os.path.join(root, name.lower())
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
 def preface_notes(options: BenchOptions, report: Report) -> None:
+    if not options.fresh_cache and len(options.backends) > 1:
+        report.notes.append("compile times include hits in the compilers' on-disk caches from earlier runs; "
+                            "--fresh-cache measures first-run compiles")
     if options.inductor_models is not None and "inductor" in options.backends:
         report.notes.append(
             f"--quick runs inductor on {', '.join(options.inductor_models)} only (its first compile takes "
             "10-60 s per model on a small CPU); pass --backends eager,magpy,inductor to run it on every model")
     load, cpus = report.meta["load_average"], report.meta["cpus"]
     if report.meta["device"] == "cpu" and load is not None and cpus and load > 0.75 * cpus:
+        advice = "" if options.threads == 1 else "; --threads 1 steadies them"
         report.notes.append(f"the machine was busy when the run started (load {load:.1f} on {cpus} CPUs): "
-                            "CPU timings are noisy; --threads 1 steadies them")
+                            f"CPU timings are noisy{advice}")
 
 
 def publish(report: Report, options: BenchOptions, elapsed_s: float, out: TextIO, err: TextIO) -> None:
@@ -224,7 +253,8 @@ def run(options: BenchOptions, out: TextIO | None = None, err: TextIO | None = N
     budget = Budget(options.budget_s)
     progress = Progress(len(options.models) * (len(options.backends) + 1), stream=err, enabled=options.progress)
     try:
-        with torch.no_grad(), (contextlib.nullcontext() if options.verbose else quiet_compilers()):
+        with torch.no_grad(), fresh_caches(options.fresh_cache), \
+                (contextlib.nullcontext() if options.verbose else quiet_compilers()):
             for name in options.models:
                 report.rows.append(measure_model(name, options, device, budget, progress, report, err))
     except KeyboardInterrupt:

@@ -75,7 +75,10 @@ def _time_cell(backend: str) -> Callable[[ModelRow], str]:
         result = row.results.get(backend)
         if result is None:
             return "—"
-        return _number(result.ms, 2) if result.status == OK else status_text(result)
+        if result.status != OK:
+            return status_text(result)
+        # A compiler that ran (part of) the program eagerly is timed, but must not pass for compiled code.
+        return _number(result.ms, 2) + (" (fallback)" if result.fallbacks else "")
     return cell
 
 
@@ -153,13 +156,16 @@ def render_table(report: Report) -> str:
 
 
 def render_notes(report: Report) -> str:
-    """Notes, then the full reason of every cell that is not a number, each distinct reason once."""
+    """Notes, then the full reason of every cell that is not a number and every warning a compiler gave,
+    each distinct message once with the models it concerns."""
     lines = [f"note: {note}" for note in report.notes]
     grouped: dict[tuple[str, str], list[str]] = {}
     for row in report.rows:
         for backend, result in row.results.items():
+            messages = list(result.warnings)
             if result.status != OK and result.status != "skipped":
-                message = result.detail or result.reason
+                messages.insert(0, result.detail or result.reason)
+            for message in messages:
                 grouped.setdefault((backend, message), []).append(row.model)
     for (backend, message), models in grouped.items():
         where = "all models" if len(models) == len(report.rows) > 1 else ", ".join(models)

@@ -8,7 +8,8 @@ cell and keeps what the runner had already recorded. The harness times all warm 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -37,6 +38,8 @@ class BackendResult:
     compile_s: float | None = None       # time a compiler spent before the first result
     graphs: int | None = None
     graph_breaks: int | None = None
+    fallbacks: int | None = None         # magpy: calls (or parts) it ran eagerly instead of compiled
+    warnings: list[str] = field(default_factory=list)   # what the compiler warned about while compiling
     max_abs_err: float | None = None
 
     @property
@@ -146,7 +149,29 @@ def magpy_api(name: str):
         raise Unavailable(f"{missing} missing" if missing else f"magpy.{name} not importable") from error
 
 
+def magpy_stats(compiled):
+    """The Stats of what ``magpy.compile`` returned, or None.
+
+    DESIGN.md promises ``.stats`` on every compiled object; module wrappers have kept theirs on the
+    ``_magpy_compiled`` function so far, so look there too.
+    """
+    try:
+        return compiled.stats
+    except AttributeError:
+        inner = getattr(compiled, "_magpy_compiled", None)
+        return getattr(inner, "stats", None)
+
+
 def prepare_magpy(result: BackendResult, workload: Workload):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return compile_with_magpy(result, workload)
+        finally:
+            result.warnings = list(dict.fromkeys(str(w.message).splitlines()[0] for w in caught))
+
+
+def compile_with_magpy(result: BackendResult, workload: Workload):
     compile_fn = magpy_api("compile")
     try:
         reset = magpy_api("reset")
@@ -172,9 +197,10 @@ def prepare_magpy(result: BackendResult, workload: Workload):
     output, result.first_call_s = timed_call(call, workload.sync)
     if result.capture_s is not None:
         result.compile_s = max(result.first_call_s - result.capture_s, 0.0)
-    stats = getattr(compiled, "stats", None)
+    stats = magpy_stats(compiled)
     result.graphs = getattr(stats, "graphs", None)
     result.graph_breaks = getattr(stats, "graph_breaks", None)
+    result.fallbacks = getattr(stats, "fallbacks", None)
     return checked(result, call, output, workload)
 
 

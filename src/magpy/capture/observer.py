@@ -66,6 +66,18 @@ _IDENTITY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.ModuleTy
                    types.MethodDescriptorType, types.WrapperDescriptorType)
 
 
+def _library_global(prov):
+    """A global of torch's own modules (``F``, ``torch.relu``…): assumed not rebound between calls, as
+    torch.compile assumes; the user's own globals are always guarded."""
+    base = prov
+    while hasattr(base, "base"):
+        base = base.base
+    if type(base) is GlobalSource:
+        name = base.namespace.get("__name__", "")
+        return name == "torch" or name.startswith("torch.")
+    return False
+
+
 def _is_tensor(x):
     return isinstance(x, torch.Tensor)
 
@@ -138,18 +150,22 @@ class CaptureObserver(Observer):
                              "read from outside", frame)
 
     def on_read(self, value, prov):
-        """A value read from outside by path ``prov``: tensors become graph inputs; objects get the
-        type/identity guards that make reading through them safe."""
+        """A value read from outside by path ``prov``: tensors become graph inputs; functions, classes,
+        modules and nn.Modules are guarded by identity. Other objects get a type guard only when the
+        program reads through them (``deref``); plain values only where the program depends on them."""
         if prov is None or prov is UNKNOWN:
             return
         if _is_tensor(value):
             self.tensor_input(value, prov)
-        elif isinstance(value, _IDENTITY_TYPES):
-            self.guard(IdGuard(prov, value))
-        elif isinstance(value, torch.nn.Module):
-            self.guard(IdGuard(prov, value))
-        elif not isinstance(value, _SCALARS):
-            self.guard(TypeGuard(prov, type(value)))
+        elif isinstance(value, (_IDENTITY_TYPES, torch.nn.Module)):
+            if not _library_global(prov):
+                self.guard(IdGuard(prov, value))
+
+    def deref(self, obj, prov):
+        """The program reads an attribute or item of ``obj``: its type decides how that read behaves."""
+        if isinstance(prov, Source) and not isinstance(obj, (_IDENTITY_TYPES, torch.nn.Module)) \
+                and not _is_tensor(obj) and type(obj) is not types.MethodType:
+            self.guard(TypeGuard(prov, type(obj)))
 
     # ---- tensors -------------------------------------------------------------------------------------
     def tensor_input(self, tensor, source):
@@ -301,6 +317,7 @@ class CaptureObserver(Observer):
             return None
         if obj_prov is UNKNOWN:
             return UNKNOWN
+        self.deref(obj, obj_prov)
         if isinstance(obj, types.ModuleType) and isinstance(obj_prov, Source):
             prov = AttrSource(obj_prov, name)
         elif isinstance(obj_prov, Source):
@@ -341,6 +358,7 @@ class CaptureObserver(Observer):
             hash(key)
         except TypeError:
             return UNKNOWN
+        self.deref(obj, obj_prov)
         written = self.written.get((id(obj), ("item", key)))
         if written is not None:
             return written

@@ -125,6 +125,8 @@ class MagPy(Compiler):
 
     def stats(self, compiled) -> dict | None:
         stats = getattr(compiled, "stats", None)
+        if stats is None:               # a compiled module keeps them on its compiled forward
+            stats = getattr(getattr(compiled, "_magpy_compiled", None), "stats", None)
         if stats is None:
             return None
         if dataclasses.is_dataclass(stats):

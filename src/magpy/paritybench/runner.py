@@ -30,7 +30,7 @@ class Options:
     compilers: list[str] = field(default_factory=lambda: list(COMPILERS))
     backend: str = "eager"
     jobs: int = 2
-    timeout: float = 60.0                       # seconds per stage (import, eager, each compiler + 2× eager's)
+    timeout: float = 120.0                      # seconds per stage (import, eager, each compiler + 2× eager's)
     threads: int = 1                            # torch threads per worker
     memory_gb: float = 6.0                      # address-space limit per worker (0: none)
     rtol: float = 1e-4

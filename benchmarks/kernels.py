@@ -1,0 +1,206 @@
+"""Kernel benchmarks on CPU, side by side: eager vs magpy vs torch.compile (Inductor).
+
+    PYTHONPATH=src python benchmarks/kernels.py [--quick] [--only NAME,...] [--no-inductor]
+
+For each workload: the median runtime of each backend, magpy's ratio to eager and to Inductor,
+and the compile time of the first call with a cold cache (a fresh, empty cache directory for
+each backend). Ends with geometric means.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def pointwise_chain(x, y):
+    z = x * y + 1.0
+    z = torch.sin(z) * torch.cos(x)
+    z = torch.exp(-z * z) + torch.tanh(y)
+    return torch.relu(z) * 0.5 + torch.sigmoid(x)
+
+
+def row_reductions(x):
+    return x.sum(-1), x.amax(-1)
+
+
+def softmax(x):
+    return torch.softmax(x, -1)
+
+
+def layer_norm_gelu(x, w, b):
+    return F.gelu(F.layer_norm(x, x.shape[-1:], w, b))
+
+
+def layer_norm(x, w, b):
+    return F.layer_norm(x, x.shape[-1:], w, b)
+
+
+def transpose_add(x, y):
+    return x + y.t()
+
+
+class MLP(nn.Module):
+    def __init__(self, d=256):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d), nn.LayerNorm(d))
+
+    def forward(self, x):
+        return self.layers(x) + x
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.Conv2d(32, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(32 * 16 * 16, 10))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d=256, heads=4):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.heads = heads
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, -1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // self.heads), -1) @ v
+        x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def workloads(quick: bool):
+    big = 64 * 2**20 if not quick else 16 * 2**20
+    rows = (4096, 1024)
+    w, b = torch.randn(1024), torch.randn(1024)
+    return [
+        ("pointwise_4M", pointwise_chain, (torch.randn(4 * 2**20), torch.randn(4 * 2**20))),
+        (f"pointwise_{big >> 20}M", pointwise_chain, (torch.randn(big), torch.randn(big))),
+        ("row_reductions", row_reductions, (torch.randn(*rows),)),
+        ("softmax", softmax, (torch.randn(*rows),)),
+        ("layer_norm", layer_norm, (torch.randn(*rows), w, b)),
+        ("layer_norm_gelu", layer_norm_gelu, (torch.randn(*rows), w, b)),
+        ("transpose_add", transpose_add, (torch.randn(2048, 2048), torch.randn(2048, 2048))),
+        ("mlp", MLP().eval(), (torch.randn(512, 256),)),
+        ("cnn", CNN().eval(), (torch.randn(8, 3, 32, 32),)),
+        ("transformer_block", TransformerBlock().eval(), (torch.randn(4, 128, 256),)),
+    ]
+
+
+def measure(fn, args, budget_s: float) -> float:
+    """Median seconds per call (after warm-up), within about ``budget_s``."""
+    with torch.no_grad():
+        for _ in range(2):
+            fn(*args)
+        times = []
+        deadline = time.perf_counter() + budget_s
+        while len(times) < 5 or (time.perf_counter() < deadline and len(times) < 200):
+            start = time.perf_counter()
+            fn(*args)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def compile_cold(fn, args, backend: str):
+    """(compiled fn, seconds of the first call) with an empty cache for ``backend``."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    cache = tempfile.mkdtemp(prefix=f"bench-{backend}-")
+    if backend == "magpy":
+        os.environ["MAGPY_CACHE_DIR"] = cache
+    else:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+    compiled = torch.compile(fn, backend=backend)
+    start = time.perf_counter()
+    with torch.no_grad():
+        compiled(*args)
+    return compiled, time.perf_counter() - start
+
+
+def close(a, b) -> bool:
+    if isinstance(a, (tuple, list)):
+        return all(close(x, y) for x, y in zip(a, b))
+    return torch.allclose(a, b, rtol=1e-3, atol=1e-4)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, shorter timing")
+    parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--no-inductor", action="store_true")
+    opts = parser.parse_args(argv)
+    import magpy.backends  # noqa: F401  (registers "magpy" with torch.compile)
+
+    budget = 0.5 if opts.quick else 1.5
+    only = set(filter(None, opts.only.split(",")))
+    rows = []
+    for name, fn, args in workloads(opts.quick):
+        if only and name not in only:
+            continue
+        eager_t = measure(fn, args, budget)
+        magpy_fn, magpy_compile = compile_cold(fn, args, "magpy")
+        with torch.no_grad():
+            ok = close(magpy_fn(*args), fn(*args))
+        magpy_t = measure(magpy_fn, args, budget)
+        inductor_t = inductor_compile = float("nan")
+        if not opts.no_inductor:
+            inductor_fn, inductor_compile = compile_cold(fn, args, "inductor")
+            inductor_t = measure(inductor_fn, args, budget)
+        rows.append((name, eager_t, magpy_t, inductor_t, magpy_compile, inductor_compile, ok))
+        print_row(rows[-1])
+        sys.stdout.flush()
+    print_summary(rows)
+
+
+HEADER = (f"{'workload':20} {'eager ms':>9} {'magpy ms':>9} {'ind. ms':>9} {'vs eager':>9} "
+          f"{'vs ind.':>8} {'magpy cc s':>11} {'ind. cc s':>10} {'cc ratio':>9}  ok")
+_printed_header = False
+
+
+def print_row(row):
+    global _printed_header
+    if not _printed_header:
+        print(HEADER)
+        print("-" * len(HEADER))
+        _printed_header = True
+    name, e, m, i, mc, ic, ok = row
+    print(f"{name:20} {e * 1e3:9.3f} {m * 1e3:9.3f} {i * 1e3:9.3f} {e / m:8.2f}x {i / m:7.2f}x "
+          f"{mc:11.2f} {ic:10.2f} {mc / ic:9.2f}  {'yes' if ok else 'NO'}")
+
+
+def geomean(values):
+    values = [v for v in values if v == v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def print_summary(rows):
+    if not rows:
+        return
+    print("-" * len(HEADER))
+    speed_eager = geomean([e / m for _, e, m, *_ in rows])
+    speed_ind = geomean([i / m for _, _, m, i, *_ in rows])
+    cc = geomean([mc / ic for *_, mc, ic, _ in rows])
+    print(f"geomean: magpy is {speed_eager:.2f}x eager's speed and {speed_ind:.2f}x Inductor's "
+          f"(>1 is faster); cold compile time is {cc:.2f}x Inductor's (<1 is faster)")
+
+
+if __name__ == "__main__":
+    main()
