@@ -55,6 +55,9 @@ class _Emitter:
     def __init__(self, name):
         self.asm = Assembler(name, ["L"])
         self.temps = 0
+        # every path is evaluated once: later guards and the mock load it from a local. All guards run
+        # in sequence before the mock, so a local is always set by the time it is read.
+        self.memo = {}
 
     def temp(self):
         self.temps += 1
@@ -62,6 +65,20 @@ class _Emitter:
 
     # ---- expressions -------------------------------------------------------------------------------
     def expr(self, e):
+        if type(e) is Const:
+            self.asm.const(e.value)
+            return
+        var = self.memo.get(e)
+        if var is not None:
+            self.asm.load_fast(var)
+            return
+        self._expr(e)
+        var = self.temp()
+        self.asm.emit("COPY", 1)
+        self.asm.store_fast(var)
+        self.memo[e] = var
+
+    def _expr(self, e):
         a = self.asm
         t = type(e)
         if t is ArgSource:
