@@ -102,6 +102,9 @@ def _paritybench_parser(commands) -> None:
     pb.add_argument("--state", metavar="FILE", help="JSONL state file (default: one per checkout and settings "
                                                     "under ~/.cache/magpy/paritybench)")
     pb.add_argument("--fresh", action="store_true", help="discard earlier results in the state file")
+    pb.add_argument("--redo", nargs="+", metavar="NAME", default=[],
+                    help="run these compilers again on files already done, keeping the others' results "
+                         "(e.g. --redo magpy after MagPy changed)")
     pb.add_argument("--json", metavar="FILE", help="also write the score and every record as JSON")
     pb.add_argument("--top", type=int, default=12, metavar="N", help="rows per failure-reason table")
     pb.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -116,7 +119,8 @@ def _paritybench(args: argparse.Namespace) -> int:
         args.path, split=args.split, limit=args.limit, offset=args.offset, only=_names(args.only) or [],
         compilers=_names(args.compilers) or ["dynamo", "magpy"], backend=args.backend, jobs=args.jobs,
         timeout=args.timeout, threads=args.threads, memory_gb=args.memory, rtol=args.rtol, atol=args.atol,
-        compat=args.compat, sites=args.site, state=args.state, fresh=args.fresh, json_path=args.json,
+        compat=args.compat, sites=args.site, state=args.state, fresh=args.fresh, redo=_names(args.redo) or [],
+        json_path=args.json,
         top=args.top, progress=not args.quiet, verbose=args.verbose)
     try:
         run(options)

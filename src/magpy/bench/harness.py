@@ -120,15 +120,23 @@ def prepare_backend(backend: str, workload: Workload | None, options: BenchOptio
 
 
 def time_backends(results: dict[str, BackendResult], calls: dict[str, Callable[[], object]],
-                  workload: Workload, options: BenchOptions, budget: Budget, err: TextIO) -> None:
+                  workload: Workload, options: BenchOptions, budget: Budget, report: Report,
+                  err: TextIO) -> None:
     """Fill in the median (and best) call time of every prepared backend, timing them together."""
     limit = budget.step_limit(options.step_timeout_s)
     soft_limit = None if limit is None else max(limit, MIN_TIMING_S)
-    try:
-        with deadline(options.step_timeout_s):
-            samples, failures = interleaved_samples(calls, workload.sync, options.repeats, soft_limit)
-    except StepTimeout as error:
-        samples, failures = {}, {name: error for name in calls}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with deadline(options.step_timeout_s):
+                samples, failures = interleaved_samples(calls, workload.sync, options.repeats, soft_limit)
+        except StepTimeout as error:
+            samples, failures = {}, {name: error for name in calls}
+    # Warnings of warm calls (a late recompile, a fallback) would tear the progress bar: note them instead.
+    known = {message for result in results.values() for message in result.warnings}
+    for message in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
+        if message not in known:
+            report.notes.append(f"while timing {workload.spec.name}: {message}")
     for name, times in samples.items():
         results[name].ms = 1e3 * statistics.median(times)
         results[name].best_ms = 1e3 * min(times)
@@ -155,7 +163,7 @@ def measure_model(name: str, options: BenchOptions, device: torch.device, budget
         progress.advance()
     progress.start(f"{name}: timing {', '.join(calls) or 'nothing'}")
     if calls:
-        time_backends(row.results, calls, workload, options, budget, err)
+        time_backends(row.results, calls, workload, options, budget, report, err)
     progress.advance()
     return row
 

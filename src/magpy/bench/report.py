@@ -101,6 +101,7 @@ class Column:
     header: str
     cell: Callable[[ModelRow], str]
     left: bool = False
+    speedup_of: str | None = None      # the backend whose speedups this column shows (gets a geomean)
 
 
 def columns(backends: list[str]) -> list[Column]:
@@ -121,7 +122,7 @@ def columns(backends: list[str]) -> list[Column]:
             Column("inductor compile s", _field_cell("inductor", "compile_s", lambda v: _number(v, 1))),
             Column("inductor ms", _time_cell("inductor")),
         ]
-    cols += [Column(f"{b} ×", _speedup_cell(b)) for b in backends if b != "eager"]
+    cols += [Column(f"{b} ×", _speedup_cell(b), speedup_of=b) for b in backends if b != "eager"]
     return cols
 
 
@@ -132,11 +133,10 @@ def render_table(report: Report) -> str:
     if report.compilers():
         summary = []
         for c in cols:
-            backend = c.header[:-2] if c.header.endswith(" ×") else None
-            if c.header == "model":
+            if c.left:
                 summary.append("geomean")
-            elif backend is not None:
-                value, n = report.geomean(backend)
+            elif c.speedup_of is not None:
+                value, n = report.geomean(c.speedup_of)
                 text = "—" if value is None else f"{value:.2f}×"
                 summary.append(text if n in (0, len(report.rows)) else f"{text} ({n}/{len(report.rows)})")
             else:

@@ -20,6 +20,7 @@ from torch import fx
 from ..errors import Unsupported
 from ..interp import Observer, VM
 from ..interp.frame import NULL
+from ..interp.tracking import NOT_RETURNED
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
 from . import rules
 from .guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard
@@ -78,6 +79,14 @@ def _library_global(prov):
     return False
 
 
+def _is_torch_callable(fn):
+    module = getattr(fn, "__module__", None)
+    if isinstance(module, str) and (module == "torch" or module.startswith("torch.")):
+        return True
+    owner = getattr(fn, "__objclass__", None) or type(getattr(fn, "__self__", None))
+    return isinstance(owner, type) and issubclass(owner, torch._C.TensorBase)
+
+
 def _is_tensor(x):
     return isinstance(x, torch.Tensor)
 
@@ -111,7 +120,6 @@ class CaptureObserver(Observer):
         self.contents = {}        # id(container made inside) -> (container, list of element provs)
         self.written = {}         # (id(obj), name) -> prov of the value the program stored there
         self.frame = None         # the innermost frame an event came from (for messages)
-        self.returned = None      # (frame.back id, value, prov) of the last interpreted return
         self.root = None
 
     # ---- failure ---------------------------------------------------------------------------------
@@ -277,7 +285,6 @@ class CaptureObserver(Observer):
 
     @_event(None)
     def return_value(self, frame, value, prov):
-        self.returned = (id(frame.back), value, prov)
         if frame is self.root:
             self.cap.result_template = self.template(value, prov)
 
@@ -328,6 +335,8 @@ class CaptureObserver(Observer):
         return prov
 
     def _tensor_attr(self, obj, obj_prov, name, value):
+        if isinstance(obj_prov, Source):
+            self.tensor_input(obj, obj_prov)  # first touch of an outside tensor: it is a graph input
         if _is_tensor(value):
             if name == "grad" and isinstance(obj_prov, Source):
                 self.tensor_input(value, AttrSource(obj_prov, name))
@@ -445,10 +454,9 @@ class CaptureObserver(Observer):
 
     # ---- calls -----------------------------------------------------------------------------------------
     @_event(None)
-    def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result):
+    def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result, returned):
         self.frame = frame
-        returned, self.returned = self.returned, None
-        interpreted = returned is not None and returned[0] == id(frame) and returned[1] is result
+        interpreted = returned is not NOT_RETURNED
         if fn_prov is not None:
             self.on_read(fn, fn_prov)
             if fn_prov is UNKNOWN:
@@ -456,7 +464,7 @@ class CaptureObserver(Observer):
             if not isinstance(fn, (types.FunctionType, types.MethodType)):
                 self.need(fn, fn_prov) if isinstance(fn, _IDENTITY_TYPES) else None
         if interpreted:
-            return returned[2]
+            return returned
         return self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
 
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
@@ -474,9 +482,15 @@ class CaptureObserver(Observer):
             name = fn.__name__
             if name in rules.TENSOR_TO_PYTHON:
                 self.unsupported(f"Tensor.{name}() turns tensor data into a Python value (graph break)")
+            if name in rules.TENSOR_METADATA and not _is_tensor(result):
+                self.node_of(self_obj)
+                return None  # static metadata: the tensor's guard covers it
             return self.record(None, (self_obj, *args), (None, *arg_provs), kwargs, kw_provs, result,
                                method=name) and None
         if type(fn).__name__ == "method_descriptor" and args and _is_tensor(args[0]):
+            if fn.__name__ in rules.TENSOR_METADATA and not _is_tensor(result):
+                self.node_of(args[0], arg_provs[0])
+                return None
             if fn.__name__ in rules.TENSOR_TO_PYTHON:
                 self.unsupported(f"Tensor.{fn.__name__}() turns tensor data into a Python value (graph break)")
             self.record(None, args, arg_provs, kwargs, kw_provs, result, method=fn.__name__)
@@ -489,13 +503,24 @@ class CaptureObserver(Observer):
         makes_tensor = _is_tensor(result) or (isinstance(result, (tuple, list)) and
                                                 any(_is_tensor(x) for x in result))
         module = getattr(fn, "__module__", None) or ""
+        if fn in rules.PURE and not makes_tensor:
+            return self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
         if has_tensor or makes_tensor or fn in rules.GRAPH:
-            if fn in (isinstance, type, len, id, getattr, hasattr, repr, str):
-                return self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
+            if _is_torch_callable(fn) or fn in rules.GRAPH or fn in rules.TENSOR_BUILTINS:
+                self.record(fn, args, arg_provs, kwargs, kw_provs, result)
+                return None
+            if fn in (list, tuple) and len(args) == 1 and not kwargs and type(result) in (list, tuple):
+                # a copy of a container: the same elements, with their provenance
+                elements = _elements(self, args[0], arg_provs[0])
+                if elements is None or len(elements) != len(result):
+                    self.unsupported(f"{fn.__name__}() of an iterable of unknown contents holding tensors")
+                self.contents[id(result)] = (result, list(elements))
+                return None
             if fn is print:
                 self.unsupported("print() of a tensor (graph break)")
-            self.record(fn, args, arg_provs, kwargs, kw_provs, result)
-            return None
+            if makes_tensor or fn not in rules.TENSOR_NEUTRAL:
+                self.unsupported(f"{getattr(fn, '__qualname__', fn)}() called on tensors: MagPy has no "
+                                 "rule for it")
         if module.split(".")[0] in rules.RANDOM_MODULES or (self_obj is not None and
                                                            type(self_obj).__module__ == "random"):
             self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws Python random numbers")
@@ -649,6 +674,15 @@ class CaptureObserver(Observer):
             if type(value) is tuple:
                 return ("tuple", parts)
             return ("namedtuple", type(value), parts)
+        if type(value) in (set, frozenset):
+            entry = self.contents.get(id(value))
+            if (entry is not None and entry[0] is value) or (prov is not None and not isinstance(prov, Source)):
+                self.unsupported("a set holding values from outside leaves the compiled function")
+            if isinstance(prov, Source):
+                return ("source", prov)
+            if any(_is_tensor(v) for v in value):
+                self.unsupported("a set of tensors leaves the compiled function")
+            return ("set", [("const", v) for v in value]) if type(value) is set else ("const", value)
         if isinstance(prov, Source):
             return ("source", prov)
         if isinstance(prov, Expr) and isinstance(value, _SCALARS):
@@ -760,6 +794,39 @@ def _op_map_add(obs, n, inputs, provs, outputs):
         entry[1][key] = provs[1]
     elif provs[1] is not None:
         obs.contents[id(target)] = (target, {**dict.fromkeys(target), key: provs[1]})
+    return None
+
+
+def _op_list_extend(obs, n, inputs, provs, outputs):
+    target = obs.frame.stack[-n]
+    entry = obs.contents.get(id(target))
+    added = _elements(obs, inputs[0], provs[0])
+    count = len(target) - (len(entry[1]) if entry is not None and entry[0] is target else 0)
+    if added is None or (type(inputs[0]) in (list, tuple) and len(added) != len(inputs[0])):
+        added = [UNKNOWN] * count
+    if entry is not None and entry[0] is target:
+        entry[1].extend(added[:count])
+    elif any(p is not None for p in added):
+        obs.contents[id(target)] = (target, [None] * (len(target) - len(added)) + list(added))
+    return None
+
+
+def _op_dict_update(obs, n, inputs, provs, outputs):
+    target = obs.frame.stack[-n]
+    source = inputs[0]
+    entry = obs.contents.get(id(target))
+    added = obs._dict_provs(source, provs[0]) if type(source) is dict else dict.fromkeys(source, UNKNOWN)
+    if entry is not None and entry[0] is target and type(entry[1]) is dict:
+        entry[1].update(added)
+    elif any(p is not None for p in added.values()):
+        obs.contents[id(target)] = (target, {**dict.fromkeys(target), **added})
+    return None
+
+
+def _op_set_add(obs, n, inputs, provs, outputs):
+    if any(p is not None for p in provs):
+        target = obs.frame.stack[-n]
+        obs.contents[id(target)] = (target, None)  # a set holding values from outside: not replayable
     return None
 
 
@@ -909,6 +976,11 @@ _OPERATIONS = {
     "FOR_ITER": _op_for_iter,
     "UNPACK_SEQUENCE": _op_unpack,
     "LIST_APPEND": _op_list_append,
+    "LIST_EXTEND": _op_list_extend,
+    "DICT_UPDATE": _op_dict_update,
+    "DICT_MERGE": _op_dict_update,
+    "SET_ADD": _op_set_add,
+    "SET_UPDATE": _op_set_add,
     "BUILD_MAP": _op_build_map,
     "BUILD_CONST_KEY_MAP": _op_build_const_key_map,
     "MAP_ADD": _op_map_add,

@@ -51,6 +51,18 @@ GRAPH = {torch._C._set_grad_enabled}
 
 RANDOM_MODULES = ("random",)
 
+#: builtins that compute on tensors through their operators (recorded into the graph as they are)
+TENSOR_BUILTINS = {sum, abs, pow, divmod} | {v for k, v in vars(operator).items()
+                                              if callable(v) and not k.startswith("_")
+                                              and k not in ("truth", "not_", "is_", "is_not", "contains",
+                                                            "countOf", "indexOf", "length_hint",
+                                                            "attrgetter", "itemgetter", "methodcaller",
+                                                            "index", "call")}
+
+#: builtins that may see tensors without computing on them: handled by the provenance rules
+TENSOR_NEUTRAL = {len, isinstance, issubclass, type, id, enumerate, zip, reversed, iter, next, getattr,
+                  hasattr, setattr, callable, hash, dict, set, frozenset}
+
 #: Python-level attributes of a tensor that are tensors computed from it (views), not outside state
 TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
 
@@ -59,3 +71,8 @@ TENSOR_TO_PYTHON = {"item", "tolist", "numpy", "__bool__", "__int__", "__float__
                     "__len__"}
 
 BUILTIN_IDS = {id(v) for v in vars(builtins).values()}
+
+#: tensor methods answering static metadata (covered by the tensor guard: dtype, device, shape, strides)
+TENSOR_METADATA = {"dim", "ndimension", "size", "stride", "numel", "nelement", "is_contiguous",
+                   "element_size", "is_floating_point", "is_complex", "get_device", "storage_offset",
+                   "is_signed"}

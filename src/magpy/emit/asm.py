@@ -54,7 +54,7 @@ class Assembler:
         self.emit("POP_TOP")
 
     def build(self, kind, n):
-        self.emit({"tuple": "BUILD_TUPLE", "list": "BUILD_LIST"}[kind], n)
+        self.emit({"tuple": "BUILD_TUPLE", "list": "BUILD_LIST", "set": "BUILD_SET"}[kind], n)
 
     def build_map(self, n):
         self.emit("BUILD_MAP", n)

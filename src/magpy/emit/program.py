@@ -200,7 +200,7 @@ class _Emitter:
             self.expr(t[1])
         elif kind == "const":
             a.const(t[1])
-        elif kind in ("list", "tuple"):
+        elif kind in ("list", "tuple", "set"):
             for part in t[1]:
                 self.template(part, seen)
             a.build(kind, len(t[1]))
@@ -320,4 +320,6 @@ def _render_template(t):
         return f"{t[1].__name__}(" + ", ".join(_render_template(p) for p in t[2]) + ")"
     if kind == "dict":
         return "{" + ", ".join(f"{k!r}: {_render_template(p)}" for k, p in t[1]) + "}"
+    if kind == "set":
+        return "{" + ", ".join(_render_template(p) for p in t[1]) + "}" if t[1] else "set()"
     return repr(t)

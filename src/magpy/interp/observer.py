@@ -27,8 +27,10 @@ Writes
     ``delete_attr(obj, obj_prov, name)``, ``delete_item(obj, obj_prov, key, key_prov)``
 Computation
     ``native_call(fn, args, kwargs, result)`` — a callable ran natively (not interpreted).
-    ``call_result(frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result) -> prov`` — any call
-        made by a CALL instruction returned ``result`` (interpreted or native).
+    ``call_result(frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result, returned) -> prov`` —
+        any call made by a CALL instruction returned ``result``; ``returned`` is the provenance the
+        interpreted callee returned it with, or ``tracking.NOT_RETURNED`` when no interpreted frame of
+        the callee did (a native call).
     ``operation(frame, opname, arg, inputs, input_provs, outputs) -> list of provs`` — any other
         instruction that produced values (operators, container builds, iteration …); ``arg`` is the
         decoded argument (e.g. BINARY_OP's operator index into ``protocols.NATIVE_BINARY``).
@@ -94,7 +96,7 @@ class Observer:
     def native_call(self, fn, args, kwargs, result):
         pass
 
-    def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result):
+    def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result, returned=None):
         return None
 
     def operation(self, frame, opname, arg, inputs, input_provs, outputs):

@@ -77,8 +77,16 @@ def generic(fn, name, arg):
             outputs = stack[base:]
             provs = f.vm.observer.operation(f, name, arg, inputs, in_provs, outputs)
             pstack.extend(provs if provs is not None else [None] * n)
+        elif effect:
+            f.vm.observer.operation(f, name, arg, inputs, in_provs, [])
         return nxt
+    effect = name in EFFECTS
     return run
+
+
+#: instructions that change a container below them on the stack (the observer must hear of them)
+EFFECTS = {"LIST_APPEND", "SET_ADD", "MAP_ADD", "LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE",
+           "STORE_SLICE"}
 
 
 def tracked_instrs(decoded):
@@ -409,7 +417,37 @@ def t_return(f, arg, i):
         value, prov = f.stack[-1], f.pstack.pop()
     if name != "YIELD_VALUE":
         f.vm.observer.return_value(f, value, prov)
+        f.vm.returned = (f, value, prov)
     return HANDLERS[name](f, arg, i)
+
+
+class _NotReturned:
+    def __repr__(self):
+        return "NOT_RETURNED"
+
+
+#: what ``call_result`` gets as ``returned`` when no interpreted frame of the callee returned the result
+NOT_RETURNED = _NotReturned()
+
+
+def _returned(vm, caller, fn, result):
+    """The provenance an interpreted callee returned ``result`` with, or NOT_RETURNED (a native call,
+    a new object from a class call, or a callback that returned inside a native call)."""
+    r = vm.returned
+    vm.returned = None
+    if r is None or r[1] is not result or r[0].back is not caller:
+        return NOT_RETURNED
+    callee = r[0].func
+    target = fn
+    if type(target).__name__ == "method":
+        target = target.__func__
+    elif type(target).__name__ == "partial":
+        target = target.func
+    elif not isinstance(target, type(_returned)) and not isinstance(target, type):
+        target = getattr(type(target), "__call__", None)
+    if callee is not target:
+        return NOT_RETURNED
+    return r[2]
 
 
 # ---- calls ---------------------------------------------------------------------------------------------
@@ -446,10 +484,12 @@ def _t_call(layout):
         vm = f.vm
         f.index = i
         vm.call_provs = (tuple(aprovs), kw_provs or {}, fprov)
+        vm.returned = None
         result = call(vm, fn, args, kwargs)
         vm.call_provs = None
         stack.append(result)
-        pstack.append(vm.observer.call_result(f, fn, fprov, args, aprovs, kwargs, kw_provs, result))
+        pstack.append(vm.observer.call_result(f, fn, fprov, args, aprovs, kwargs, kw_provs, result,
+                                              _returned(vm, f, fn, result)))
         return i + 1
     return run
 
@@ -481,11 +521,13 @@ def _t_call_ex(layout):
         vm = f.vm
         f.index = i
         vm.call_provs = (provs, kw_provs, fprov)
+        vm.returned = None
         result = _call_ex(f, fn, callargs, kwargs)
         vm.call_provs = None
         stack.append(result)
         args = tuple(callargs)
-        pstack.append(obs.call_result(f, fn, fprov, args, provs[:len(args)], kwargs, kw_provs, result))
+        pstack.append(obs.call_result(f, fn, fprov, args, provs[:len(args)], kwargs, kw_provs, result,
+                                      _returned(vm, f, fn, result)))
         return i + 1
     return run
 

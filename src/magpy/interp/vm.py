@@ -52,6 +52,7 @@ class VM:
         self.depth = 0
         self.exc_state = ExcState()
         self.call_provs = None     # provenance of the arguments of the call being made (observer on)
+        self.returned = None       # (frame, value, prov) of the last interpreted return (observer on)
         self.user_limit = sys.getrecursionlimit()
         from . import binding
         self._bind = binding.bind

@@ -39,6 +39,7 @@ class Options:
     sites: list[str] = field(default_factory=list)  # extra import folders (e.g. a torchvision without C++ ops)
     state: str | None = None                    # JSONL state file (default: per checkout and settings, in cache)
     fresh: bool = False                         # forget earlier results in the state file
+    redo: list[str] = field(default_factory=list)   # compilers to run again on files already done
     json_path: str | None = None
     top: int = 12
     progress: bool = True
@@ -58,6 +59,9 @@ def run(options: Options, out=sys.stdout, err=sys.stderr) -> scoring.Score:
         raise RunError(str(error).strip("'\"")) from None
     if options.jobs < 1 or options.timeout <= 0:
         raise RunError("--jobs must be at least 1 and --timeout positive")
+    stray = sorted(set(options.redo) - set(options.compilers))
+    if stray:
+        raise RunError(f"--redo names compilers this run does not include: {', '.join(stray)}")
     environment = prepare(corpus, options.compat, options.sites)
     unavailable = {c.name: reason for c in compilers if (reason := c.availability())}
     for compiler in compilers:
@@ -74,15 +78,13 @@ def run(options: Options, out=sys.stdout, err=sys.stderr) -> scoring.Score:
                 "only": options.only, "compilers": names, "backend": options.backend, "jobs": options.jobs,
                 "timeout": options.timeout, "threads": options.threads, "memory_gb": options.memory_gb,
                 "tolerance": asdict(tolerance), "compat": options.compat, "state": state_path}
-    todo = [name for name in files if not state.done(name, [n for n in names if n not in unavailable])]
+    tasks = _tasks(corpus, options, files, state, names, unavailable, tolerance)
+    todo = [task.file_name for task in tasks]
     state.append({"kind": "run", "time": time.strftime("%Y-%m-%d %H:%M:%S"), "settings": settings,
                   "environment": environment, "unavailable": unavailable, "to_run": len(todo)})
     header = _header(corpus, options, files, todo, environment, unavailable, state_path)
     if options.progress:
         print("\n".join(header), file=err, flush=True)
-    tasks = [Task(name, corpus.path(name), tuple(names), unavailable, backend=options.backend,
-                  tolerance=tolerance, threads=options.threads, memory_gb=options.memory_gb,
-                  quiet=not options.verbose) for name in todo]
     progress = _Progress(len(todo), names, err) if options.progress else None
     scheduler = Scheduler(state, options.jobs, options.timeout, on_file=progress)
     try:
@@ -95,6 +97,23 @@ def run(options: Options, out=sys.stdout, err=sys.stderr) -> scoring.Score:
     if options.json_path:
         report.write_json(options.json_path, report.to_json(score, settings, environment, results))
     return score
+
+
+def _tasks(corpus: Corpus, options: Options, files: list[str], state: State, names: list[str],
+           unavailable: dict, tolerance: Tolerance) -> list[Task]:
+    """A Task for each file the state file does not have yet, and for each file some compiler (newly available,
+    or in ``--redo``) still has to run on; the latter run only those compilers and merge with what is there."""
+    available = [name for name in names if name not in unavailable]
+    tasks = []
+    for file_name in files:
+        todo = state.todo(file_name, available, tuple(options.redo))
+        if not todo and file_name in state.files:
+            continue
+        run_now = tuple(name for name in names if name in todo or name in unavailable)
+        tasks.append(Task(file_name, corpus.path(file_name), run_now, unavailable, backend=options.backend,
+                          tolerance=tolerance, threads=options.threads, memory_gb=options.memory_gb,
+                          quiet=not options.verbose, merge=file_name in state.files))
+    return tasks
 
 
 def _header(corpus: Corpus, options: Options, files: list[str], todo: list[str], environment: dict,

@@ -176,7 +176,10 @@ class Scheduler:
         for index in sorted(job.cases):          # cases cut short by a lost worker keep what they had
             self.state.add_case(job.cases.pop(index))
         record = {"file": job.file_name, **record, "cases": len(job.names or ()),
-                  "compilers": list(job.task.compilers), "unavailable": sorted(job.task.unavailable),
+                  "compilers": list(job.task.compilers),
+                  "unavailable": sorted(set(job.task.unavailable) & set(job.task.compilers)),
                   "seconds": round(time.monotonic() - job.started, 2), "restarts": job.restarts}
+        if job.task.merge:
+            record["merge"] = True
         self.state.add_file(record)
         self.on_file(record, self.state.files[job.file_name].cases)

@@ -7,8 +7,10 @@ Three kinds of line:
     {"kind": "file", "file": …, "status": …}    a finished file: written after all its case lines
 
 A file counts as done once its file line is written; case lines of a file that never got one (the run was
-stopped inside it) are dropped on load and the file runs again. When a file runs again anyway (see
-``done``), its newer lines replace the older ones. A torn last line is ignored.
+stopped inside it) are dropped on load and the file runs again. A file can also run again for some compilers
+only (one that was unavailable before, or one asked to be redone, see ``todo``): its file line then says
+``"merge": true`` and its new compiled records replace those compilers' old ones, case by case, keeping the
+other compilers' records. A torn last line is ignored.
 """
 from __future__ import annotations
 
@@ -49,18 +51,19 @@ class State:
                 if kind == "case":
                     pending.setdefault(record["file"], {})[record["index"]] = record
                 elif kind == "file":
-                    cases = pending.pop(record["file"], {})
-                    self.files[record["file"]] = FileResult(record, [cases[i] for i in sorted(cases)])
+                    self._finished(record, pending.pop(record["file"], {}))
 
-    def done(self, file_name: str, compilers: list[str]) -> bool:
-        """True when ``file_name`` finished with every one of ``compilers`` able to run.
-
-        A file finished while a compiler was unavailable (or not asked for) runs again once it is."""
+    def todo(self, file_name: str, compilers: list[str], redo: tuple[str, ...] = ()) -> list[str]:
+        """Which of ``compilers`` (those able to run now) still have to run on ``file_name``: all of them for a
+        new file; for a finished one, those that were unavailable or not asked for then, and those in ``redo``.
+        A file that did not import, or has no test cases, is finished for every compiler."""
         result = self.files.get(file_name)
         if result is None:
-            return False
+            return list(compilers)
+        if result.record.get("status") in ("import_error", "empty"):
+            return []
         ran = set(result.record.get("compilers", ())) - set(result.record.get("unavailable", ()))
-        return set(compilers) <= ran
+        return [name for name in compilers if name not in ran or name in redo]
 
     def append(self, record: dict) -> None:
         self._out.write(json.dumps(record, sort_keys=False) + "\n")
@@ -73,11 +76,34 @@ class State:
     def add_file(self, record: dict) -> None:
         record = {"kind": "file", **record}
         self.append(record)
-        cases = self._unfinished.pop(record["file"], {})
+        self._finished(record, self._unfinished.pop(record["file"], {}))
+
+    def _finished(self, record: dict, cases: dict[int, dict]) -> None:
+        old = self.files.get(record["file"])
+        if record.get("merge") and old is not None and record.get("status") == "done":
+            record, cases = _merge(old, record, cases)
         self.files[record["file"]] = FileResult(record, [cases[i] for i in sorted(cases)])
 
     def close(self) -> None:
         self._out.close()
+
+
+def _merge(old: FileResult, record: dict, cases: dict[int, dict]) -> tuple[dict, dict[int, dict]]:
+    """A file line and cases for a run of some compilers only, on top of an earlier run of the file: the new
+    eager and compiled records win, except that "unavailable" never hides a real earlier record."""
+    earlier = {case["index"]: case for case in old.cases}
+    merged = {}
+    for index, case in cases.items():
+        compiled = dict((earlier.get(index) or {}).get("compiled") or {})
+        for name, result in case.get("compiled", {}).items():
+            if result.get("status") != "unavailable" or name not in compiled:
+                compiled[name] = result
+        merged[index] = {**case, "compiled": compiled}
+    compilers = list(dict.fromkeys(list(old.record.get("compilers", ())) + list(record.get("compilers", ()))))
+    ran = {name for line in (old.record, record)
+           for name in set(line.get("compilers", ())) - set(line.get("unavailable", ()))}
+    unavailable = sorted((set(old.record.get("unavailable", ())) | set(record.get("unavailable", ()))) - ran)
+    return {**record, "compilers": compilers, "unavailable": unavailable}, merged
 
 
 def default_path(key_parts: dict) -> str:

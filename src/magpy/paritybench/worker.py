@@ -41,6 +41,7 @@ class Task:
     threads: int = 1
     memory_gb: float = 0.0                              # address-space limit; 0: none
     quiet: bool = True                                  # send the file's own output to /dev/null
+    merge: bool = False                                 # only some compilers: keep the others' earlier records
 
 
 def main(connection, task: Task) -> None:
