@@ -105,6 +105,8 @@ def _paritybench_parser(commands) -> None:
     pb.add_argument("--redo", nargs="+", metavar="NAME", default=[],
                     help="run these compilers again on files already done, keeping the others' results "
                          "(e.g. --redo magpy after MagPy changed)")
+    pb.add_argument("--retry-imports", action="store_true",
+                    help="run files that failed to import again (e.g. after installing a package)")
     pb.add_argument("--json", metavar="FILE", help="also write the score and every record as JSON")
     pb.add_argument("--top", type=int, default=12, metavar="N", help="rows per failure-reason table")
     pb.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -120,7 +122,7 @@ def _paritybench(args: argparse.Namespace) -> int:
         compilers=_names(args.compilers) or ["dynamo", "magpy"], backend=args.backend, jobs=args.jobs,
         timeout=args.timeout, threads=args.threads, memory_gb=args.memory, rtol=args.rtol, atol=args.atol,
         compat=args.compat, sites=args.site, state=args.state, fresh=args.fresh, redo=_names(args.redo) or [],
-        json_path=args.json,
+        retry_imports=args.retry_imports, json_path=args.json,
         top=args.top, progress=not args.quiet, verbose=args.verbose)
     try:
         run(options)

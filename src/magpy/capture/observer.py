@@ -87,6 +87,10 @@ def _is_torch_callable(fn):
     return isinstance(owner, type) and issubclass(owner, torch._C.TensorBase)
 
 
+def _holds_tensor(x):
+    return _is_tensor(x) or (isinstance(x, (tuple, list)) and any(_holds_tensor(v) for v in x))
+
+
 def _is_tensor(x):
     return isinstance(x, torch.Tensor)
 
@@ -97,6 +101,10 @@ def _build_tuple(*items):
 
 def _build_list(*items):
     return list(items)
+
+
+def _build_dict(keys, *values):
+    return dict(zip(keys, values))
 
 
 class Capture:
@@ -163,11 +171,16 @@ class CaptureObserver(Observer):
         program reads through them (``deref``); plain values only where the program depends on them."""
         if prov is None or prov is UNKNOWN:
             return
+        if not isinstance(value, _SCALARS) and isinstance(prov, Source):
+            self.sources_of.setdefault(id(value), (value, prov))
         if _is_tensor(value):
             self.tensor_input(value, prov)
         elif isinstance(value, (_IDENTITY_TYPES, torch.nn.Module)):
             if not _library_global(prov):
                 self.guard(IdGuard(prov, value))
+        elif type(value) is types.MethodType and isinstance(prov, Source):
+            # a method read by attribute: the same function (an instance attribute may replace it)
+            self.guard(IdGuard(AttrSource(prov, "__func__"), value.__func__))
 
     def deref(self, obj, prov):
         """The program reads an attribute or item of ``obj``: its type decides how that read behaves."""
@@ -244,9 +257,14 @@ class CaptureObserver(Observer):
         if entry is not None and entry[0] is container:
             return entry[1]
         if isinstance(prov, Source):
+            # the program depends on how many elements there are
+            self.guard(ValueGuard(Expr(len, (prov,)), len(container)))
             return [ItemSource(prov, k) for k in range(len(container))]
         if prov is None:
             return [None] * len(container)
+        if isinstance(prov, Expr):
+            # a container computed from outside values (``[x] * n``): its length at least is guarded
+            self.guard(ValueGuard(Expr(len, (prov,)), len(container)))
         return [UNKNOWN] * len(container)
 
     def _dict_provs(self, d, prov):
@@ -282,6 +300,12 @@ class CaptureObserver(Observer):
         prov = ArgSource(name, index)
         self.on_read(value, prov)
         return prov
+
+    @_event(None)
+    def yielded(self, frame, value, prov):
+        out = self.generator_yields.get(id(frame))
+        if out is not None:
+            out.append(prov)
 
     @_event(None)
     def return_value(self, frame, value, prov):
@@ -345,7 +369,13 @@ class CaptureObserver(Observer):
             return None
         if callable(value) and not isinstance(value, type):
             return None  # a bound method: recorded when called
-        return None  # static metadata (shape, dtype, device, requires_grad …): the tensor guard covers it
+        if name in rules.TENSOR_METADATA_ATTRS:
+            return None  # static metadata (shape, dtype, device, requires_grad …): the tensor guard covers it
+        if isinstance(obj_prov, Source):
+            prov = AttrSource(obj_prov, name)  # e.g. ``p.grad is None``: guarded where it matters
+            self.on_read(value, prov)
+            return prov
+        return UNKNOWN
 
     @_event(None)
     def read_item(self, obj, obj_prov, key, key_prov, value):
@@ -382,6 +412,17 @@ class CaptureObserver(Observer):
             and not (id(obj) in self.contents)
 
     @_event(None)
+    def provenance_of(self, obj):
+        """The path of an outside object seen before, None for an object made by this call, else
+        UNKNOWN."""
+        known = self.sources_of.get(id(obj))
+        if known is not None and known[0] is obj:
+            return known[1]
+        made = self.made.get(id(obj))
+        if made is not None and made is obj:
+            return None
+        return UNKNOWN
+
     def write_attr(self, obj, obj_prov, name, value, prov):
         self.written[(id(obj), name)] = prov
         if _is_tensor(obj):
@@ -457,6 +498,15 @@ class CaptureObserver(Observer):
     def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result, returned):
         self.frame = frame
         interpreted = returned is not NOT_RETURNED
+        if isinstance(fn, type) and not isinstance(result, _SCALARS):
+            self.made[id(result)] = result  # a new object of this call
+        if type(result) is types.GeneratorType and returned is NOT_RETURNED:
+            driver = result.gi_frame.f_locals.get("frame") if result.gi_frame is not None else None
+            if driver is not None and getattr(driver, "vm", None) is self.vm:
+                yielded = []
+                self.generator_yields[id(driver)] = yielded
+                self.contents[id(result)] = (result, yielded)
+                return None
         if fn_prov is not None:
             self.on_read(fn, fn_prov)
             if fn_prov is UNKNOWN:
@@ -485,12 +535,16 @@ class CaptureObserver(Observer):
             if name in rules.TENSOR_METADATA and not _is_tensor(result):
                 self.node_of(self_obj)
                 return None  # static metadata: the tensor's guard covers it
+            if not _holds_tensor(result) and result is not None:
+                self.unsupported(f"Tensor.{name}() returns a Python value MagPy cannot replay")
             return self.record(None, (self_obj, *args), (None, *arg_provs), kwargs, kw_provs, result,
                                method=name) and None
         if type(fn).__name__ == "method_descriptor" and args and _is_tensor(args[0]):
             if fn.__name__ in rules.TENSOR_METADATA and not _is_tensor(result):
                 self.node_of(args[0], arg_provs[0])
                 return None
+            if not _holds_tensor(result) and result is not None:
+                self.unsupported(f"Tensor.{fn.__name__}() returns a Python value MagPy cannot replay")
             if fn.__name__ in rules.TENSOR_TO_PYTHON:
                 self.unsupported(f"Tensor.{fn.__name__}() turns tensor data into a Python value (graph break)")
             self.record(None, args, arg_provs, kwargs, kw_provs, result, method=fn.__name__)
@@ -524,14 +578,64 @@ class CaptureObserver(Observer):
         if module.split(".")[0] in rules.RANDOM_MODULES or (self_obj is not None and
                                                            type(self_obj).__module__ == "random"):
             self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws Python random numbers")
-        if fn is print:
-            self.unsupported("print() inside a compiled function")
+        if fn in (object.__setattr__, setattr) and len(args) == 3 and not kwargs:
+            self.need(args[1], arg_provs[1])
+            self.write_attr(args[0], arg_provs[0], args[1], args[2], arg_provs[2])
+            return None
+        if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__setattr__" and len(args) == 2:
+            # ``super().__setattr__(name, value)``: the object is found by identity
+            self.need(args[0], arg_provs[0])
+            self.write_attr(self_obj, self.provenance_of(self_obj), args[0], args[1], arg_provs[1])
+            return None
+        if fn in rules.REPLAY:
+            self.cap.side_effects.append(("call", fn, [self.template(a, p) for a, p in zip(args, arg_provs)],
+                                          {k: self.template(v, kw_provs.get(k)) for k, v in kwargs.items()}))
+            return None
         if fn in rules.MUTATES or (self_obj is not None and getattr(type(self_obj), fn.__name__, None)
                                    in rules.MUTATES):
             return self._mutation(fn, args, arg_provs, result)
-        return self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
+        if rules.is_pure(fn):
+            return self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
+        self.unsupported(f"{getattr(fn, '__qualname__', fn)}() is a native call MagPy has no rule for "
+                         "(it could have effects a replay would miss)")
+
+    def effective(self, value, prov):
+        """``prov``, except that a container (or generator) made inside that holds values from outside
+        is the expression that rebuilds it from their provenance, or UNKNOWN — never a constant."""
+        if prov is not None:
+            return prov
+        entry = self.contents.get(id(value))
+        if entry is None or entry[0] is not value:
+            return None
+        provs = entry[1]
+        if provs is None:
+            return UNKNOWN
+        items = list(provs.values()) if type(provs) is dict else list(provs)
+        if all(p is None for p in items):
+            return None
+        if any(p is UNKNOWN or type(p) is tuple for p in items):
+            return UNKNOWN
+        if type(provs) is dict:
+            return Expr(_build_dict, (Const(tuple(provs)), *[p if p is not None else Const(v)
+                                                            for p, v in zip(items, value.values())]))
+        values = list(value) if type(value) in (list, tuple) else None
+        if values is None or len(values) != len(items):
+            if values is None and all(p is not None for p in items):
+                return Expr(_build_tuple, tuple(items))  # a consumed generator: what it yielded
+            return UNKNOWN
+        return Expr(_build_list if type(value) is list else _build_tuple,
+                    tuple(p if p is not None else Const(v) for p, v in zip(items, values)))
 
     def _pure(self, fn, args, arg_provs, kwargs, kw_provs, result):
+        if fn is reversed and len(args) == 1 and not kwargs:
+            entry = self.contents.get(id(args[0]))
+            if entry is not None and entry[0] is args[0] and type(entry[1]) is list:
+                self.contents[id(result)] = (result, entry[1][::-1])
+                return None
+        if fn is len and len(args) == 1 and not kwargs and type(args[0]) in (list, tuple, dict) \
+                and arg_provs[0] is None:
+            return None  # the length of a container made here is fixed by the guards of what filled it
+        arg_provs = [self.effective(a, p) for a, p in zip(args, arg_provs)]
         provs = list(arg_provs) + list(kw_provs.values())
         if all(p is None for p in provs):
             self.made_by_call(fn, args, arg_provs, result)
@@ -539,7 +643,7 @@ class CaptureObserver(Observer):
         self_obj = getattr(fn, "__self__", None)
         if fn in _DICT_VIEWS and len(args) == 1 and type(args[0]) is dict:
             return Expr(fn, (arg_provs[0] if arg_provs[0] is not None else Const(args[0]),))
-        pure = fn in rules.PURE or isinstance(self_obj, rules.PURE_METHOD_TYPES) or \
+        pure = fn in rules.PURE or (self_obj is not None and isinstance(self_obj, rules.PURE_METHOD_TYPES)) or \
             (type(fn).__name__ in ("method_descriptor", "wrapper_descriptor") and
              getattr(fn, "__objclass__", None) in rules.PURE_METHOD_TYPES)
         if not pure or kwargs or any(p is UNKNOWN for p in provs):
@@ -647,7 +751,18 @@ class CaptureObserver(Observer):
 
     # ---- results and stored values ------------------------------------------------------------------------
     def template(self, value, prov):
-        """How the mock rebuilds ``value``: a graph output, an outside path, a constant, or a container."""
+        """How the mock rebuilds ``value``: a graph output, an outside path, a constant, or a container.
+        The same object gets the same template, so the mock keeps aliasing (``return out, out``)."""
+        if not isinstance(value, _SCALARS):
+            known = self.templates.get(id(value))
+            if known is not None and known[0] is value:
+                return known[1]
+            t = self._template(value, prov)
+            self.templates[id(value)] = (value, t)
+            return t
+        return self._template(value, prov)
+
+    def _template(self, value, prov):
         if _is_tensor(value):
             if isinstance(prov, Source) and id(value) not in self.nodes:
                 return ("source", prov)
@@ -1011,6 +1126,10 @@ def capture(fn, args, kwargs):
     obs.iterators = {}
     obs.iterables = {}
     obs.cells = {}
+    obs.templates = {}
+    obs.sources_of = {}
+    obs.made = {}
+    obs.generator_yields = {}
     vm = VM(observer=obs)
     obs.vm = vm
     try:

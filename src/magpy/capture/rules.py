@@ -20,7 +20,8 @@ import torch
 PURE = {
     len, isinstance, issubclass, type, abs, min, max, sum, round, divmod, pow, hash, repr, str, int,
     float, bool, tuple, frozenset, range, slice, sorted, any, all, zip, enumerate, reversed, getattr,
-    hasattr, callable, id, chr, ord, format, list, dict, set, iter,
+    hasattr, callable, id, chr, ord, format, list, dict, set, iter, next, object.__getattribute__,
+    object.__new__, object.__init__, type.__call__, super, vars, dir,
     math.sqrt, math.exp, math.log, math.log2, math.log10, math.pow, math.floor, math.ceil, math.sin,
     math.cos, math.tan, math.tanh, math.prod, math.isclose, math.isfinite,
     math.isinf, math.isnan, math.gcd, math.fabs, math.trunc,
@@ -51,6 +52,37 @@ GRAPH = {torch._C._set_grad_enabled}
 
 RANDOM_MODULES = ("random",)
 
+import warnings as _warnings
+
+#: native calls whose effect the mock replays (their arguments rebuilt like results)
+REPLAY = {_warnings.warn, print}
+
+#: modules whose native functions only compute (on Python values)
+PURE_MODULES = ("math", "cmath", "operator", "_operator", "itertools", "numpy", "string", "re",
+                "inspect", "typing", "dataclasses", "collections", "keyword")
+#: container methods that only read
+PURE_CONTAINER_TYPES = (dict, list, set, frozenset, tuple, str, bytes)
+
+
+def is_pure(fn):
+    """May a native call of ``fn`` be re-run (or skipped) freely: no effect beyond its result?"""
+    if fn in PURE:
+        return True
+    self_obj = getattr(fn, "__self__", None)
+    if self_obj is not None and isinstance(self_obj, PURE_METHOD_TYPES):
+        return True
+    owner = getattr(fn, "__objclass__", None)
+    if owner in PURE_CONTAINER_TYPES or owner in PURE_METHOD_TYPES:
+        return fn not in MUTATES
+    if self_obj is not None and isinstance(self_obj, PURE_CONTAINER_TYPES):
+        return getattr(type(self_obj), getattr(fn, "__name__", ""), None) not in MUTATES
+    if isinstance(fn, type) and fn.__module__ == "builtins":
+        return True  # constructors of built-in values
+    module = getattr(fn, "__module__", None) or ""
+    if module.startswith("numpy.random"):
+        return False
+    return module.split(".")[0] in PURE_MODULES
+
 #: builtins that compute on tensors through their operators (recorded into the graph as they are)
 TENSOR_BUILTINS = {sum, abs, pow, divmod} | {v for k, v in vars(operator).items()
                                               if callable(v) and not k.startswith("_")
@@ -76,3 +108,8 @@ BUILTIN_IDS = {id(v) for v in vars(builtins).values()}
 TENSOR_METADATA = {"dim", "ndimension", "size", "stride", "numel", "nelement", "is_contiguous",
                    "element_size", "is_floating_point", "is_complex", "get_device", "storage_offset",
                    "is_signed"}
+
+#: tensor attributes answering static metadata
+TENSOR_METADATA_ATTRS = {"shape", "dtype", "device", "requires_grad", "ndim", "layout", "is_cuda",
+                         "is_sparse", "is_quantized", "is_meta", "names", "is_mps", "is_cpu",
+                         "is_nested", "itemsize", "nbytes"}

@@ -27,6 +27,11 @@ FLAGS = (
 LIBS = ("-lmvec", "-lm")
 
 
+def flags() -> tuple[str, ...]:
+    """The compiler flags: ``FLAGS`` plus any in ``$MAGPY_CXXFLAGS`` (for experiments)."""
+    return FLAGS + tuple(os.environ.get("MAGPY_CXXFLAGS", "").split())
+
+
 class CompileError(RuntimeError):
     """The C++ compiler rejected a generated kernel (a bug of ours; the graph falls back)."""
 
@@ -66,7 +71,7 @@ def compiler_identity() -> str:
 
 def source_key(source: str) -> str:
     h = hashlib.sha256()
-    for part in (compiler_identity(), " ".join(FLAGS + LIBS), source):
+    for part in (compiler_identity(), " ".join(flags() + LIBS), source):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:40]
@@ -109,7 +114,7 @@ def _start(path: Path, source: str):
     with os.fdopen(fd, "w") as f:
         f.write(source)
     tmp_so = f"{path}.tmp{os.getpid()}.{threading.get_ident()}"
-    cmd = [compiler(), *FLAGS, tmp_cpp, "-o", tmp_so, *LIBS]
+    cmd = [compiler(), *flags(), tmp_cpp, "-o", tmp_so, *LIBS]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return proc, path, tmp_so, tmp_cpp
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Optional
 
 import sympy
 import torch
 
+from .cpp_loops import PARALLEL_MIN_WORK, PointwiseNest
 from .cpp_prelude import PRELUDE
 from .ir import FloorDiv, ModIndex, is_nonnegative, prod
 from .ops import result_dtype, set_handler
@@ -32,11 +32,7 @@ STORAGE_TYPES = {
 }
 COMPUTE_TYPES = {**STORAGE_TYPES, torch.float16: "float", torch.bfloat16: "float"}
 
-# Work (elements) below which a kernel runs on one thread: spawning costs more than it saves.
-PARALLEL_MIN_WORK = 32768
 THREADS = os.cpu_count() or 1
-# Tile edge for pointwise kernels that read across a transpose.
-TILE = 32
 
 
 class CppUnsupported(Exception):
@@ -341,7 +337,7 @@ class KernelPrinter:
         self.locals: dict[str, str] = {}  # buffer -> C++ variable holding this row's value
         self.stage_locals: dict[str, str] = {}  # buffer -> variable of the current loop body
         self.row_arrays: dict[str, str] = {}
-        self.mutable: set[str] = set()
+        self.staged: dict = {}  # (buffer, index) -> element of a transposed tile buffer
 
     def new_var(self, prefix: str) -> str:
         self.counter += 1
@@ -369,8 +365,9 @@ class KernelPrinter:
         if name in self.row_arrays:
             text = f"{self.row_arrays[name]}[{self.inner_linear()}]"
             return handler._emit(text, layout.dtype)
-        ptr = self.param(name)
-        raw = f"{ptr}[{print_index(index)}]"
+        raw = self.staged.get((name, index))
+        if raw is None:
+            raw = f"{self.param(name)}[{print_index(index)}]"
         if layout.dtype == torch.bfloat16:
             return handler._emit(f"magpy_bf16_to_float({raw})", layout.dtype)
         if layout.dtype == torch.float16:
@@ -422,76 +419,13 @@ class KernelPrinter:
 
     def _render_pointwise(self, lines):
         k = self.kernel
-        variables, sizes = k.outer_vars, k.outer
-        work = prod(sizes)
-        parallel = work >= PARALLEL_MIN_WORK
-        indent = "    "
-        tile_dim = self._transposed_dim()
-        if tile_dim is not None:
-            body_indent = self._tiled_loops(lines, tile_dim, indent, parallel)
-            handler = CppHandler(self, lines, body_indent)
-            for stage in k.stages:
-                for node in stage.nodes:
-                    self._pointwise_node(handler, node, k.node_index(node)[0], body_indent, lines)
-            self._close(lines, len(variables) + 2, body_indent)
-            return
-        if len(variables) <= 1:
-            pragma = ("omp parallel for simd schedule(static)" if parallel else "omp simd") if variables else None
-            body_indent = self._loops(lines, variables, sizes, indent, pragma)
-        else:
-            outer_indent = self._loops(lines, variables[:-1], sizes[:-1], indent,
-                                       "omp parallel for" if parallel else None)
-            body_indent = self._loops(lines, variables[-1:], sizes[-1:], outer_indent, "omp simd")
+        nest = PointwiseNest.plan(k, self.produced)
+        body_indent = nest.open(self, lines, "    ")
         handler = CppHandler(self, lines, body_indent)
         for stage in k.stages:
             for node in stage.nodes:
                 self._pointwise_node(handler, node, k.node_index(node)[0], body_indent, lines)
-        self._close(lines, len(variables), body_indent)
-
-    def _transposed_dim(self) -> Optional[int]:
-        """A dim some access walks contiguously while another walks the last dim: tile both.
-
-        Without tiling, one side of a transpose strides through memory a whole row per element.
-        """
-        k = self.kernel
-        variables = k.outer_vars
-        if len(variables) < 2 or k.outer[-1] < TILE or prod(k.outer) < PARALLEL_MIN_WORK:
-            return None
-        last = variables[-1]
-        accesses = []
-        for node in k.nodes:
-            accesses.append(k.store_index(node))
-            accesses += [index for _, index, _ in k.reads(node)]
-        for expr in accesses:
-            expr = sympy.expand(expr)
-            if expr.coeff(last) in (0, 1):
-                continue
-            for d, var in enumerate(variables[:-1]):
-                if expr.coeff(var) == 1 and k.outer[d] >= TILE:
-                    return d
-        return None
-
-    def _tiled_loops(self, lines, tile_dim, indent, parallel):
-        k = self.kernel
-        variables, sizes = k.outer_vars, k.outer
-        tiled = {tile_dim: True, len(variables) - 1: True}
-        loop_count = len(variables)
-        if parallel:
-            lines.append(f"{indent}#pragma omp parallel for collapse({loop_count})")
-        for d, (v, n) in enumerate(zip(variables, sizes)):
-            if d in tiled:
-                lines.append(f"{indent}for (int64_t {v}_tile = 0; {v}_tile < {n}; {v}_tile += {TILE}) {{")
-            else:
-                lines.append(f"{indent}for (int64_t {v} = 0; {v} < {n}; {v}++) {{")
-            indent += "    "
-        for d in (tile_dim, len(variables) - 1):
-            v, n = variables[d], sizes[d]
-            if d == len(variables) - 1:
-                lines.append(f"{indent}#pragma omp simd")
-            end = f"({v}_tile + {TILE} < {n} ? {v}_tile + {TILE} : {n})"
-            lines.append(f"{indent}for (int64_t {v} = {v}_tile; {v} < {end}; {v}++) {{")
-            indent += "    "
-        return indent
+        nest.close(lines, body_indent)
 
     def _pointwise_node(self, handler, node, index, indent, lines):
         with set_handler(handler):

@@ -131,6 +131,7 @@ class AnalysisHandler:
         self.buffer_dtypes = buffer_dtypes or {}
         self.op_names: list[str] = []
         self._indirect = 0
+        self._masked = 0  # depth of ``masked`` bodies being evaluated
 
     def _op(self, name, *args):
         self.op_names.append(name)
@@ -158,7 +159,11 @@ class AnalysisHandler:
         return Opaque(torch.promote_types(a.dtype, b.dtype))
 
     def masked(self, mask, body, other):
-        return body()
+        self._masked += 1
+        try:
+            return body()
+        finally:
+            self._masked -= 1
 
     def indirect_indexing(self, x, size):
         self._indirect += 1
@@ -166,11 +171,16 @@ class AnalysisHandler:
 
 
 class DependencyHandler(AnalysisHandler):
-    """Records ``reads``: (buffer, index, indirect) for every load; ``op_names`` in call order."""
+    """Records ``reads``: (buffer, index, indirect) for every load; ``op_names`` in call order.
+
+    ``unmasked`` holds the (buffer, index) pairs loaded at least once outside any ``masked``
+    body: those addresses are valid to read wherever the body runs.
+    """
 
     def __init__(self, buffer_dtypes=None):
         super().__init__(buffer_dtypes)
         self.reads: list[tuple[str, Any, bool]] = []
+        self.unmasked: set[tuple[str, Any]] = set()
 
     def load(self, name, index):
         index = sympy.sympify(index)
@@ -178,6 +188,8 @@ class DependencyHandler(AnalysisHandler):
         entry = (name, index, indirect)
         if entry not in self.reads:
             self.reads.append(entry)
+        if not self._masked:
+            self.unmasked.add((name, index))
         return super().load(name, index)
 
 

@@ -10,6 +10,7 @@
         return <the result rebuilt from graph outputs, paths and constants>
 """
 import builtins
+import math
 import types
 
 import torch
@@ -36,8 +37,19 @@ def global_value(namespace, name):
     return (b if isinstance(b, dict) else b.__dict__)[name]
 
 
+def _replay_call(fn, values, keywords):
+    """Re-make a call the program made (``print``, ``warnings.warn``) with this call's arguments."""
+    n = len(values) - len(keywords)
+    return fn(*values[:n], **dict(zip(keywords, values[n:])))
+
+
 def same_float(x, value):
-    return type(x) is float and (x == value or (x != x and value != value))
+    """Bit-exact float equality: -0.0 is not 0.0, and NaN equals NaN."""
+    if type(x) is not float:
+        return False
+    if x != x:
+        return value != value
+    return x == value and math.copysign(1.0, x) == math.copysign(1.0, value)
 
 
 class Entry:
@@ -160,12 +172,14 @@ class _Emitter:
                 a.compare("==")
                 a.jump_if_false(miss)
             if g.stride is not None:
-                a.call_begin(torch.Tensor.stride)
-                a.load_fast(var)
-                a.call_end(1)
-                a.const(g.stride)
-                a.compare("==")
-                a.jump_if_false(miss)
+                for method, value in ((torch.Tensor.stride, g.stride),
+                                      (torch.Tensor.storage_offset, g.offset)):
+                    a.call_begin(method)
+                    a.load_fast(var)
+                    a.call_end(1)
+                    a.const(value)
+                    a.compare("==")
+                    a.jump_if_false(miss)
         else:
             raise TypeError(f"unknown guard {g!r}")
 
@@ -258,7 +272,14 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     seen = {}
     values = []
     for kind, target, key, value in cap.side_effects:
-        em.template(value, seen)
+        if kind == "call":  # a replayed call: its arguments, then (below) the call itself
+            for part in key:
+                em.template(part, seen)
+            for part in value.values():
+                em.template(part, seen)
+            a.build("tuple", len(key) + len(value))
+        else:
+            em.template(value, seen)
         var = em.temp()
         a.store_fast(var)
         values.append(var)
@@ -266,6 +287,14 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     result = em.temp()
     a.store_fast(result)
     for (kind, target, key, value), var in zip(cap.side_effects, values):
+        if kind == "call":
+            a.call_begin(_replay_call)
+            a.const(target)
+            a.load_fast(var)
+            a.const(tuple(value))
+            a.call_end(3)
+            a.pop()
+            continue
         a.load_fast(var)
         if kind == "setattr":
             em.expr(target)
@@ -298,6 +327,10 @@ def render(cap, guards):
     else:
         lines.append("mock:")
     for kind, target, key, value in cap.side_effects:
+        if kind == "call":
+            args = [_render_template(p) for p in key] + [f"{k}={_render_template(p)}" for k, p in value.items()]
+            lines.append(f"  {getattr(target, '__qualname__', target)}({', '.join(args)})")
+            continue
         where = target.render() if hasattr(target, "render") else f"<{kind[3:]}>"
         lines.append(f"  {kind} {where} {key!r} = {_render_template(value)}")
     lines.append(f"  return {_render_template(cap.result_template)}")

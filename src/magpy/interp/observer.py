@@ -45,6 +45,7 @@ Control
     ``branch(frame, kind, value, prov, taken)`` — a conditional jump decided on ``value``; ``kind`` is
         the canonical jump (``POP_JUMP_IF_TRUE``, ``POP_JUMP_IF_NONE`` …).
     ``return_value(frame, value, prov)`` — the frame returns ``value``.
+    ``yielded(frame, value, prov)`` — a generator frame yields ``value``.
 """
 
 
@@ -121,4 +122,7 @@ class Observer:
         pass
 
     def return_value(self, frame, value, prov):
+        pass
+
+    def yielded(self, frame, value, prov):
         pass

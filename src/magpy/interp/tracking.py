@@ -418,6 +418,8 @@ def t_return(f, arg, i):
     if name != "YIELD_VALUE":
         f.vm.observer.return_value(f, value, prov)
         f.vm.returned = (f, value, prov)
+    else:
+        f.vm.observer.yielded(f, value, prov)
     return HANDLERS[name](f, arg, i)
 
 

@@ -14,11 +14,14 @@ from . import compat as compat_layer
 from . import helpers, standins
 from .corpus import Corpus
 
+# Packages some files import beyond the common first line; reported (installed or not), never stood in for.
+EXTRAS = ("tensorboard", "expecttest")
+
 
 def prepare(corpus: Corpus, compat: bool = False, sites: list[str] | None = None) -> dict:
     """Set this process up to import ``corpus``'s files. Returns what was set up, for the report:
-    ``{"python", "torch", "packages": {name: version or "stand-in (why)"}, "compat": [restored] | "off",
-    "helpers", "sites"}``."""
+    ``{"python", "torch", "packages": {name: version or "stand-in (why)"}, "extras": {name: version or
+    "not installed"}, "compat": [restored] | "off", "helpers", "sites"}``."""
     import torch
 
     torch.set_num_threads(1)        # keep the intra-op pool unstarted until each worker sets its own
@@ -34,4 +37,14 @@ def prepare(corpus: Corpus, compat: bool = False, sites: list[str] | None = None
         helpers.install()
         origin = f"stand-in ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
     return {"python": platform.python_version(), "torch": torch.__version__, "packages": packages,
-            "compat": restored, "helpers": origin, "sites": list(sites or [])}
+            "extras": {name: _installed(name) for name in EXTRAS}, "compat": restored, "helpers": origin,
+            "sites": list(sites or [])}
+
+
+def _installed(name: str) -> str:
+    """The version of an installed distribution, or "not installed" (without importing it)."""
+    from importlib import metadata
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"

@@ -40,6 +40,7 @@ class Options:
     state: str | None = None                    # JSONL state file (default: per checkout and settings, in cache)
     fresh: bool = False                         # forget earlier results in the state file
     redo: list[str] = field(default_factory=list)   # compilers to run again on files already done
+    retry_imports: bool = False                 # run files that failed to import again
     json_path: str | None = None
     top: int = 12
     progress: bool = True
@@ -106,19 +107,21 @@ def _tasks(corpus: Corpus, options: Options, files: list[str], state: State, nam
     available = [name for name in names if name not in unavailable]
     tasks = []
     for file_name in files:
-        todo = state.todo(file_name, available, tuple(options.redo))
+        todo = state.todo(file_name, available, tuple(options.redo), options.retry_imports)
         if not todo and file_name in state.files:
             continue
         run_now = tuple(name for name in names if name in todo or name in unavailable)
         tasks.append(Task(file_name, corpus.path(file_name), run_now, unavailable, backend=options.backend,
                           tolerance=tolerance, threads=options.threads, memory_gb=options.memory_gb,
-                          quiet=not options.verbose, merge=file_name in state.files))
+                          quiet=not options.verbose,
+                          merge=file_name in state.files and state.files[file_name].record["status"] == "done"))
     return tasks
 
 
 def _header(corpus: Corpus, options: Options, files: list[str], todo: list[str], environment: dict,
             unavailable: dict, state_path: str) -> list[str]:
-    packages = ", ".join(f"{name} {what}" for name, what in environment["packages"].items())
+    packages = ", ".join(f"{name} {what}" for name, what in {**environment["packages"],
+                                                              **environment["extras"]}.items())
     compat = environment["compat"]
     lines = [
         f"ParityBench {corpus.root}: split {options.split}, {len(files)} files"

@@ -53,14 +53,18 @@ class State:
                 elif kind == "file":
                     self._finished(record, pending.pop(record["file"], {}))
 
-    def todo(self, file_name: str, compilers: list[str], redo: tuple[str, ...] = ()) -> list[str]:
+    def todo(self, file_name: str, compilers: list[str], redo: tuple[str, ...] = (),
+             retry_imports: bool = False) -> list[str]:
         """Which of ``compilers`` (those able to run now) still have to run on ``file_name``: all of them for a
         new file; for a finished one, those that were unavailable or not asked for then, and those in ``redo``.
-        A file that did not import, or has no test cases, is finished for every compiler."""
+        A file that did not import, or has no test cases, is finished for every compiler (unless
+        ``retry_imports``: then a file that did not import starts over, as after installing a package)."""
         result = self.files.get(file_name)
         if result is None:
             return list(compilers)
-        if result.record.get("status") in ("import_error", "empty"):
+        if result.record.get("status") == "import_error":
+            return list(compilers) if retry_imports else []
+        if result.record.get("status") == "empty":
             return []
         ran = set(result.record.get("compilers", ())) - set(result.record.get("unavailable", ()))
         return [name for name in compilers if name not in ran or name in redo]

@@ -1,0 +1,220 @@
+"""Loop nests of pointwise kernels: the loop order, and tiles across a transpose.
+
+A pointwise kernel walks its dims in the order its first stored buffer lies in memory, so the
+innermost loop writes contiguously (a channels-last output is walked N, H, W, C). When a load
+walks another dim ``d`` contiguously while the innermost dim ``l`` strides through memory (a
+transpose), ``d`` and ``l`` are cut into ``TILE`` x ``TILE`` tiles and each such load is first
+copied, tile by tile, into a small transposed buffer: then the inner loop reads every operand
+contiguously. Full tiles of 4-byte elements are transposed in registers
+(``magpy_transpose16_b32`` in the prelude); other tiles by a plain loop.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import sympy
+
+from .ir import prod
+from .ops import DependencyHandler, set_handler
+
+TILE = 16
+# Work (elements) below which a kernel runs on one thread: spawning costs more than it saves.
+PARALLEL_MIN_WORK = 32768
+
+
+def linear_coefficients(expr, variables) -> Optional[list[int]]:
+    """The integer coefficient of each of ``variables`` in ``expr``, or None when ``expr`` is not
+    ``sum(c_i * v_i) + rest`` with ``rest`` free of them."""
+    expr = sympy.expand(expr)
+    coeffs = []
+    rest = expr
+    for v in variables:
+        c = expr.coeff(v)
+        if not c.is_Integer:
+            return None
+        coeffs.append(int(c))
+        rest = rest - c * v
+    if sympy.expand(rest).free_symbols & set(variables):
+        return None
+    return coeffs
+
+
+def direct_reads(kernel, node) -> list[tuple[str, sympy.Expr]]:
+    """(buffer, index) of the loads of ``node`` that are neither indirect nor only under a mask."""
+    index, rindex = kernel.node_index(node)
+    handler = DependencyHandler()
+    with set_handler(handler):
+        node.evaluate(index, rindex)
+    return [(name, sympy.expand(expr)) for name, expr, indirect in handler.reads
+            if not indirect and (name, expr) in handler.unmasked]
+
+
+@dataclasses.dataclass
+class StagedLoad:
+    """A load read through a transposed tile buffer: ``index`` has coefficient 1 on the tile dim
+    and ``stride`` on the innermost dim."""
+
+    name: str
+    index: sympy.Expr
+    stride: int
+
+
+@dataclasses.dataclass
+class PointwiseNest:
+    """How a pointwise kernel's loops are laid out.
+
+    ``order``  the kernel's dims, outermost first
+    ``tile``   the dim tiled together with the innermost one (None: no tiles)
+    ``staged`` loads read through transposed tile buffers
+    """
+
+    variables: list
+    sizes: list
+    order: list[int]
+    tile: Optional[int] = None
+    staged: list = dataclasses.field(default_factory=list)
+
+    @property
+    def parallel(self) -> bool:
+        return prod(self.sizes) >= PARALLEL_MIN_WORK
+
+    @staticmethod
+    def plan(kernel, produced: set[str]) -> "PointwiseNest":
+        variables, sizes = kernel.outer_vars, list(kernel.outer)
+        nest = PointwiseNest(variables, sizes, loop_order(kernel))
+        if len(variables) >= 2:
+            nest._plan_tile(kernel, produced)
+        return nest
+
+    def _plan_tile(self, kernel, produced):
+        inner = self.order[-1]
+        if self.sizes[inner] < TILE:
+            return
+        candidates = []
+        for node in kernel.nodes:
+            for name, index in direct_reads(kernel, node):
+                if name in produced or any(s.name == name for s in candidates):
+                    continue
+                coeffs = linear_coefficients(index, self.variables)
+                if coeffs is None or coeffs[inner] in (0, 1):
+                    continue
+                for d in self.order[:-1]:
+                    if coeffs[d] == 1 and self.sizes[d] >= TILE:
+                        candidates.append((d, StagedLoad(name, index, coeffs[inner])))
+                        break
+        if not candidates:
+            return
+        self.tile = candidates[0][0]
+        # One tile buffer per distinct (buffer, index) read across the same pair of dims.
+        seen = set()
+        for d, load in candidates:
+            if d == self.tile and (load.name, load.index) not in seen:
+                seen.add((load.name, load.index))
+                self.staged.append(load)
+
+    # ------------------------------------------------------------------------------------------
+
+    def open(self, printer, lines, indent: str) -> str:
+        """Emit the loops (and tile staging); returns the indent of the loop body."""
+        variables = [self.variables[i] for i in self.order]
+        sizes = [self.sizes[i] for i in self.order]
+        if self.tile is None:
+            return self._plain_loops(lines, variables, sizes, indent)
+        tiled = {self.tile, self.order[-1]}
+        if self.parallel:
+            lines.append(f"{indent}#pragma omp parallel for collapse({len(variables)})")
+        for i in self.order:
+            v, n = self.variables[i], self.sizes[i]
+            if i in tiled:
+                lines.append(f"{indent}for (int64_t {v}_tile = 0; {v}_tile < {n}; {v}_tile += {TILE}) {{")
+            else:
+                lines.append(f"{indent}for (int64_t {v} = 0; {v} < {n}; {v}++) {{")
+            indent += "    "
+        for load in self.staged:
+            self._stage(printer, lines, indent, load)
+        for i in (self.tile, self.order[-1]):
+            v = self.variables[i]
+            if i == self.order[-1]:
+                lines.append(f"{indent}#pragma omp simd")
+            lines.append(f"{indent}for (int64_t {v} = {v}_tile; {v} < {self._end(i)}; {v}++) {{")
+            indent += "    "
+        return indent
+
+    def close(self, lines, indent: str) -> None:
+        count = len(self.variables) + (2 if self.tile is not None else 0)
+        for i in range(count):
+            lines.append(indent[: len(indent) - 4 * (i + 1)] + "}")
+
+    def _plain_loops(self, lines, variables, sizes, indent):
+        if not variables:
+            return indent
+        if len(variables) == 1:
+            pragma = "omp parallel for simd schedule(static)" if self.parallel else "omp simd"
+            lines.append(f"{indent}#pragma {pragma}")
+        elif self.parallel:
+            collapse = f" collapse({len(variables) - 1})" if len(variables) > 2 else ""
+            lines.append(f"{indent}#pragma omp parallel for{collapse}")
+        for k, (v, s) in enumerate(zip(variables, sizes)):
+            if len(variables) > 1 and k == len(variables) - 1:
+                lines.append(f"{indent}#pragma omp simd")
+            lines.append(f"{indent}for (int64_t {v} = 0; {v} < {s}; {v}++) {{")
+            indent += "    "
+        return indent
+
+    def _end(self, i) -> str:
+        v, n = self.variables[i], self.sizes[i]
+        if n % TILE == 0:
+            return f"{v}_tile + {TILE}"
+        return f"({v}_tile + {TILE} < {n} ? {v}_tile + {TILE} : {n})"
+
+    def _stage(self, printer, lines, indent, load: StagedLoad):
+        """Copy this tile of ``load`` into a transposed buffer; the body then reads the buffer."""
+        from .cpp import ctype, print_index
+
+        d, l = self.variables[self.tile], self.variables[self.order[-1]]
+        layout = printer.layouts[load.name]
+        ptr = printer.param(load.name)
+        tile = printer.new_var("tile")
+        t = ctype(layout.dtype, storage=True)
+        element = f"{tile}[{TILE}*({d} - {d}_tile) + ({l} - {l}_tile)]"
+        printer.staged[(load.name, load.index)] = element
+        lines.append(f"{indent}alignas(64) {t} {tile}[{TILE * TILE}];")
+        scalar = [
+            f"for (int64_t {l} = {l}_tile; {l} < {self._end(self.order[-1])}; {l}++) {{",
+            f"    for (int64_t {d} = {d}_tile; {d} < {self._end(self.tile)}; {d}++) {{",
+            f"        {element} = {ptr}[{print_index(load.index)}];",
+            "    }",
+            "}",
+        ]
+        if layout.dtype.itemsize != 4:
+            lines.extend(indent + s for s in scalar)
+            return
+        corner = load.index.subs({d: sympy.Symbol(f"{d}_tile"), l: sympy.Symbol(f"{l}_tile")})
+        call = f"magpy_transpose16_b32({ptr} + {print_index(corner)}, {load.stride}, {tile});"
+        full = [self.sizes[self.tile] % TILE == 0, self.sizes[self.order[-1]] % TILE == 0]
+        if all(full):
+            lines.append(indent + call)
+            return
+        lines.append(f"{indent}if ({self._end(self.tile)} - {d}_tile == {TILE} && "
+                     f"{self._end(self.order[-1])} - {l}_tile == {TILE}) {{")
+        lines.append(f"{indent}    {call}")
+        lines.append(f"{indent}}} else {{")
+        lines.extend(indent + "    " + s for s in scalar)
+        lines.append(f"{indent}}}")
+
+
+def loop_order(kernel) -> list[int]:
+    """The kernel's dims, outermost first: by decreasing stride of its first stored buffer."""
+    variables = kernel.outer_vars
+    natural = list(range(len(variables)))
+    if len(variables) < 2:
+        return natural
+    for node in kernel.nodes:
+        if kernel.storage.get(node.name) != "memory":
+            continue
+        coeffs = linear_coefficients(kernel.store_index(node), variables)
+        if coeffs is None:
+            return natural
+        return sorted(natural, key=lambda i: (-abs(coeffs[i]), i))
+    return natural
