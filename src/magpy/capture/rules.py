@@ -81,6 +81,10 @@ def is_pure(fn):
     module = getattr(fn, "__module__", None) or ""
     if module.startswith("numpy.random"):
         return False
+    if module == "torch" or module.startswith("torch."):
+        # torch's own queries of its global configuration (``_get_cudnn_enabled``, ``is_grad_enabled``)
+        name = getattr(fn, "__name__", "")
+        return name.startswith(("_get", "get_", "is_", "_is", "_has", "has_"))
     return module.split(".")[0] in PURE_MODULES
 
 #: builtins that compute on tensors through their operators (recorded into the graph as they are)
