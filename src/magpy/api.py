@@ -125,8 +125,9 @@ def _compiled_module(module, **options):
     def __call__(self, *args, **kwargs):
         return compiled_call(*args, **kwargs)
 
+    # ``stats`` is a plain class attribute: a user attribute of that name in the shared __dict__ wins
     sub = type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__,
-                                      "_magpy_compiled": compiled_call})
+                                      "_magpy_compiled": compiled_call, "stats": compiled_call.stats})
     wrapper = object.__new__(sub)
     object.__setattr__(wrapper, "__dict__", module.__dict__)
     return wrapper

@@ -401,6 +401,10 @@ class CaptureObserver(Observer):
         written = self.written.get((id(obj), ("item", key)))
         if written is not None:
             return written
+        if obj_prov is None:
+            obj_prov = self.effective(obj, None) or Const(obj)  # a container made from constants
+            if obj_prov is UNKNOWN:
+                return UNKNOWN
         prov = ItemSource(obj_prov, key) if isinstance(obj_prov, Source) else \
             Expr(operator.getitem, (obj_prov, Const(key)))
         self.on_read(value, prov)
@@ -523,6 +527,14 @@ class CaptureObserver(Observer):
             return start_iteration(self, args[0], arg_provs[0], result)
         if fn is next and len(args) == 1 and not kwargs:
             return next_element(self, args[0], arg_provs[0], result)
+        if fn is zip and set(kwargs) <= {"strict"} and all(p is None for p in kw_provs.values()):
+            kwargs, kw_provs = {}, {}  # strict= only decides whether mismatched lengths raise
+        if fn is getattr and len(args) in (2, 3) and type(args[1]) is str and not kwargs:
+            self.need(args[1], arg_provs[1])
+            if hasattr(args[0], args[1]):
+                return self.read_attr(args[0], arg_provs[0], args[1], result)
+            return None if len(args) == 3 and arg_provs[2] is None else arg_provs[2] if len(args) == 3 \
+                else None
         if fn in (enumerate, zip, reversed) and not kwargs and any(p is not None for p in arg_provs):
             for a, p in zip(args, arg_provs):
                 if p is not None and p is not UNKNOWN:
@@ -559,6 +571,10 @@ class CaptureObserver(Observer):
         module = getattr(fn, "__module__", None) or ""
         if fn in rules.PURE and not makes_tensor:
             return self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
+        if fn in rules.MUTATES or (self_obj is not None and not isinstance(self_obj, types.ModuleType)
+                                   and getattr(type(self_obj), getattr(fn, "__name__", ""), None)
+                                   in rules.MUTATES):
+            return self._mutation(fn, args, arg_provs, result)
         if has_tensor or makes_tensor or fn in rules.GRAPH:
             if _is_torch_callable(fn) or fn in rules.GRAPH or fn in rules.TENSOR_BUILTINS:
                 self.record(fn, args, arg_provs, kwargs, kw_provs, result)

@@ -33,7 +33,8 @@ PURE = {
     torch.overrides.has_torch_function, torch.overrides.has_torch_function_unary,
     torch.overrides.has_torch_function_variadic, torch._C._has_torch_function,
     torch._C._has_torch_function_unary, torch._C._has_torch_function_variadic,
-    torch._C._is_torch_function_mode_enabled, torch.cuda.is_available,
+    torch._C._is_torch_function_mode_enabled, torch.cuda.is_available, torch.finfo, torch.iinfo,
+    torch.Size, torch.device, torch.dtype,
 }
 #: methods of immutable built-in types are pure too (str.upper, tuple.index …)
 PURE_METHOD_TYPES = (str, bytes, int, float, complex, tuple, frozenset, type(None), bool, range,

@@ -27,6 +27,8 @@ from .ir import (
     WrapperView,
     dense_layout_like,
 )
+from .channels_last import DTYPES, channels_last, is_channels_last, preferred_operands, result_layout
+from .channels_last import wants_channels_last
 from .lowering import LoweringContext, Unsupported, lookup_lowering
 from .lowering_view import VIEW_OPS
 from .ops import count_ops
@@ -59,6 +61,7 @@ class GraphLowering:
     ``nodes``    ScheduledNodes in program order
     ``layouts``  buffer name -> Layout of every buffer
     ``fallbacks`` [(op, reason)] of every counted ExternCall
+    ``relaid``   extern results laid out unlike the fx graph says (channels-last convolutions)
     """
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs):
@@ -76,6 +79,9 @@ class GraphLowering:
         self._counter = 0
         self._output_nodes: set = set()
         self._current: Optional[torch.fx.Node] = None
+        self.preferred: set = set()  # (node, item) of values to store channels-last
+        self.relaid: set[str] = set()
+        self._channels_last_copies: dict[str, str] = {}
 
     # ------------------------------------------------------------------------------------------
     # Names and buffers
@@ -85,20 +91,30 @@ class GraphLowering:
         self._counter += 1
         return name
 
-    def _meta_layout(self, node, size) -> Optional[Layout]:
+    def _meta_layout(self, node, size, item=None) -> Optional[Layout]:
         meta = node.meta.get("val") if node is not None else None
+        if item is not None and isinstance(meta, (tuple, list)) and item < len(meta):
+            meta = meta[item]
         if isinstance(meta, torch.Tensor) and tuple(meta.shape) == tuple(size):
             return dense_layout_like(meta.shape, meta.stride(), meta.dtype)
         return None
 
-    def realize(self, value: TensorValue, node=None) -> BufferValue:
-        """A buffer holding ``value`` (``value`` itself if it is one)."""
+    def realize(self, value: TensorValue, node=None, item=None, layout=None) -> BufferValue:
+        """A buffer holding ``value`` (``value`` itself if it is one).
+
+        Its layout is ``layout`` if given, else channels-last for a convolution operand, else
+        what the fx node's fake value has (``item``: the position in a tuple result).
+        """
         if isinstance(value, BufferValue):
             return value
         node = node if node is not None else self._current
-        layout = self._meta_layout(node, value.size)
-        if layout is None or layout.dtype != value.dtype:
-            layout = Layout.contiguous(value.size, value.dtype)
+        if layout is None:
+            layout = self._meta_layout(node, value.size, item)
+            if layout is None or layout.dtype != value.dtype:
+                layout = Layout.contiguous(value.size, value.dtype)
+            if ((node, item) in self.preferred and node not in self._output_nodes
+                    and value.ndim == 4 and value.dtype in DTYPES):
+                layout = channels_last(value.size, value.dtype)
         name = self.new_name()
         self.nodes.append(ComputedBuffer(name, layout, value))
         self.layouts[name] = layout
@@ -132,6 +148,7 @@ class GraphLowering:
         graph = self.gm.graph
         output_node = next(n for n in graph.nodes if n.op == "output")
         self._output_nodes = set(output_node.all_input_nodes)
+        self.preferred = preferred_operands(graph)
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(self.example_inputs):
             raise GraphFallback("example inputs do not match the placeholders")
@@ -257,7 +274,8 @@ class GraphLowering:
         if isinstance(value, tuple):
             if node.target in VIEW_OPS:
                 return value
-            return tuple(self.realize(v, None) if not isinstance(v, BufferValue) else v for v in value)
+            return tuple(self.realize(v, node, item=i) if not isinstance(v, BufferValue) else v
+                         for i, v in enumerate(value))
         if not isinstance(value, Pointwise):
             return value
         is_view = node.target in VIEW_OPS
@@ -310,15 +328,17 @@ class GraphLowering:
         if (node.target in VIEW_OPS and node.args and isinstance(node.args[0], torch.fx.Node)
                 and isinstance(node.meta.get("val"), torch.Tensor)):
             base = self.buffer_for_extern(node.args[0])
-            name = self.new_name("view")
-            layout = self._layout_of_meta(node.meta["val"])
-            self.nodes.append(WrapperView(name, node.target, base, tuple(node.args[1:]), layout))
-            self.layouts[name] = layout
-            self.owner[name] = node
-            self.extern_names[node] = name
-            return name
-        if (node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node)
-                and node.args[0].target in VIEW_OPS and isinstance(node.meta.get("val"), torch.Tensor)):
+            if base not in self.relaid:
+                name = self.new_name("view")
+                layout = self._layout_of_meta(node.meta["val"])
+                self.nodes.append(WrapperView(name, node.target, base, tuple(node.args[1:]), layout))
+                self.layouts[name] = layout
+                self.owner[name] = node
+                self.extern_names[node] = name
+                return name
+        elif (node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node)
+                and node.args[0].target in VIEW_OPS and isinstance(node.meta.get("val"), torch.Tensor)
+                and self.buffer_for_extern(node.args[0].args[0]) not in self.relaid):
             # An element of a multi-output view (split, unbind): a view in the wrapper too.
             base_node = node.args[0]
             if base_node not in self.extern_names:
@@ -364,6 +384,11 @@ class GraphLowering:
         args = convert(node.args)
         kwargs = {k: convert(v) for k, v in node.kwargs.items()}
         meta = node.meta.get("val")
+        layout = self._layout_of_meta(meta)
+        if wants_channels_last(node):
+            args = tuple(BufferRef(self._channels_last_copy(a.name))
+                         if i in (0, 1) and isinstance(a, BufferRef) else a for i, a in enumerate(args))
+            layout = result_layout(target, args, kwargs, self.layouts) or layout
         name = self.new_name()
         op_name = getattr(target, "__name__", str(target))
         if isinstance(target, torch._ops.OpOverload):
@@ -376,12 +401,25 @@ class GraphLowering:
         self.owner[name] = node
         if call.counted:
             self.fallbacks.append((op_name, reason))
-        layout = self._layout_of_meta(meta)
         if layout is not None:
+            if layout != self._layout_of_meta(meta):
+                self.relaid.add(name)
             self.layouts[name] = layout
             self.env[node] = BufferValue(name, layout)
         else:
             self.env[node] = ExternResult(name)
+
+    def _channels_last_copy(self, name: str) -> str:
+        """``name`` if its buffer is channels-last, else a channels-last copy of it."""
+        layout = self.layouts.get(name)
+        if layout is None or len(layout.size) != 4 or is_channels_last(layout) or layout.dtype not in DTYPES:
+            return name
+        if name not in self._channels_last_copies:
+            source = BufferValue(name, layout)
+            copy = Pointwise(layout.size, layout.dtype, source.make_loader())
+            target = channels_last(layout.size, layout.dtype)
+            self._channels_last_copies[name] = self.realize(copy, layout=target).name
+        return self._channels_last_copies[name]
 
     def _realize_pending(self, before):
         """Realize every lazy value still needed after ``before`` (it may mutate their sources)."""
@@ -403,7 +441,12 @@ class GraphLowering:
                 return Constant(value)
             if structure.op in ("placeholder", "get_attr"):
                 return value.name
-            return self.buffer_for_extern(structure)
+            name = self.buffer_for_extern(structure)
+            if name in self.relaid:
+                # Leave the graph laid out as eager would have it.
+                source = BufferValue(name, self.layouts[name])
+                name = self.realize(Pointwise(source.size, source.dtype, source.make_loader()), structure).name
+            return name
         return Constant(structure)
 
 

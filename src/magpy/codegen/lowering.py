@@ -193,7 +193,7 @@ def normalize_dim(dim: int, ndim: int) -> int:
 
 def _load_families():
     # The families register themselves on import.
-    from . import lowering_pointwise, lowering_reduction, lowering_view, lowering_index  # noqa
+    from . import lowering_index, lowering_pointwise, lowering_pool, lowering_reduction, lowering_view  # noqa
 
 
 _load_families()
