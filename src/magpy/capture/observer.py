@@ -533,8 +533,11 @@ class CaptureObserver(Observer):
             self.need(args[1], arg_provs[1])
             if hasattr(args[0], args[1]):
                 return self.read_attr(args[0], arg_provs[0], args[1], result)
-            return None if len(args) == 3 and arg_provs[2] is None else arg_provs[2] if len(args) == 3 \
-                else None
+            if arg_provs[0] is not None:  # the default was used: the attribute must stay missing
+                if arg_provs[0] is UNKNOWN:
+                    self.unsupported("getattr() with a default on an object of unknown origin")
+                self.guard(TruthGuard(Expr(hasattr, (arg_provs[0], Const(args[1]))), False))
+            return arg_provs[2] if len(args) == 3 else None
         if fn in (enumerate, zip, reversed) and not kwargs and any(p is not None for p in arg_provs):
             for a, p in zip(args, arg_provs):
                 if p is not None and p is not UNKNOWN:

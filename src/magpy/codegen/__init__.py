@@ -161,7 +161,7 @@ def _eager_callable(gm):
 
 
 def _build(gm, lowering, report, mode, fuse, eager, started):
-    from .compile_cache import compile_sources, load_function
+    from .compile_cache import WIDE_VECTORS, compile_sources, load_function
     from .cpp import kernel_source, render_kernel
     from .graph import Constant
     from .ir import ExternCall
@@ -189,7 +189,8 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
     callables = {}
     if mode == "cpp":
         sources = [kernel_source(bodies[k.name]) for k in kernels]
-        paths = compile_sources(sources)
+        extra = [WIDE_VECTORS if _vector_math(k) else () for k in kernels]
+        paths = compile_sources(sources, extra_flags=extra)
         for kernel, path in zip(kernels, paths):
             callables[kernel.name] = load_function(path, kernel.name, len(params[kernel.name]))
     elif mode == "reference":
@@ -212,6 +213,13 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
     report.compile_seconds = time.perf_counter() - started
     _dump(gm, report)
     return namespace["call"]
+
+
+def _vector_math(kernel) -> bool:
+    """True when ``kernel`` calls transcendental functions (worth the widest vectors)."""
+    from .graph import TRANSCENDENTAL
+
+    return any(op in TRANSCENDENTAL for node in kernel.nodes for op in node.op_names())
 
 
 def _dump(gm, report: CompileReport):

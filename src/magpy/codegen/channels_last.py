@@ -4,7 +4,7 @@ oneDNN's CPU convolution works in channels-last (NHWC) order: given NCHW tensors
 input and weight on every call and the output back. So the graph hands convolutions
 channels-last operands: a value computed here for a convolution is stored channels-last, an
 input or weight that arrives NCHW is copied (a small kernel), and the convolution's result is
-then channels-last too — its layout is asked of torch's meta kernels, not of the fx graph.
+then channels-last too — its layout is asked of torch's fake tensors, not of the fx graph.
 Results whose layout differs from the graph's (``GraphLowering.relaid``) are copied back
 before they leave the graph or meet a view the wrapper would make.
 """
@@ -65,21 +65,25 @@ def preferred_operands(graph: torch.fx.Graph) -> set:
     return keys
 
 
-def result_layout(target, args, kwargs, layouts) -> Optional[Layout]:
+def result_layout(target, args, kwargs, layouts, fake_mode=None) -> Optional[Layout]:
     """The layout of ``target``'s result for arguments laid out as ``layouts`` says, from torch's
-    meta kernels (None when they cannot tell)."""
+    fake CPU tensors (None when they cannot tell)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
-    def meta(a):
+    mode = fake_mode or FakeTensorMode()
+
+    def fake(a):
         if isinstance(a, BufferRef):
             layout = layouts[a.name]
-            return torch.empty_strided(layout.size, layout.stride, dtype=layout.dtype, device="meta")
+            return torch.empty_strided(layout.size, layout.stride, dtype=layout.dtype, device="cpu")
         if isinstance(a, (list, tuple)):
-            return type(a)(meta(x) for x in a)
+            return type(a)(fake(x) for x in a)
         return a
 
     try:
-        out = target(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
-    except Exception:  # a meta kernel may be missing: keep the graph's layout
+        with mode:
+            out = target(*fake(args), **{k: fake(v) for k, v in kwargs.items()})
+    except Exception:  # no fake kernel for it: keep the graph's layout
         return None
     if not isinstance(out, torch.Tensor):
         return None

@@ -228,8 +228,13 @@ class CppHandler:
     def _math(self, name, *args) -> CppValue:
         dtype = result_dtype(name, [a.dtype for a in args])
         operand = result_dtype("add", [a.dtype for a in args])
-        text = self._math_text(name, operand, [self._as(a, operand) for a in args])
-        return self._emit(text, dtype)
+        a = [self._as(x, operand) for x in args]
+        if (name == "truediv" and operand.is_floating_point and self.printer.is_row_value(args[1].text)
+                and not self.printer.is_row_value(args[0].text)):
+            # Dividing a loop's elements by one row value: one division per row (the compiler
+            # hoists the reciprocal), then products — as eager's softmax does.
+            return self._emit(f"({a[0]} * ({_float_one(operand)} / {a[1]}))", dtype)
+        return self._emit(self._math_text(name, operand, a), dtype)
 
     def _math_text(self, name, dtype, a) -> str:
         floating = dtype.is_floating_point
@@ -349,6 +354,10 @@ class KernelPrinter:
             self.param_names[name] = f"{prefix}{len(self.params)}"
             self.params.append(name)
         return self.param_names[name]
+
+    def is_row_value(self, text: str) -> bool:
+        """True when ``text`` names a value computed once per row (a reduction, a row scalar)."""
+        return text in self.locals.values()
 
     def inner_linear(self) -> str:
         expr = sympy.Integer(0)

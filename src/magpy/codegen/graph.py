@@ -388,7 +388,8 @@ class GraphLowering:
         if wants_channels_last(node):
             args = tuple(BufferRef(self._channels_last_copy(a.name))
                          if i in (0, 1) and isinstance(a, BufferRef) else a for i, a in enumerate(args))
-            layout = result_layout(target, args, kwargs, self.layouts) or layout
+            fake_mode = getattr(meta, "fake_mode", None)
+            layout = result_layout(target, args, kwargs, self.layouts, fake_mode) or layout
         name = self.new_name()
         op_name = getattr(target, "__name__", str(target))
         if isinstance(target, torch._ops.OpOverload):

@@ -3,8 +3,10 @@
 A test case is a module class with a function giving its constructor's arguments and one giving its forward's.
 Every construction and every call starts from the same random state, and every call gets a fresh copy of the
 same inputs, so the eager results are the reference for the compiled ones call by call: compiled call k is
-compared with eager call k. Each compiler gets its own module, built the same way and loaded with the eager
-module's initial state, so a compiler that changes or breaks a module cannot affect another's result.
+compared with eager call k. Each compiler gets its own module, a deep copy of the eager module taken before
+its first call, so a compiler that changes or breaks a module cannot affect another's result. (A module that
+cannot be deep-copied is built again from the same seed and loaded with the eager module's initial state; one
+that cannot be built twice either is shared, after its eager calls, as ParityBench itself does.)
 
 A case whose two eager calls disagree is *dynamic* (its output depends on more than its inputs: time, a counter,
 uninitialised memory); its compiled outputs are checked for structure (types, shapes, dtypes) only.
@@ -61,7 +63,9 @@ class EagerRun:
 
     inputs: tuple[list, dict]           # pristine forward arguments; each call gets a deep copy
     outputs: list[Any]                  # frozen outputs of eager calls 1 and 2
+    pristine: Any                       # a deep copy of the module before its first call, or None
     initial_state: dict | None          # the module's state_dict before its first call
+    module: Any                         # the eager module itself (after its two calls)
     dynamic: bool
 
 
@@ -79,7 +83,8 @@ def run_eager(case: TestCase, file_name: str, tolerance: Tolerance) -> tuple[dic
         if getattr(case.module_class.forward, "__name__", "") == "_forward_unimplemented":
             raise _Failed({"status": "no_forward", "reason": "module has no forward()"})
         module = _build(case, file_name, "init_error")
-        initial_state = _state_copy(module)
+        pristine = _deep_copy(module)
+        initial_state = None if pristine is not None else _state_copy(module)
         try:
             reset_random_state()
             inputs = copy.deepcopy(case.forward_arguments())
@@ -97,7 +102,7 @@ def run_eager(case: TestCase, file_name: str, tolerance: Tolerance) -> tuple[dic
     record = {"status": "ok", "dynamic": changed is not None, "seconds": round(time.perf_counter() - started, 3)}
     if changed:
         record["detail"] = f"eager calls differ: {changed}"
-    return record, EagerRun(inputs, outputs, initial_state, changed is not None)
+    return record, EagerRun(inputs, outputs, pristine, initial_state, module, changed is not None)
 
 
 def run_compiled(compiler: Compiler, case: TestCase, file_name: str, eager: EagerRun, backend: str,
@@ -107,16 +112,7 @@ def run_compiled(compiler: Compiler, case: TestCase, file_name: str, eager: Eage
     Status: pass, mismatch (ran, wrong output), break (graph break), error (any other exception), or
     fallback (the compiler says it ran the calls uncompiled)."""
     started = time.perf_counter()
-    try:
-        module = _build(case, file_name, "error")
-    except _Failed as failed:
-        failed.record["reason"] = "eager module could not be rebuilt: " + failed.record.get("reason", "")
-        return {**failed.record, "seconds": round(time.perf_counter() - started, 3)}
-    if eager.initial_state is not None:
-        try:
-            module.load_state_dict(eager.initial_state, strict=False)
-        except Exception:
-            pass                        # built from the same seed, the state is normally equal anyway
+    module = _fresh_module(case, file_name, eager)
     record: dict = {}
     outputs = []
     compiled = None
@@ -146,6 +142,31 @@ def run_compiled(compiler: Compiler, case: TestCase, file_name: str, eager: Eage
     if eager.dynamic:
         record["values_match"] = all(difference(e, a, tolerance) is None for e, a in zip(eager.outputs, outputs))
     return {"status": "pass", **record}
+
+
+def _fresh_module(case: TestCase, file_name: str, eager: EagerRun):
+    """A module in the state the eager one had before its first call (see the module docstring)."""
+    if eager.pristine is not None:
+        copied = _deep_copy(eager.pristine)
+        if copied is not None:
+            return copied
+    try:
+        module = _build(case, file_name, "error")
+    except _Failed:
+        return eager.module
+    if eager.initial_state is not None:
+        try:
+            module.load_state_dict(eager.initial_state, strict=False)
+        except Exception:
+            pass                        # built from the same seed, the state is normally equal anyway
+    return module
+
+
+def _deep_copy(module):
+    try:
+        return copy.deepcopy(module)
+    except Exception:
+        return None
 
 
 def _build(case: TestCase, file_name: str, status: str):

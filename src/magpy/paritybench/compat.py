@@ -126,6 +126,60 @@ def _restore_torchvision_model_utils() -> bool:
     return True
 
 
+class _RemovedWeightURLs(dict):
+    """What ``model_urls`` reads as: a mapping with no entries whose lookups say why."""
+
+    def __missing__(self, key):
+        raise KeyError(f"{key!r}: torchvision no longer has model_urls (and weights cannot be downloaded here)")
+
+
+_TORCHVISION_MODEL_MODULES = ("alexnet", "densenet", "googlenet", "inception", "mnasnet", "mobilenetv2",
+                              "mobilenetv3", "resnet", "shufflenetv2", "squeezenet", "vgg", "video.resnet")
+
+
+def _restore_torchvision_model_urls() -> bool:
+    if _real_module("torchvision.models") is None:
+        return False
+    restored = False
+    for name in _TORCHVISION_MODEL_MODULES:
+        module = _real_module(f"torchvision.models.{name}")
+        if module is not None and not hasattr(module, "model_urls"):
+            module.model_urls = _RemovedWeightURLs()
+            restored = True
+    return restored
+
+
+_MOVED_MODULES = {                      # old module path → where its contents live now
+    "numpy.lib.function_base": "numpy.lib._function_base_impl",
+    "scipy.sparse.linalg.eigen": "scipy.sparse.linalg._eigen",
+    "scipy.sparse.linalg.eigen.arpack": "scipy.sparse.linalg._eigen.arpack",
+}
+
+
+def _restore_moved_modules() -> bool:
+    restored = False
+    for old, new in _MOVED_MODULES.items():
+        if old in sys.modules or _real_module(old) is not None:
+            continue
+        module = _real_module(new)
+        if module is not None:
+            sys.modules[old] = module
+            parent, _, child = old.rpartition(".")
+            if parent in sys.modules:
+                setattr(sys.modules[parent], child, module)
+            restored = True
+    return restored
+
+
+def _restore_dataset_type_variable() -> bool:
+    import typing
+    import torch.utils.data.dataset as dataset
+    if hasattr(dataset, "T_co"):
+        return False
+    dataset.T_co = typing.TypeVar("T_co", covariant=True)
+    return True
+
+
 RESTORATIONS = (
     Restoration("torch._six", "a module of builtins and collections.abc", _restore_torch_six),
     Restoration("collections.Iterable, Mapping, …", "collections.abc.*", _restore_collections_abcs),
@@ -135,6 +189,11 @@ RESTORATIONS = (
     Restoration("fractions.gcd", "math.gcd", _restore_fractions_gcd),
     Restoration("torchvision.models.utils", "torch.hub.load_state_dict_from_url",
                 _restore_torchvision_model_utils),
+    Restoration("torchvision.models.*.model_urls", "an empty mapping (no downloads here)",
+                _restore_torchvision_model_urls),
+    Restoration("numpy.lib.function_base, scipy.sparse.linalg.eigen", "their private new homes",
+                _restore_moved_modules),
+    Restoration("torch.utils.data.dataset.T_co", "a covariant TypeVar", _restore_dataset_type_variable),
 )
 
 

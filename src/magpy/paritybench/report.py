@@ -30,9 +30,9 @@ def text(score: Score, header: list[str], top: int = 12, show_disagreements: int
                  f"{score.files_import_error} fail to import, {score.files_without_cases} without test cases, "
                  f"{score.files_eager_failed} with no case running in eager; "
                  f"{score.files_scored} scored ({score.files_static} static, {score.files_dynamic} dynamic)")
-    lines.append(f"cases: {score.cases} in imported files; {score.cases_eager_ok} run in eager "
-                 f"({_percent(score.cases_eager_ok, score.cases)}; "
-                 f"{score.cases_static} static, {score.cases_dynamic} dynamic)")
+    lines.append(f"cases: {score.cases_listed} listed, {score.cases} in files that import; "
+                 f"{score.cases_eager_ok} run in eager ({_percent(score.cases_eager_ok, score.cases_listed)} of "
+                 f"listed; {score.cases_static} static, {score.cases_dynamic} dynamic)")
     lines.append("")
     boards = list(score.compilers.values())
     rows = [

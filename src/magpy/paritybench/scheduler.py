@@ -175,7 +175,7 @@ class Scheduler:
             self._stop(job, grace=5.0)
         for index in sorted(job.cases):          # cases cut short by a lost worker keep what they had
             self.state.add_case(job.cases.pop(index))
-        record = {"file": job.file_name, **record, "cases": len(job.names or ()),
+        record = {"file": job.file_name, "cases": len(job.names or ()), **record,
                   "compilers": list(job.task.compilers),
                   "unavailable": sorted(set(job.task.unavailable) & set(job.task.compilers)),
                   "seconds": round(time.monotonic() - job.started, 2), "restarts": job.restarts}

@@ -50,7 +50,8 @@ class Score:
     files_eager_failed: int = 0     # with cases, none of which runs in eager
     files_static: int = 0
     files_dynamic: int = 0
-    cases: int = 0
+    cases: int = 0                  # in files that imported
+    cases_listed: int = 0           # also counting those listed in files that did not import
     cases_eager_ok: int = 0
     cases_static: int = 0
     cases_dynamic: int = 0
@@ -74,6 +75,7 @@ def score(results: list[FileResult], compilers: list[str], files_selected: int, 
     for result in results:
         total.files_done += 1
         status = result.record.get("status")
+        total.cases_listed += result.record.get("listed") or len(result.cases) or result.record.get("cases") or 0
         if status == "import_error":
             total.files_import_error += 1
             _note(eager_reasons, ("import_error", result.record.get("reason", "")), result.record["file"],

@@ -63,7 +63,7 @@ def _run(send, task: Task) -> None:
     except BaseException as error:      # SystemExit and friends from module level count as import errors
         if isinstance(error, KeyboardInterrupt):
             raise
-        send(("import_error", {**reasons.describe(error, task.file_name),
+        send(("import_error", {**reasons.describe(error, task.file_name), "listed": listed_cases(task.path),
                                "seconds": round(time.perf_counter() - started, 3)}))
         return
     cases = test_cases(module)
@@ -97,6 +97,21 @@ def import_file(path: str) -> types.ModuleType:
         code = compile(source.read(), path, "exec")
     exec(code, module.__dict__)
     return module
+
+
+def listed_cases(path: str) -> int:
+    """How many entries the file's ``TESTCASES = [...]`` lists, read from its syntax tree (for a file that does
+    not import, so that case rates can count the cases it would have had); 0 if there is no such list."""
+    import ast
+    try:
+        with open(path, encoding="utf-8") as source:
+            tree = ast.parse(source.read())
+    except (OSError, SyntaxError, ValueError):
+        return 0
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TESTCASES" for t in node.targets):
+            return len(node.value.elts) if isinstance(node.value, (ast.List, ast.Tuple)) else 0
+    return 0
 
 
 def _limit(task: Task) -> None:
