@@ -116,6 +116,7 @@ class Capture:
         self.outputs = []         # fx nodes returned by the graph, in order
         self.guards = {}          # key -> Guard
         self.side_effects = []    # (kind, target expr, name/key, value template)
+        self.pre_graph = 0        # how many side effects came before the first graph op
         self.result_template = None
         self.unsupported = None   # an Unsupported, when capture must give up
         self.op_count = 0
@@ -239,6 +240,8 @@ class CaptureObserver(Observer):
             node = graph.call_method(method, gargs, gkwargs)
         else:
             node = graph.call_function(fn, gargs, gkwargs)
+        if not self.cap.op_count:
+            self.cap.pre_graph = len(self.cap.side_effects)
         self.cap.op_count += 1
         self.bind_result(result, node)
         return node
@@ -337,11 +340,16 @@ class CaptureObserver(Observer):
         self.cells[id(cell)] = (cell, prov, "inside")
 
     @_event(None)
-    def read_attr(self, obj, obj_prov, name, value):
-        self.frame = self.frame
+    def read_attr(self, obj, obj_prov, name, value, computed=NOT_RETURNED):
         written = self.written.get((id(obj), name))
         if written is not None:
             return written
+        if computed is not NOT_RETURNED:
+            # Python code computed it (a property, __getattr__): its own reads were followed and
+            # guarded; re-reading the attribute in a guard would run that code again
+            if _is_tensor(value) and id(value) not in self.nodes and isinstance(computed, Source):
+                self.tensor_input(value, computed)
+            return computed
         if _is_tensor(obj):
             return self._tensor_attr(obj, obj_prov, name, value)
         if obj_prov is None:
@@ -427,6 +435,7 @@ class CaptureObserver(Observer):
             return None
         return UNKNOWN
 
+    @_event(None)
     def write_attr(self, obj, obj_prov, name, value, prov):
         self.written[(id(obj), name)] = prov
         if _is_tensor(obj):
@@ -662,9 +671,7 @@ class CaptureObserver(Observer):
         self_obj = getattr(fn, "__self__", None)
         if fn in _DICT_VIEWS and len(args) == 1 and type(args[0]) is dict:
             return Expr(fn, (arg_provs[0] if arg_provs[0] is not None else Const(args[0]),))
-        pure = fn in rules.PURE or (self_obj is not None and isinstance(self_obj, rules.PURE_METHOD_TYPES)) or \
-            (type(fn).__name__ in ("method_descriptor", "wrapper_descriptor") and
-             getattr(fn, "__objclass__", None) in rules.PURE_METHOD_TYPES)
+        pure = rules.is_pure(fn)
         if not pure or kwargs or any(p is UNKNOWN for p in provs):
             return UNKNOWN
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):
@@ -704,25 +711,30 @@ class CaptureObserver(Observer):
             self.contents[id(target)] = (target, unknown)
         return UNKNOWN
 
+    @_event(UNKNOWN)
     def opaque(self, value):
         return None if value is None else UNKNOWN
 
+    @_event(None)
     def packed(self, container, element_provs):
         provs = list(element_provs.values()) if type(element_provs) is dict else element_provs
         if any(p is not None for p in provs):
             self.contents[id(container)] = (container, provs)
         return None
 
+    @_event(UNKNOWN)
     def bound_self(self, method, method_prov):
         if type(method_prov) is AttrSource:
             return method_prov.base  # ``obj.method`` read by attribute: self is obj
         return UNKNOWN
 
+    @_event(lambda iterable, prov: [UNKNOWN] * len(iterable) if hasattr(iterable, '__len__') else [])
     def unpacked(self, iterable, prov):
         if type(iterable) not in (tuple, list):
             return [UNKNOWN] * len(iterable) if hasattr(iterable, "__len__") else []
         return self._element_provs(iterable, prov)
 
+    @_event(lambda mapping, prov: dict.fromkeys(mapping, UNKNOWN))
     def unpacked_mapping(self, mapping, prov):
         entry = self.contents.get(id(mapping))
         if entry is not None and entry[0] is mapping and len(entry[1]) == len(mapping):

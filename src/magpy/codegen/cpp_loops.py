@@ -1,7 +1,8 @@
 """Loop nests of pointwise kernels: the loop order, and tiles across a transpose.
 
 A pointwise kernel walks its dims in the order its first stored buffer lies in memory, so the
-innermost loop writes contiguously (a channels-last output is walked N, H, W, C). When a load
+innermost loop writes contiguously (a channels-last output is walked N, H, W, C) — unless that
+dim is too short to vectorize and a load walks a longer one contiguously. When a load
 walks another dim ``d`` contiguously while the innermost dim ``l`` strides through memory (a
 transpose), ``d`` and ``l`` are cut into ``TILE`` x ``TILE`` tiles and each such load is first
 copied, tile by tile, into a small transposed buffer: then the inner loop reads every operand
@@ -21,6 +22,8 @@ from .ops import DependencyHandler, set_handler
 TILE = 16
 # Work (elements) below which a kernel runs on one thread: spawning costs more than it saves.
 PARALLEL_MIN_WORK = 32768
+# The same for pointwise kernels, whose one parallel loop is cheap to spread.
+POINTWISE_PARALLEL_MIN_WORK = 16384
 
 
 def linear_coefficients(expr, variables) -> Optional[list[int]]:
@@ -77,12 +80,12 @@ class PointwiseNest:
 
     @property
     def parallel(self) -> bool:
-        return prod(self.sizes) >= PARALLEL_MIN_WORK
+        return prod(self.sizes) >= POINTWISE_PARALLEL_MIN_WORK
 
     @staticmethod
     def plan(kernel, produced: set[str]) -> "PointwiseNest":
         variables, sizes = kernel.outer_vars, list(kernel.outer)
-        nest = PointwiseNest(variables, sizes, loop_order(kernel))
+        nest = PointwiseNest(variables, sizes, loop_order(kernel, produced))
         if len(variables) >= 2:
             nest._plan_tile(kernel, produced)
         return nest
@@ -94,7 +97,7 @@ class PointwiseNest:
         candidates = []
         for node in kernel.nodes:
             for name, index in direct_reads(kernel, node):
-                if name in produced or any(s.name == name for s in candidates):
+                if name in produced:
                     continue
                 coeffs = linear_coefficients(index, self.variables)
                 if coeffs is None or coeffs[inner] in (0, 1):
@@ -204,17 +207,33 @@ class PointwiseNest:
         lines.append(f"{indent}}}")
 
 
-def loop_order(kernel) -> list[int]:
-    """The kernel's dims, outermost first: by decreasing stride of its first stored buffer."""
+def loop_order(kernel, produced=()) -> list[int]:
+    """The kernel's dims, outermost first: by decreasing stride of its first stored buffer.
+
+    When that leaves a short dim innermost (the 3 channels of a channels-last image), a dim
+    that some load walks contiguously and that is long enough to vectorize goes innermost.
+    """
     variables = kernel.outer_vars
     natural = list(range(len(variables)))
     if len(variables) < 2:
         return natural
+    order = natural
     for node in kernel.nodes:
         if kernel.storage.get(node.name) != "memory":
             continue
         coeffs = linear_coefficients(kernel.store_index(node), variables)
-        if coeffs is None:
-            return natural
-        return sorted(natural, key=lambda i: (-abs(coeffs[i]), i))
-    return natural
+        if coeffs is not None:
+            order = sorted(natural, key=lambda i: (-abs(coeffs[i]), i))
+        break
+    sizes = kernel.outer
+    if sizes[order[-1]] >= TILE:
+        return order
+    for node in kernel.nodes:
+        for name, index in direct_reads(kernel, node):
+            coeffs = None if name in produced else linear_coefficients(index, variables)
+            if coeffs is None:
+                continue
+            for i in natural:
+                if coeffs[i] == 1 and sizes[i] >= TILE:
+                    return [d for d in order if d != i] + [i]
+    return order

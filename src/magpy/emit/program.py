@@ -262,16 +262,55 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     a.const(MISS)
     a.ret()
     a.place(mock)
+    # every path a replayed value reads is read now, from the entry state (later uses load the local)
+    for leaf in _source_leaves([value for kind, _, _, value in cap.side_effects if kind != "call"] +
+                               [part for kind, _, args, kw in cap.side_effects if kind == "call"
+                                for part in [*args, *kw.values()]] + [cap.result_template]):
+        em.expr(leaf)
+        a.pop()
+    seen = {}
+    # side effects the program made before its first tensor op happen before the graph runs (so that
+    # an error raised by the graph leaves them done, as eager does); the others after it
+    _side_effects(em, cap.side_effects[:cap.pre_graph], seen)
     if cap.outputs or cap.op_count:
         a.call_begin(graph_fn)
         for source, _ in cap.inputs:
             em.expr(source)
         a.call_end(len(cap.inputs))
         a.store_fast("out")
-    # every value is computed from the entry state first; only then do the side effects happen
-    seen = {}
+    _side_effects(em, cap.side_effects[cap.pre_graph:], seen)
+    em.template(cap.result_template, seen)
+    result = em.temp()
+    a.store_fast(result)
+    a.load_fast(result)
+    a.ret()
+    code = a.to_code(filename)
+    run = types.FunctionType(code, {"__builtins__": builtins})
+    return Entry(run, render(cap, guards), guards, None, cap.op_count)
+
+
+def _source_leaves(templates):
+    out = []
+    stack = list(templates)
+    while stack:
+        t = stack.pop()
+        kind = t[0]
+        if kind == "source":
+            out.append(t[1])
+        elif kind in ("list", "tuple", "set"):
+            stack.extend(t[1])
+        elif kind == "namedtuple":
+            stack.extend(t[2])
+        elif kind == "dict":
+            stack.extend(part for _, part in t[1])
+    return out
+
+
+def _side_effects(em, effects, seen):
+    """Replay ``effects``: all their values first, then the writes and calls, in program order."""
+    a = em.asm
     values = []
-    for kind, target, key, value in cap.side_effects:
+    for kind, target, key, value in effects:
         if kind == "call":  # a replayed call: its arguments, then (below) the call itself
             for part in key:
                 em.template(part, seen)
@@ -283,10 +322,7 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
         var = em.temp()
         a.store_fast(var)
         values.append(var)
-    em.template(cap.result_template, seen)
-    result = em.temp()
-    a.store_fast(result)
-    for (kind, target, key, value), var in zip(cap.side_effects, values):
+    for (kind, target, key, value), var in zip(effects, values):
         if kind == "call":
             a.call_begin(_replay_call)
             a.const(target)
@@ -310,11 +346,6 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
         elif kind == "setcell":
             a.const(target)
             a.store_attr("cell_contents")
-    a.load_fast(result)
-    a.ret()
-    code = a.to_code(filename)
-    run = types.FunctionType(code, {"__builtins__": builtins})
-    return Entry(run, render(cap, guards), guards, None, cap.op_count)
 
 
 def render(cap, guards):

@@ -32,7 +32,7 @@ class Decoded:
 
     __slots__ = ("code", "instrs", "names", "handler_at", "linenos", "delegating_yield",
                  "nlocalsplus", "localsplus_names", "free_start", "flags", "tracked", "internal", "unfused",
-                 "simple_args", "null_tail")
+                 "simple_args", "null_tail", "offsets")
 
     def __init__(self, code):
         self.code = code
@@ -325,6 +325,7 @@ def decode(code):
         if ins.opname == "YIELD_VALUE" and nxt.opname == "RESUME" and (nxt.arg & 3) >= 2:
             delegating[position[id(ins)]] = True
     d.names = names
+    d.offsets = [ins.offset for ins in kept]
     d.handler_at = handler_at
     d.linenos = linenos
     d.delegating_yield = delegating

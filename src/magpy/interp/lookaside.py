@@ -301,6 +301,12 @@ class FrameProxy:
         return self._frame.lineno
 
     @property
+    def f_lasti(self):
+        f = self._frame
+        offsets = f.decoded.offsets
+        return offsets[min(f.index, len(offsets) - 1)] if offsets else -1
+
+    @property
     def f_back(self):
         back = self._frame.back
         if back is not None:

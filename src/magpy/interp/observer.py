@@ -18,7 +18,8 @@ Frames
 Reads from outside the frame
     ``read_global(frame, name, value) -> prov``
     ``read_cell(frame, cell, name, value) -> prov`` — a closure cell (free or cell variable).
-    ``read_attr(obj, obj_prov, name, value) -> prov``
+    ``read_attr(obj, obj_prov, name, value, computed) -> prov`` — ``computed``: the provenance Python
+        code (a property, ``__getattr__``) returned the value with, else ``tracking.NOT_RETURNED``.
     ``read_item(obj, obj_prov, key, key_prov, value) -> prov``
 Writes
     ``write_global(frame, name, value, prov)``, ``write_cell(frame, cell, name, value, prov)``
@@ -67,7 +68,7 @@ class Observer:
     def read_cell(self, frame, cell, name, value):
         return None
 
-    def read_attr(self, obj, obj_prov, name, value):
+    def read_attr(self, obj, obj_prov, name, value, computed=None):
         return None
 
     def read_item(self, obj, obj_prov, key, key_prov, value):

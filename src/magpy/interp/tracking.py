@@ -278,13 +278,26 @@ def t_store_deref(f, arg, i):
     return i + 1
 
 
+def _computed(vm, caller, value):
+    """The provenance Python code (a property, ``__getattr__``, a dunder) returned ``value`` with, when
+    such code just ran for ``caller``; else NOT_RETURNED."""
+    r = vm.returned
+    vm.returned = None
+    if r is None or r[1] is not value or r[0].back is not caller:
+        return NOT_RETURNED
+    return r[2]
+
+
 @tracked("LOAD_ATTR")
 def t_load_attr(f, name, i):
     obj = f.stack[-1]
     oprov = f.pstack[-1]
-    value = protocols.load_attr(f.vm, obj, name, oprov)
+    vm = f.vm
+    vm.returned = None
+    f.index = i
+    value = protocols.load_attr(vm, obj, name, oprov)
     f.stack[-1] = value
-    f.pstack[-1] = f.vm.observer.read_attr(obj, oprov, name, value)
+    f.pstack[-1] = vm.observer.read_attr(obj, oprov, name, value, _computed(vm, f, value))
     return i + 1
 
 
@@ -292,12 +305,13 @@ def _t_load_method(null_after):
     def run(f, name, i):
         obj = f.stack.pop()
         oprov = f.pstack.pop()
+        f.vm.returned = None
         meth, value = protocols.load_method(f.vm, obj, name, oprov)
         if meth is not None:
             # an unbound method and its self: the method is part of the program, self keeps its prov
             pairs = [(meth, None), (value, oprov)]
         else:
-            prov = f.vm.observer.read_attr(obj, oprov, name, value)
+            prov = f.vm.observer.read_attr(obj, oprov, name, value, _computed(f.vm, f, value))
             pairs = [(value, prov), (NULL, None)] if null_after else [(NULL, None), (value, prov)]
         for v, p in pairs:
             f.stack.append(v)
@@ -447,9 +461,13 @@ def _returned(vm, caller, fn, result):
         target = target.func
     elif not isinstance(target, type(_returned)) and not isinstance(target, type):
         target = getattr(type(target), "__call__", None)
-    if callee is not target:
+    if callee is not target and fn not in _PROTOCOL_BUILTINS:
         return NOT_RETURNED
     return r[2]
+
+
+#: builtins whose result a Python dunder may compute (``len`` runs ``__len__`` …)
+_PROTOCOL_BUILTINS = {len, iter, next, getattr, hasattr}
 
 
 # ---- calls ---------------------------------------------------------------------------------------------
