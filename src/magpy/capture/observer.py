@@ -103,6 +103,12 @@ def _build_list(*items):
     return list(items)
 
 
+def _has_own(obj, name):
+    """Does ``obj``'s instance dict hold ``name`` (shadowing a method of its class)?"""
+    d = getattr(obj, "__dict__", None)
+    return d is not None and name in d
+
+
 def _build_dict(keys, *values):
     return dict(zip(keys, values))
 
@@ -148,6 +154,8 @@ class CaptureObserver(Observer):
 
     def need(self, value, prov, frame=None):
         """The program depends on ``value`` exactly (a branch, a graph constant, a stored value)."""
+        if prov is None:
+            prov = self.effective(value, None)
         if prov is None or _is_tensor(value):
             return
         if prov is UNKNOWN:
@@ -386,6 +394,17 @@ class CaptureObserver(Observer):
         return UNKNOWN
 
     @_event(None)
+    def read_method(self, obj, obj_prov, name, function):
+        if obj_prov is UNKNOWN:
+            self.unsupported(f"method {name!r} called on an object of unknown origin")
+        if obj_prov is None or _is_tensor(obj) or _library_global(obj_prov):
+            return
+        self.deref(obj, obj_prov)
+        self.guard(IdGuard(Expr(getattr, (Expr(type, (obj_prov,)), Const(name))), function))
+        if hasattr(obj, "__dict__"):
+            self.guard(TruthGuard(Expr(_has_own, (obj_prov, Const(name))), False))
+
+    @_event(None)
     def read_item(self, obj, obj_prov, key, key_prov, value):
         if _is_tensor(obj):
             self.record(operator.getitem, (obj, key), (obj_prov, key_prov), None, None, value)
@@ -396,7 +415,9 @@ class CaptureObserver(Observer):
                 return entry[1][key]
             except IndexError:
                 return UNKNOWN
-        if obj_prov is None and key_prov is None:
+        if _is_tensor(key):
+            self.unsupported("a tensor used as a key of a Python container (looked up by identity)")
+        if obj_prov is None and key_prov is None and self.effective(key, None) is None:
             return None
         if obj_prov is UNKNOWN or key_prov is UNKNOWN:
             return UNKNOWN
@@ -765,6 +786,8 @@ class CaptureObserver(Observer):
             if kind in ("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"):
                 return
             self.unsupported("a branch on a tensor's value (graph break)", frame)
+        if prov is None:
+            prov = self.effective(value, None)
         if kind in ("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"):
             if prov is not None:
                 if prov is UNKNOWN:
@@ -855,6 +878,7 @@ UNKNOWN_CONTAINER = None  # containers made inside carry None; their elements li
 
 def _op_binary(obs, k, inputs, provs, outputs):
     a, b = inputs
+    provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     fn = NATIVE_BINARY[k]
     if _is_tensor(a) or _is_tensor(b) or _is_tensor(outputs[0]):
         obs.record(fn, (a, b), provs, None, None, outputs[0])
@@ -864,6 +888,7 @@ def _op_binary(obs, k, inputs, provs, outputs):
 
 def _op_compare(obs, k, inputs, provs, outputs):
     a, b = inputs
+    provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     fn = NATIVE_COMPARE[k]
     if _is_tensor(a) or _is_tensor(b) or _is_tensor(outputs[0]):
         obs.record(fn, (a, b), provs, None, None, outputs[0])
@@ -873,6 +898,7 @@ def _op_compare(obs, k, inputs, provs, outputs):
 
 def _op_unary(fn):
     def op(obs, arg, inputs, provs, outputs):
+        provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
         if _is_tensor(inputs[0]):
             if fn is operator.not_:
                 obs.unsupported("`not` on a tensor (graph break)")
@@ -891,6 +917,7 @@ def _derive(fn, inputs, provs):
 
 
 def _op_is(obs, invert, inputs, provs, outputs):
+    provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     return [_derive(operator.is_not if invert else operator.is_, inputs, provs)]
 
 
@@ -898,6 +925,7 @@ def _op_contains(obs, invert, inputs, provs, outputs):
     item, container = inputs
     if _is_tensor(container) or _is_tensor(item):
         obs.unsupported("`in` on a tensor (graph break)")
+    provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     fn = _not_contains if invert else operator.contains
     return [_derive(fn, (container, item), (provs[1], provs[0]))]
 

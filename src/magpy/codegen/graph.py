@@ -11,6 +11,7 @@ import operator
 import re
 from typing import Any, Optional
 
+import sympy
 import torch
 import torch.fx
 
@@ -26,12 +27,13 @@ from .ir import (
     TensorValue,
     WrapperView,
     dense_layout_like,
+    index_vars,
 )
 from .channels_last import DTYPES, channels_last, is_channels_last, preferred_operands, result_layout
 from .channels_last import wants_channels_last
 from .lowering import LoweringContext, Unsupported, lookup_lowering
 from .lowering_view import VIEW_OPS
-from .ops import count_ops
+from .ops import body_key, count_ops
 
 # A lazy value used more than once is realized when recomputing it would cost more than this.
 INLINE_MAX_OPS = 8
@@ -82,6 +84,7 @@ class GraphLowering:
         self.preferred: set = set()  # (node, item) of values to store channels-last
         self.relaid: set[str] = set()
         self._channels_last_copies: dict[str, str] = {}
+        self._reductions: dict = {}  # reduction_key -> buffer
 
     # ------------------------------------------------------------------------------------------
     # Names and buffers
@@ -122,6 +125,12 @@ class GraphLowering:
         return BufferValue(name, layout)
 
     def realize_reduction(self, reduction: Reduction) -> BufferValue:
+        """A buffer holding ``reduction`` — the buffer of an identical earlier one if any (a
+        decomposed layer_norm sums its input twice), seen through a layout of its own size."""
+        key = reduction_key(reduction)
+        if key is not None and key in self._reductions:
+            name = self._reductions[key]
+            return BufferValue(name, relayout(self.layouts[name], reduction.size))
         layout = self._meta_layout(self._current, reduction.size)
         if layout is None or layout.dtype != reduction.dtype:
             layout = Layout.contiguous(reduction.size, reduction.dtype)
@@ -129,6 +138,8 @@ class GraphLowering:
         self.nodes.append(ComputedBuffer(name, layout, reduction))
         self.layouts[name] = layout
         self.owner[name] = self._current
+        if key is not None:
+            self._reductions[key] = name
         return BufferValue(name, layout)
 
     def owns_storage(self, node, value: BufferValue) -> bool:
@@ -368,6 +379,7 @@ class GraphLowering:
         schema = getattr(target, "_schema", None)
         if schema is not None and schema.is_mutable:
             self._realize_pending(node)
+            self._reductions.clear()  # what they read may change
 
         def convert(a):
             if isinstance(a, torch.fx.Node):
@@ -449,6 +461,27 @@ class GraphLowering:
                 name = self.realize(Pointwise(source.size, source.dtype, source.make_loader()), structure).name
             return name
         return Constant(structure)
+
+
+def reduction_key(reduction: Reduction):
+    """Equal for reductions computing the same values (None when the body cannot say)."""
+    def over(size, prefix):
+        variables = iter(index_vars(prefix, len(size)))
+        return [sympy.Integer(0) if int(s) == 1 else next(variables) for s in size]
+
+    body = body_key(reduction.inner_fn, over(reduction.size, "x"), over(reduction.reduction_size, "r"))
+    if body is None:
+        return None
+    nonone = lambda size: tuple(int(s) for s in size if int(s) != 1)  # noqa: E731
+    return (reduction.reduction_type, reduction.dtype, reduction.src_dtype, nonone(reduction.size),
+            nonone(reduction.reduction_size), body)
+
+
+def relayout(layout: Layout, size) -> Layout:
+    """``layout``'s elements seen with ``size``: the same dims of size > 1, in order."""
+    strides = iter(st for sz, st in zip(layout.size, layout.stride) if sz != 1)
+    stride = tuple(1 if int(s) == 1 else next(strides) for s in size)
+    return Layout(tuple(int(s) for s in size), stride, layout.dtype, layout.offset)
 
 
 class ExternResult:

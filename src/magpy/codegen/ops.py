@@ -215,3 +215,55 @@ def count_ops(fn, *index) -> OpCountHandler:
     with set_handler(handler):
         fn(*index)
     return handler
+
+
+class KeyHandler:
+    """Spells a body out as text (``Keyed.text``): two bodies with the same text compute the
+    same values. Bodies with data-dependent positions or masks get no key (``Unkeyable``)."""
+
+    def load(self, name, index):
+        return Keyed(f"load({name}, {sympy.expand(index)})", None)
+
+    def constant(self, value, dtype):
+        return Keyed(f"{value!r}:{dtype}", dtype)
+
+    def index_expr(self, expr, dtype):
+        return Keyed(f"index({sympy.expand(expr)}):{dtype}", dtype)
+
+    def to_dtype(self, x, dtype):
+        return Keyed(f"to({x.text}, {dtype})", dtype)
+
+    def where(self, cond, a, b):
+        return Keyed(f"where({cond.text}, {a.text}, {b.text})", None)
+
+    def masked(self, mask, body, other):
+        raise Unkeyable("masked")
+
+    def indirect_indexing(self, x, size):
+        raise Unkeyable("indirect")
+
+    def __getattr__(self, name):
+        if name in UNARY_OPS or name in BINARY_OPS:
+            return lambda *args: Keyed(f"{name}({', '.join(a.text for a in args)})", None)
+        raise AttributeError(name)
+
+
+class Keyed:
+    __slots__ = ("text", "dtype")
+
+    def __init__(self, text: str, dtype):
+        self.text = text
+        self.dtype = dtype
+
+
+class Unkeyable(Exception):
+    """The body has no ``KeyHandler`` key."""
+
+
+def body_key(fn, *index):
+    """The text of ``fn(*index)`` under ``KeyHandler``, or None when it has none."""
+    try:
+        with set_handler(KeyHandler()):
+            return fn(*index).text
+    except Unkeyable:
+        return None

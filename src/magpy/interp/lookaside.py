@@ -357,6 +357,28 @@ if hasattr(sys, "_getframemodulename"):
         return frame.f_globals.get("__name__")
 
 
+@lookaside(inspect.getframeinfo)
+def _getframeinfo(vm, args, kwargs):
+    frame = args[0] if args else kwargs.get("frame")
+    if not isinstance(frame, FrameProxy):
+        return inspect.getframeinfo(*args, **kwargs)
+    f = frame._frame
+    return inspect.Traceback(f.filename, f.lineno, f.code.co_name, None, None)
+
+
+@lookaside(inspect.stack)
+def _stack(vm, args, kwargs):
+    """``inspect.stack()`` seen from an interpreted frame: the VM's frames, then the real ones."""
+    context = args[0] if args else kwargs.get("context", 1)
+    out = []
+    frame = vm.frame
+    while frame is not None:
+        out.append(inspect.FrameInfo(FrameProxy(frame), frame.filename, frame.lineno, frame.code.co_name,
+                                     None, None))
+        frame = frame.back
+    return out + inspect.getouterframes(_outside_frame(0), context)
+
+
 @lookaside(inspect.currentframe)
 def _currentframe(vm, args, kwargs):
     return _frame_at(vm, 0)

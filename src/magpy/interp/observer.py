@@ -20,6 +20,7 @@ Reads from outside the frame
     ``read_cell(frame, cell, name, value) -> prov`` — a closure cell (free or cell variable).
     ``read_attr(obj, obj_prov, name, value, computed) -> prov`` — ``computed``: the provenance Python
         code (a property, ``__getattr__``) returned the value with, else ``tracking.NOT_RETURNED``.
+    ``read_method(obj, obj_prov, name, function)`` — ``obj.name(...)`` found ``function`` on the class.
     ``read_item(obj, obj_prov, key, key_prov, value) -> prov``
 Writes
     ``write_global(frame, name, value, prov)``, ``write_cell(frame, cell, name, value, prov)``
@@ -70,6 +71,9 @@ class Observer:
 
     def read_attr(self, obj, obj_prov, name, value, computed=None):
         return None
+
+    def read_method(self, obj, obj_prov, name, function):
+        pass
 
     def read_item(self, obj, obj_prov, key, key_prov, value):
         return None

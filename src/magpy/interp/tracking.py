@@ -309,6 +309,7 @@ def _t_load_method(null_after):
         meth, value = protocols.load_method(f.vm, obj, name, oprov)
         if meth is not None:
             # an unbound method and its self: the method is part of the program, self keeps its prov
+            f.vm.observer.read_method(value, oprov, name, meth)
             pairs = [(meth, None), (value, oprov)]
         else:
             prov = f.vm.observer.read_attr(obj, oprov, name, value, _computed(f.vm, f, value))
