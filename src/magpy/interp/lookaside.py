@@ -18,11 +18,15 @@ from types import FunctionType, MethodType
 from .frame import NULL
 
 LOOKASIDE = {}
+#: the entries whose target is a Python function (checked where such calls are interpreted)
+PY_LOOKASIDE = {}
 
 
 def register_lookaside(target, handler):
     """Make the VM run ``handler(vm, args, kwargs)`` whenever user code calls ``target``."""
     LOOKASIDE[target] = handler
+    if type(target) is FunctionType:
+        PY_LOOKASIDE[target] = handler
     return handler
 
 

@@ -14,6 +14,7 @@ from .errors import InterpreterError
 from .frame import Frame, NULL, ExcState, Suspend, YIELD  # noqa: F401
 
 _VM_RECURSION_LIMIT = 20000
+from .lookaside import PY_LOOKASIDE as _PY_LOOKASIDE  # noqa: E402
 CO_OPTIMIZED = 0x01
 CO_VARARGS = 0x04
 CO_VARKEYWORDS = 0x08
@@ -87,6 +88,10 @@ class VM:
     # ---- function entry ------------------------------------------------------------------------
     def call_function(self, func, args, kwargs):
         """Interpret a call of the Python function ``func``."""
+        special = _PY_LOOKASIDE.get(func)
+        if special is not None:
+            self.call_provs = None
+            return special(self, args, kwargs or {})
         code = func.__code__
         flags = code.co_flags
         if flags & CO_ITERABLE_COROUTINE:
