@@ -163,7 +163,7 @@ class CaptureObserver(Observer):
                              "behaviour", frame)
         if value is None:
             self.guard(NoneGuard(prov, True))
-        elif isinstance(value, _SCALARS) or type(value) is range or (
+        elif isinstance(value, _SCALARS) or type(value) in (range, slice) or (
                 type(value) in (tuple, torch.Size) and all(isinstance(v, _SCALARS) for v in value)):
             self.guard(ValueGuard(prov, value))
         elif isinstance(value, _IDENTITY_TYPES) or isinstance(value, torch.nn.Module):
@@ -602,6 +602,15 @@ class CaptureObserver(Observer):
         makes_tensor = _is_tensor(result) or (isinstance(result, (tuple, list)) and
                                                 any(_is_tensor(x) for x in result))
         module = getattr(fn, "__module__", None) or ""
+        if fn in (object.__setattr__, setattr) and len(args) == 3 and not kwargs:
+            self.need(args[1], arg_provs[1])
+            self.write_attr(args[0], arg_provs[0], args[1], args[2], arg_provs[2])
+            return None
+        if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__setattr__" and len(args) == 2:
+            # ``super().__setattr__(name, value)``: the object is found by identity
+            self.need(args[0], arg_provs[0])
+            self.write_attr(self_obj, self.provenance_of(self_obj), args[0], args[1], arg_provs[1])
+            return None
         if fn in rules.PURE and not makes_tensor:
             return self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
         if fn in rules.MUTATES or (self_obj is not None and not isinstance(self_obj, types.ModuleType)
@@ -627,15 +636,6 @@ class CaptureObserver(Observer):
         if module.split(".")[0] in rules.RANDOM_MODULES or (self_obj is not None and
                                                            type(self_obj).__module__ == "random"):
             self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws Python random numbers")
-        if fn in (object.__setattr__, setattr) and len(args) == 3 and not kwargs:
-            self.need(args[1], arg_provs[1])
-            self.write_attr(args[0], arg_provs[0], args[1], args[2], arg_provs[2])
-            return None
-        if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__setattr__" and len(args) == 2:
-            # ``super().__setattr__(name, value)``: the object is found by identity
-            self.need(args[0], arg_provs[0])
-            self.write_attr(self_obj, self.provenance_of(self_obj), args[0], args[1], arg_provs[1])
-            return None
         if fn in rules.REPLAY:
             self.cap.side_effects.append(("call", fn, [self.template(a, p) for a, p in zip(args, arg_provs)],
                                           {k: self.template(v, kw_provs.get(k)) for k, v in kwargs.items()}))
@@ -738,9 +738,10 @@ class CaptureObserver(Observer):
 
     @_event(None)
     def packed(self, container, element_provs):
-        provs = list(element_provs.values()) if type(element_provs) is dict else element_provs
-        if any(p is not None for p in provs):
-            self.contents[id(container)] = (container, provs)
+        items = element_provs.values() if type(element_provs) is dict else element_provs
+        if any(p is not None for p in items):
+            self.contents[id(container)] = (container, dict(element_provs) if type(element_provs) is dict
+                                            else list(element_provs))
         return None
 
     @_event(UNKNOWN)
@@ -758,8 +759,12 @@ class CaptureObserver(Observer):
     @_event(lambda mapping, prov: dict.fromkeys(mapping, UNKNOWN))
     def unpacked_mapping(self, mapping, prov):
         entry = self.contents.get(id(mapping))
-        if entry is not None and entry[0] is mapping and len(entry[1]) == len(mapping):
-            return dict(zip(mapping, entry[1]))
+        if entry is not None and entry[0] is mapping and entry[1] is not None:
+            if type(entry[1]) is dict:
+                return {k: entry[1].get(k, UNKNOWN) for k in mapping}
+            if len(entry[1]) == len(mapping):
+                return dict(zip(mapping, entry[1]))
+            return dict.fromkeys(mapping, UNKNOWN)
         if prov is None:
             return dict.fromkeys(mapping)
         if isinstance(prov, Source) and type(mapping) is dict:
@@ -1030,7 +1035,7 @@ def _elements(obs, obj, prov):
         return [None] * len(obj) if hasattr(obj, "__len__") else None
     if prov is UNKNOWN:
         return None
-    if type(obj) in (list, tuple) or (isinstance(obj, tuple) and hasattr(obj, "_fields")):
+    if isinstance(obj, (list, tuple)):
         obs.guard(ValueGuard(Expr(len, (prov,)), len(obj)))
         return [ItemSource(prov, k) if isinstance(prov, Source) else Expr(operator.getitem, (prov, Const(k)))
                 for k in range(len(obj))]
@@ -1133,6 +1138,42 @@ def _op_format(obs, arg, inputs, provs, outputs):
     return [None if all(p is None for p in provs) else UNKNOWN]
 
 
+def _format_value(value, spec=""):
+    return format(value, spec)
+
+
+def _concat(*parts):
+    return "".join(parts)
+
+
+def _op_format_simple(obs, arg, inputs, provs, outputs):
+    if any(_is_tensor(x) for x in inputs):
+        obs.unsupported("formatting a tensor as text (graph break)")
+    if type(inputs[0]) not in (int, float, str, bool, type(None)):
+        return _op_format(obs, arg, inputs, provs, outputs)
+    return [_derive(_format_value, inputs, provs)]
+
+
+def _op_build_string(obs, n, inputs, provs, outputs):
+    return [_derive(_concat, inputs, provs)]
+
+
+def _op_build_slice(obs, n, inputs, provs, outputs):
+    if any(_is_tensor(x) for x in inputs):
+        obs.unsupported("a tensor used as a slice bound (graph break)")
+    return [_derive(slice, inputs, provs)]
+
+
+def _op_binary_slice(obs, arg, inputs, provs, outputs):
+    obj, start, stop = inputs
+    key = slice(start, stop)
+    key_prov = _derive(slice, (start, stop), provs[1:])
+    if _is_tensor(obj):
+        obs.record(operator.getitem, (obj, key), (provs[0], key_prov), None, None, outputs[0])
+        return [None]
+    return [obs.read_item(obj, provs[0], key, key_prov, outputs[0])]
+
+
 _OPERATIONS = {
     "BINARY_OP": _op_binary,
     "COMPARE_OP": _op_compare,
@@ -1159,9 +1200,11 @@ _OPERATIONS = {
     "BUILD_CONST_KEY_MAP": _op_build_const_key_map,
     "MAP_ADD": _op_map_add,
     "FORMAT_VALUE": _op_format,
-    "FORMAT_SIMPLE": _op_format,
+    "FORMAT_SIMPLE": _op_format_simple,
     "FORMAT_WITH_SPEC": _op_format,
-    "BUILD_STRING": _op_format,
+    "BUILD_STRING": _op_build_string,
+    "BUILD_SLICE": _op_build_slice,
+    "BINARY_SLICE": _op_binary_slice,
 }
 #: opcodes that may see tensors without computing on them
 _TENSOR_NEUTRAL = {"BUILD_SLICE", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "BUILD_SET", "LIST_APPEND",

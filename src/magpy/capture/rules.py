@@ -12,6 +12,7 @@ A native (not interpreted) call made by the program is classified here:
   unknown: its result may be used only where no guard is needed.
 """
 import builtins
+import functools
 import math
 import operator
 
@@ -34,7 +35,7 @@ PURE = {
     torch.overrides.has_torch_function_variadic, torch._C._has_torch_function,
     torch._C._has_torch_function_unary, torch._C._has_torch_function_variadic,
     torch._C._is_torch_function_mode_enabled, torch.cuda.is_available, torch.finfo, torch.iinfo,
-    torch.Size, torch.device, torch.dtype,
+    torch.Size, torch.device, torch.dtype, functools.partial,
 }
 #: methods of immutable built-in types are pure too (str.upper, tuple.index …)
 PURE_METHOD_TYPES = (str, bytes, int, float, complex, tuple, frozenset, type(None), bool, range,

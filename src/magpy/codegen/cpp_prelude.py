@@ -28,15 +28,15 @@ def _transpose_stages() -> str:
     """The shuffles of a 16x16 transpose: four rounds of swapping off-diagonal blocks."""
     lines = []
     for block in (8, 4, 2, 1):
-        low = [j if not j & block else 16 + j - block for j in range(16)]
-        high = [j + block if not j & block else 16 + j for j in range(16)]
-        lines.append(f"    {{ const magpy_i32x16 lo = {{{', '.join(map(str, low))}}};")
-        lines.append(f"      const magpy_i32x16 hi = {{{', '.join(map(str, high))}}};")
-        lines.append(f"      for (int i = 0; i < 16; i++) if (!(i & {block})) {{")
-        lines.append(f"          magpy_u32x16 a = r[i], b = r[i + {block}];")
-        lines.append("          r[i] = __builtin_shuffle(a, b, lo);")
-        lines.append(f"          r[i + {block}] = __builtin_shuffle(a, b, hi);")
-        lines.append("      } }")
+        low = ", ".join(str(j if not j & block else 16 + j - block) for j in range(16))
+        high = ", ".join(str(j + block if not j & block else 16 + j) for j in range(16))
+        lines += [
+            f"    for (int i = 0; i < 16; i++) if (!(i & {block})) {{",
+            f"        magpy_u32x16 a = r[i], b = r[i + {block}];",
+            f"        r[i] = MAGPY_SHUFFLE(a, b, {low});",
+            f"        r[i + {block}] = MAGPY_SHUFFLE(a, b, {high});",
+            "    }",
+        ]
     return "\n".join(lines)
 
 
@@ -109,7 +109,12 @@ template <typename T> MAGPY_INLINE T magpy_abs(T a) { return a < 0 ? -a : a; }
 // dst[16 * i + j] = src[stride * j + i] for a 16x16 tile of 4-byte elements: 16 vector loads,
 // shuffles in registers, 16 vector stores (a gather per element is several times slower).
 typedef uint32_t magpy_u32x16 __attribute__((vector_size(64)));
+#if defined(__clang__)
+#define MAGPY_SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
 typedef int32_t magpy_i32x16 __attribute__((vector_size(64)));
+#define MAGPY_SHUFFLE(a, b, ...) __builtin_shuffle(a, b, magpy_i32x16{__VA_ARGS__})
+#endif
 MAGPY_INLINE void magpy_transpose16_b32(const void* src, int64_t stride, void* dst) {
     magpy_u32x16 r[16];
     for (int i = 0; i < 16; i++) __builtin_memcpy(&r[i], (const uint32_t*)src + stride * i, 64);

@@ -387,3 +387,49 @@ def _render_template(t):
     if kind == "set":
         return "{" + ", ".join(_render_template(p) for p in t[1]) + "}" if t[1] else "set()"
     return repr(t)
+
+
+def evaluate(e, bound):
+    """The value of a path or expression for the call whose bound arguments are ``bound`` (the same
+    meaning the emitted bytecode gives it; used to explain which guard failed)."""
+    t = type(e)
+    if t is ArgSource:
+        return bound[e.index]
+    if t is GlobalSource:
+        return global_value(e.namespace, e.name)
+    if t is ConstSource:
+        return e.value
+    if t is AttrSource:
+        return getattr(evaluate(e.base, bound), e.name)
+    if t is ItemSource:
+        return evaluate(e.base, bound)[e.key]
+    if t is CellSource:
+        return e.cell.cell_contents
+    if t is Expr:
+        return e.fn(*(evaluate(a, bound) for a in e.args))
+    if t is Const:
+        return e.value
+    raise TypeError(f"cannot evaluate {e!r}")
+
+
+def failing_guard(entry, bound):
+    """The first guard of ``entry`` that does not hold for ``bound`` (None when all hold)."""
+    for g in entry.guards:
+        try:
+            value = evaluate(g.expr, bound)
+        except Exception as exc:  # noqa: BLE001 - a guard that cannot be evaluated fails
+            return g, f"raised {type(exc).__name__}: {exc}"
+        t = type(g)
+        ok = {
+            TypeGuard: lambda: type(value) is g.type,
+            IdGuard: lambda: value is g.obj,
+            NoneGuard: lambda: (value is None) == g.is_none,
+            TruthGuard: lambda: bool(value) is g.value,
+            ValueGuard: lambda: (same_float(value, g.value) if type(g.value) is float else
+                                 type(value) is type(g.value) and value == g.value),
+            TensorGuard: lambda: (type(value) is g.cls and value.dtype is g.dtype and value.device == g.device
+                                  and tuple(value.shape) == g.shape and value.requires_grad is g.requires_grad),
+        }[t]()
+        if not ok:
+            return g, f"found {value!r}"[:200]
+    return None
