@@ -10,7 +10,8 @@ and with an observer that gives values provenance and logs every event (what cap
 - ``transformer``: the forward of a small two-layer transformer written with torch ops, at a
   size where Python overhead dominates (skipped without torch).
 
-Targets (the VM's design): at most 25x on ``records`` without an observer, at most 40x with one.
+Targets (the VM's design): at most 25x on ``records`` without an observer, at most 40x with one;
+the script exits with status 1 when a target is missed.
 Each VM run is paired with CPython runs filling the same wall time, so both see the same machine
 load; the ratio is the median over the pairs (the best-over-best ratio is printed too).
 

@@ -47,7 +47,7 @@ def build(program):
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
-@given(program=steps, rows=st.sampled_from([1, 3, 8]), cols=st.sampled_from([1, 5, 17]),
+@given(program=steps, rows=st.sampled_from([1, 3, 8, 20]), cols=st.sampled_from([1, 5, 17, 33]),
        transposed=st.booleans(), dtype=st.sampled_from([torch.float32, torch.float64]))
 def test_random_graphs_match_eager(program, rows, cols, transposed, dtype):
     torch.manual_seed(0)

@@ -46,7 +46,9 @@ def raise_varargs(f, argc, i):
 
 @handler("RERAISE")
 def reraise(f, arg, i):
-    raise f.stack.pop()
+    exc = f.stack.pop()
+    f.vm.reraising = exc
+    raise exc
 
 
 @handler("PUSH_EXC_INFO")

@@ -65,10 +65,15 @@ def bind(desc, obj, tp):
     return get(desc, obj, tp) if get is not None else desc
 
 
+_SLOT_DESCRIPTORS = (type(object.__eq__), type(str.join), type(dict.__dict__["fromkeys"]))
+
+
 def call_slot(vm, desc, obj, *args):
     """Call the dunder ``desc`` found on ``type(obj)`` with ``obj`` as self."""
     if type(desc) is FunctionType:
         return vm.call_function(desc, (obj, *args), None)
+    if isinstance(desc, _SLOT_DESCRIPTORS[:2]):
+        return desc(obj, *args)  # (binding to None would give back the unbound descriptor)
     from .calls import call
     return call(vm, bind(desc, obj, type(obj)), args, None)
 

@@ -29,10 +29,13 @@ CO_SUSPENDING = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
 
 
 def _chain_context(exc, context):
-    """Set ``exc.__context__`` as CPython's raise does, breaking cycles the same way."""
+    """Set ``exc.__context__`` as CPython's raise does, breaking cycles the same way (and, like
+    CPython, not looping forever on a chain that already has a cycle of its own)."""
     if context is None or context is exc:
         return
     o = context
+    slow = context
+    step = False
     while True:
         nxt = o.__context__
         if nxt is None:
@@ -41,6 +44,11 @@ def _chain_context(exc, context):
             o.__context__ = None
             break
         o = nxt
+        if step:
+            slow = slow.__context__
+            if slow is o:
+                break
+        step = not step
     exc.__context__ = context
 
 
@@ -54,6 +62,7 @@ class VM:
         self.exc_state = ExcState()
         self.call_provs = None     # provenance of the arguments of the call being made (observer on)
         self.returned = None       # (frame, value, prov) of the last interpreted return (observer on)
+        self.reraising = None      # the exception RERAISE is raising again (it gets no new context)
         self.user_limit = sys.getrecursionlimit()
         from . import binding
         self._bind = binding.bind
@@ -212,8 +221,9 @@ class VM:
                 if type(exc) in _SUSPECT and _is_internal_failure(exc):
                     frame.index = i
                     raise internal_error(frame, exc) from exc
-                if exc.__context__ is None:
+                if exc.__context__ is None and exc is not self.reraising:
                     _chain_context(exc, self.current_exception())
+                self.reraising = None
                 target = handler_at[i] if i < len(handler_at) else None
                 if target is None:
                     frame.index = i
@@ -235,7 +245,7 @@ class VM:
 
 
 _SUSPECT = frozenset({AttributeError, NameError, UnboundLocalError, IndexError, TypeError,
-                      AssertionError, SystemError})
+                      AssertionError})
 
 
 def _is_internal_failure(exc):
