@@ -103,6 +103,11 @@ def _build_list(*items):
     return list(items)
 
 
+def _hkey(key):
+    """A hashable stand-in for a container key (slices hash only from Python 3.12 on)."""
+    return ("slice", key.start, key.stop, key.step) if type(key) is slice else key
+
+
 def _has_own(obj, name):
     """Does ``obj``'s instance dict hold ``name`` (shadowing a method of its class)?"""
     d = getattr(obj, "__dict__", None)
@@ -422,12 +427,13 @@ class CaptureObserver(Observer):
         if obj_prov is UNKNOWN or key_prov is UNKNOWN:
             return UNKNOWN
         self.need(key, key_prov)
-        try:
-            hash(key)
-        except TypeError:
-            return UNKNOWN
+        if type(key) is not slice:
+            try:
+                hash(key)
+            except TypeError:
+                return UNKNOWN
         self.deref(obj, obj_prov)
-        written = self.written.get((id(obj), ("item", key)))
+        written = self.written.get((id(obj), ("item", _hkey(key))))
         if written is not None:
             return written
         if obj_prov is None:
@@ -495,7 +501,7 @@ class CaptureObserver(Observer):
                     provs = [UNKNOWN] * len(obj)
                 self.contents[id(obj)] = (obj, provs)
             return
-        self.written[(id(obj), ("item", key))] = prov
+        self.written[(id(obj), ("item", _hkey(key)))] = prov
         if isinstance(obj_prov, (Source, Expr)):
             self.need(key, key_prov)
             self.cap.side_effects.append(("setitem", obj_prov, key, self.template(value, prov)))

@@ -105,7 +105,10 @@ class ItemSource(Source):
             other.key == self.key and other.base == self.base
 
     def __hash__(self):
-        return hash(("item", self.base, type(self.key), self.key))
+        key = self.key
+        if type(key) is slice:  # (slices hash only from 3.12 on)
+            key = (key.start, key.stop, key.step)
+        return hash(("item", self.base, type(self.key), key))
 
 
 class CellSource(Source):
