@@ -38,6 +38,7 @@ class CompiledFunction:
         self.cache = register(Cache())
         self.eager = False        # gave up: every call runs eagerly
         self._warned = False
+        self.extra_frames = 0     # frames between the user's call and ours (a module wrapper's)
         functools.update_wrapper(self, self.func)
 
     def __call__(self, *args, **kwargs):
@@ -104,7 +105,7 @@ class CompiledFunction:
         if not self._warned:
             self._warned = True
             warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {u.reason} ({u.where()})",
-                          stacklevel=4)
+                          stacklevel=4 + self.extra_frames)
         self.eager = True
 
     def _fall_back(self, reason, where, args, kwargs):
@@ -112,24 +113,37 @@ class CompiledFunction:
         self.stats.reasons.append((reason, where))
         if not self._warned:
             self._warned = True
-            warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {reason}", stacklevel=3)
+            warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {reason}",
+                          stacklevel=3 + self.extra_frames)
         self.eager = True
         return self.fn(*args, **kwargs)
 
 
 def _compiled_module(module, **options):
-    """An nn.Module sharing ``module``'s state (its very ``__dict__``) whose calls are compiled."""
+    """An nn.Module sharing ``module``'s state (its very ``__dict__``) whose calls are compiled.
+
+    A copy of the wrapper (``copy.deepcopy`` for an EMA or teacher model) gets its own compiled call,
+    bound to the copy."""
+    import weakref
     cls = type(module)
     compiled_call = CompiledFunction(types.MethodType(cls.__call__, module), **options)
+    compiled_call.extra_frames = 1
+    per_instance = weakref.WeakKeyDictionary()
 
     def __call__(self, *args, **kwargs):
-        return compiled_call(*args, **kwargs)
+        compiled = per_instance.get(self)
+        if compiled is None:
+            compiled = CompiledFunction(types.MethodType(cls.__call__, self), **options)
+            compiled.extra_frames = 1
+            per_instance[self] = compiled
+        return compiled(*args, **kwargs)
 
     # ``stats`` is a plain class attribute: a user attribute of that name in the shared __dict__ wins
     sub = type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__,
                                       "_magpy_compiled": compiled_call, "stats": compiled_call.stats})
     wrapper = object.__new__(sub)
     object.__setattr__(wrapper, "__dict__", module.__dict__)
+    per_instance[wrapper] = compiled_call
     return wrapper
 
 

@@ -10,9 +10,12 @@ tensor operation a node. Consuming a derived Python value (a branch, a constant 
 op, a returned value) adds the guard that makes the reuse safe. Writes to outside objects become
 side effects replayed after the graph runs.
 """
+import functools
+import inspect
 import operator
 import sys
 import types
+import warnings
 
 import torch
 from torch import fx
@@ -236,8 +239,18 @@ class CaptureObserver(Observer):
         if type(value) is dict:
             provs = self._dict_provs(value, prov)
             return {k: self.to_graph_arg(v, provs[k]) for k, v in value.items()}
-        if isinstance(value, (slice,)):
-            return slice(*(self.to_graph_arg(getattr(value, a), prov) for a in ("start", "stop", "step")))
+        if isinstance(value, slice):
+            parts = (value.start, value.stop, value.step)
+            if isinstance(prov, Expr) and prov.fn is slice:
+                part_provs = [None if type(p) is Const else p for p in prov.args]
+                part_provs += [None] * (3 - len(part_provs))
+                if len(prov.args) < 3 and len(prov.args) == 2:
+                    part_provs = [part_provs[0], part_provs[1], None]
+            elif isinstance(prov, Source):
+                part_provs = [AttrSource(prov, a) for a in ("start", "stop", "step")]
+            else:
+                part_provs = [prov] * 3 if prov is not None else [None] * 3
+            return slice(*(self.to_graph_arg(v, p) for v, p in zip(parts, part_provs)))
         if isinstance(value, _SCALARS + (torch.dtype, torch.device, torch.Size, torch.layout,
                                           torch.memory_format, type(Ellipsis))):
             self.need(value, prov)
@@ -642,6 +655,8 @@ class CaptureObserver(Observer):
         if module.split(".")[0] in rules.RANDOM_MODULES or (self_obj is not None and
                                                            type(self_obj).__module__ == "random"):
             self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws Python random numbers")
+        if fn is warnings.warn:
+            return self._warning(frame, args, arg_provs, kwargs, kw_provs)
         if fn in rules.REPLAY:
             self.cap.side_effects.append(("call", fn, [self.template(a, p) for a, p in zip(args, arg_provs)],
                                           {k: self.template(v, kw_provs.get(k)) for k, v in kwargs.items()}))
@@ -680,6 +695,27 @@ class CaptureObserver(Observer):
             return UNKNOWN
         return Expr(_build_list if type(value) is list else _build_tuple,
                     tuple(p if p is not None else Const(v) for p, v in zip(items, values)))
+
+    def _warning(self, frame, args, arg_provs, kwargs, kw_provs):
+        """``warnings.warn`` is replayed as ``warn_explicit`` at the line the first call warned from."""
+        from ..interp.lookaside import warning_location
+        bound = inspect.signature(warnings.warn).bind(*args, **kwargs)
+        message = bound.arguments.get("message")
+        category = bound.arguments.get("category")
+        level = bound.arguments.get("stacklevel", 1)
+        for name in ("category", "stacklevel"):
+            if name in bound.arguments:
+                position = list(bound.signature.parameters).index(name)
+                p = arg_provs[position] if position < len(arg_provs) else kw_provs.get(name)
+                self.need(bound.arguments[name], p)
+        position_of_message = 0
+        mprov = arg_provs[position_of_message] if arg_provs else kw_provs.get("message")
+        if isinstance(message, Warning):
+            category = type(message)
+        where = warning_location(self.vm, level)
+        call = functools.partial(warnings.warn_explicit, category=category or UserWarning, **where)
+        self.cap.side_effects.append(("call", call, [self.template(message, mprov)], {}))
+        return None
 
     def _pure(self, fn, args, arg_provs, kwargs, kw_provs, result):
         if fn is reversed and len(args) == 1 and not kwargs:

@@ -16,7 +16,7 @@ from .cpp_loops import PARALLEL_MIN_WORK, PointwiseNest
 from .cpp_prelude import PRELUDE
 from .ir import FloorDiv, ModIndex, is_nonnegative, prod
 from .ops import result_dtype, set_handler
-from .scheduler import INNER, OUTER, Kernel
+from .scheduler import OUTER, Kernel
 
 STORAGE_TYPES = {
     torch.float32: "float",

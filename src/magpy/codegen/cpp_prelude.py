@@ -69,8 +69,10 @@ MAGPY_INLINE uint16_t magpy_float_to_bf16(float f) {
 MAGPY_INLINE float magpy_round_bf16(float f) { return magpy_bf16_to_float(magpy_float_to_bf16(f)); }
 MAGPY_INLINE float magpy_round_f16(float f) { return (float)(_Float16)f; }
 
-template <typename T> MAGPY_INLINE T magpy_max(T a, T b) { return (a != a || a > b) ? a : b; }
-template <typename T> MAGPY_INLINE T magpy_min(T a, T b) { return (a != a || a < b) ? a : b; }
+// NaN-propagating max/min, written as two selects: a chain of them still vectorizes, which
+// ``(a != a || a > b) ? a : b`` does not.
+template <typename T> MAGPY_INLINE T magpy_max(T a, T b) { T m = a > b ? a : b; return a != a ? a : m; }
+template <typename T> MAGPY_INLINE T magpy_min(T a, T b) { T m = a < b ? a : b; return a != a ? a : m; }
 template <typename T> MAGPY_INLINE T magpy_floordiv(T a, T b) {
     if (b == 0) return 0;
     T q = a / b;

@@ -101,10 +101,10 @@ def _decode_load_attr(ins, ctx):
 
 def _decode_load_super_attr(ins, ctx):
     method = bool(ins.arg & 1)
-    name = ins.argval
+    arg = (ins.argval, bool(ins.arg & 2))  # (name, whether super was called with two arguments)
     if not method:
-        return "LOAD_SUPER_ATTR", name
-    return ("LOAD_SUPER_METHOD_313" if PY >= (3, 13) else "LOAD_SUPER_METHOD"), name
+        return "LOAD_SUPER_ATTR", arg
+    return ("LOAD_SUPER_METHOD_313" if PY >= (3, 13) else "LOAD_SUPER_METHOD"), arg
 
 
 _CMP = {"<": 0, "<=": 1, "==": 2, "!=": 3, ">": 4, ">=": 5}

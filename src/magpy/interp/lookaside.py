@@ -225,6 +225,41 @@ def _vars(vm, args, kwargs):
     return vm.frame.local_dict()
 
 
+def warning_location(vm, stacklevel):
+    """Where ``warnings.warn(..., stacklevel)`` called from the current interpreted frame points:
+    keyword arguments for ``warnings.warn_explicit``."""
+    frame = vm.frame
+    for _ in range(max(stacklevel, 1) - 1):
+        if frame is None or frame.back is None:
+            break
+        frame = frame.back
+    if frame is None:
+        return {"filename": "sys", "lineno": 1, "module": "sys", "registry": None}
+    g = frame.globals
+    module = g.get("__name__", "<string>")
+    registry = g.setdefault("__warningregistry__", {})
+    return {"filename": frame.filename, "lineno": frame.lineno, "module": module, "registry": registry,
+            "module_globals": g}
+
+
+@lookaside(__import__("warnings").warn)
+def _warn(vm, args, kwargs):
+    """``warnings.warn`` attributed to the interpreted caller's line (not to the VM's own frames)."""
+    import warnings
+    try:
+        bound = inspect.signature(warnings.warn).bind(*args, **kwargs)
+    except TypeError:
+        return warnings.warn(*args, **kwargs)
+    message = bound.arguments["message"]
+    category = bound.arguments.get("category")
+    if isinstance(message, Warning):
+        category = type(message)
+    if category is None:
+        category = UserWarning
+    where = warning_location(vm, bound.arguments.get("stacklevel", 1))
+    warnings.warn_explicit(message, category, **where)
+
+
 @lookaside(dir)
 def _dir(vm, args, kwargs):
     if args or kwargs:

@@ -121,7 +121,7 @@ class Observer:
         return [None] * len(iterable) if hasattr(iterable, "__len__") else []
 
     def unpacked_mapping(self, mapping, prov):
-        return {}
+        return dict.fromkeys(mapping)
 
     def branch(self, frame, kind, value, prov, taken):
         pass

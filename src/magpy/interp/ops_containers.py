@@ -123,8 +123,6 @@ def dict_merge(f, n, i):
     for k in v.keys():
         if k in target:
             from .ops_calls import function_str
-            if not isinstance(k, str):
-                raise TypeError(f"{function_str(_callee(stack, n))} keywords must be strings")
             raise TypeError(f"{function_str(_callee(stack, n))} got multiple values for keyword argument '{k}'")
         target[k] = v[k]
     return i + 1

@@ -180,7 +180,12 @@ def load_build_class(f, arg, i):
 @handler("SETUP_ANNOTATIONS")
 def setup_annotations(f, arg, i):
     names = f.names
-    if "__annotations__" not in names:
+    if type(names) is dict:
+        names.setdefault("__annotations__", {})
+        return i + 1
+    try:  # a mapping of the program's own: CPython looks the key up (no `in`)
+        names["__annotations__"]
+    except KeyError:
         names["__annotations__"] = {}
     return i + 1
 

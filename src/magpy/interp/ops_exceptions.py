@@ -15,7 +15,7 @@ def make_exception(vm, x):
         value = call(vm, x, (), None)
         if not isinstance(value, BaseException):
             raise TypeError(f"calling {x!r} should have returned an instance of BaseException, "
-                            f"not {type(value).__name__}")
+                            f"not {type(value)!r}")
         return value
     if isinstance(x, BaseException):
         return x
@@ -35,7 +35,10 @@ def raise_varargs(f, argc, i):
     exc = make_exception(vm, stack.pop())
     if argc == 2:
         if _is_exc_class(cause):
-            cause = call(vm, cause, (), None)
+            cause_class, cause = cause, call(vm, cause, (), None)
+            if not isinstance(cause, BaseException):
+                raise TypeError(f"calling {cause_class!r} should have returned an instance of "
+                                f"BaseException, not {type(cause)!r}")
         elif cause is not None and not isinstance(cause, BaseException):
             raise TypeError("exception causes must derive from BaseException")
         exc.__cause__ = cause

@@ -335,35 +335,37 @@ def delete_attr(f, name, i):
     return i + 1
 
 
-def _super_object(f):
+def _super_object(f, two_args):
     stack = f.stack
     self_ = stack.pop()
     cls = stack.pop()
     sup = stack.pop()
     if sup is super:
-        return super(cls, self_), self_
-    from .calls import call
-    return call(f.vm, sup, (cls, self_), None), self_
+        return super(cls, self_)
+    from .calls import call  # a global `super` shadowed: called as the source wrote it
+    return call(f.vm, sup, (cls, self_) if two_args else (), None)
 
 
 @handler("LOAD_SUPER_ATTR")
-def load_super_attr(f, name, i):
-    obj, _ = _super_object(f)
-    f.stack.append(getattr(obj, name))
+def load_super_attr(f, arg, i):
+    name, two_args = arg
+    f.stack.append(getattr(_super_object(f, two_args), name))
     return i + 1
 
 
 @handler("LOAD_SUPER_METHOD")
-def load_super_method(f, name, i):
-    obj, _ = _super_object(f)
+def load_super_method(f, arg, i):
+    name, two_args = arg
+    obj = _super_object(f, two_args)
     f.stack.append(NULL)
     f.stack.append(getattr(obj, name))
     return i + 1
 
 
 @handler("LOAD_SUPER_METHOD_313")
-def load_super_method_313(f, name, i):
-    obj, _ = _super_object(f)
+def load_super_method_313(f, arg, i):
+    name, two_args = arg
+    obj = _super_object(f, two_args)
     f.stack.append(getattr(obj, name))
     f.stack.append(NULL)
     return i + 1

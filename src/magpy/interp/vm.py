@@ -142,8 +142,12 @@ class VM:
             if len(positional) < len(args):  # the caller could not follow every argument
                 opaque = self.observer.opaque
                 positional += tuple(opaque(a) for a in args[len(positional):])
-            frame.plocals = bind_provenance(func, decoded, positional[:len(args)], provs[1], len(args),
-                                            frame.locals, self.observer)
+            try:
+                frame.plocals = bind_provenance(func, decoded, positional[:len(args)], provs[1], len(args),
+                                                frame.locals, self.observer)
+            except TypeError:  # the observer's provenance did not match the call's shape
+                opaque = self.observer.opaque
+                frame.plocals = [None if v is NULL else opaque(v) for v in frame.locals]
         elif self.frame is None:  # the root call: its arguments come from outside the VM
             names = decoded.localsplus_names
             arg = self.observer.argument

@@ -180,6 +180,15 @@ def _restore_dataset_type_variable() -> bool:
     return True
 
 
+def _restore_torch_accumulate() -> bool:
+    import itertools
+    import torch._utils
+    if hasattr(torch._utils, "_accumulate"):
+        return False
+    torch._utils._accumulate = itertools.accumulate
+    return True
+
+
 RESTORATIONS = (
     Restoration("torch._six", "a module of builtins and collections.abc", _restore_torch_six),
     Restoration("collections.Iterable, Mapping, …", "collections.abc.*", _restore_collections_abcs),
@@ -194,6 +203,7 @@ RESTORATIONS = (
     Restoration("numpy.lib.function_base, scipy.sparse.linalg.eigen", "their private new homes",
                 _restore_moved_modules),
     Restoration("torch.utils.data.dataset.T_co", "a covariant TypeVar", _restore_dataset_type_variable),
+    Restoration("torch._utils._accumulate", "itertools.accumulate", _restore_torch_accumulate),
 )
 
 

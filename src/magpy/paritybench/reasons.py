@@ -48,7 +48,18 @@ def where(error: BaseException, file_name: str) -> str:
     return found
 
 
+def origin(error: BaseException) -> str:
+    """``module.py:123 in f``: the innermost traceback frame, wherever it is (for a compiler's own errors)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ""
+    frame = frames[-1]
+    return f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno} in {frame.name}"
+
+
 def describe(error: BaseException, file_name: str) -> dict:
-    """The reason/detail/where fields of a record for an exception that is not a compiler's own."""
+    """The reason/detail/where/origin fields of a record for an exception that is not a compiler's own
+    graph break: ``where`` is the test file's line, ``origin`` the innermost frame (often a compiler's)."""
     line = first_line(error)
-    return {"reason": normalise(line), "detail": detail(line), "where": where(error, file_name)}
+    return {"reason": normalise(line), "detail": detail(line), "where": where(error, file_name),
+            "origin": origin(error)}

@@ -1,0 +1,374 @@
+"""Lists, tuples, dicts, sets, namedtuples and dataclasses as inputs and outputs; aliasing kept."""
+import collections
+import dataclasses
+
+import torch
+
+try:
+    from .twin import fresh, differential, expect_one_graph, expect_recompile, plain, unsupported, \
+        FromEnv, expect
+except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
+    from twin import fresh, differential, expect_one_graph, expect_recompile, plain, unsupported, \
+        FromEnv, expect
+
+
+def t(*shape):
+    return torch.randn(*(shape or (2, 3)))
+
+
+Pair = collections.namedtuple("Pair", "left right")
+
+
+@dataclasses.dataclass
+class Batch:
+    x: torch.Tensor
+    mask: torch.Tensor
+    scale: float = 1.0
+
+
+# ---- lists -------------------------------------------------------------------------------------------
+
+def test_list_input_and_list_output():
+    def fn(xs):
+        return [xs[0] + xs[1], xs[1] * 2, xs[-1]]
+
+    # a shorter list whose last element has another shape: xs[-1] reads a different tensor
+    stats = differential(plain(fn), [([t(), t(), t()],), ([t(), t(), t()],), ([t(), t(), t(), t(4)],)])
+    expect_recompile(stats)
+
+
+def test_same_list_returned_twice_keeps_identity():
+    def fn(x):
+        out = [x.relu(), x.sin()]
+        return out, out
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_input_list_returned_is_the_callers_list():
+    def fn(xs):
+        return xs, xs[0] * 2
+
+    stats = differential(plain(fn), fresh(lambda: ([t(), t()],)))
+    expect_one_graph(stats)
+
+
+def test_input_tensor_returned_as_is():
+    def fn(x, y):
+        return x, y + 1, x
+
+    stats = differential(plain(fn), fresh(lambda: (t(), t())))
+    expect_one_graph(stats)
+
+
+def test_list_built_by_append_and_extend_inside():
+    def fn(x):
+        out = []
+        for k in range(3):
+            out.append(x * k)
+        out.extend([x.sum(), x.mean()])
+        out.insert(0, x)
+        return out
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_list_comprehension_output():
+    def fn(xs):
+        return [x * 2 for x in xs]
+
+    stats = differential(plain(fn), fresh(lambda: ([t(), t()],)))
+    expect_one_graph(stats)
+
+
+@unsupported("mutating an input list (append) is not replayed")
+def test_append_to_an_input_list_is_replayed():
+    def fn(xs, x):
+        xs.append(x * 2)
+        return len(xs)
+
+    stats = differential(plain(fn), fresh(lambda: ([t()], t())))
+    expect_one_graph(stats)
+
+
+def test_item_store_into_an_input_list_is_replayed():
+    def fn(xs):
+        xs[0] = xs[1] + 1
+        return xs
+
+    stats = differential(plain(fn), fresh(lambda: ([t(), t()],)))
+    expect_one_graph(stats)
+
+
+@unsupported("lists made by slicing / concatenating an input list cannot be returned")
+def test_list_slicing_and_concatenation():
+    def fn(xs):
+        head, tail = xs[:1], xs[1:]
+        return tail + head, (xs * 2)[::3]
+
+    stats = differential(plain(fn), [([t(), t(), t()],), ([t(), t(), t()],), ([t(), t(), t(), t()],)])
+    expect_recompile(stats)
+
+
+def test_nested_lists_of_tensors():
+    def fn(grid):
+        return [[c * r for c in row] for r, row in enumerate(grid)]
+
+    stats = differential(plain(fn), fresh(lambda: ([[t(), t()], [t(), t()]],)))
+    expect_one_graph(stats)
+
+
+# ---- tuples -------------------------------------------------------------------------------------------
+
+def test_tuple_input_and_nested_tuple_output():
+    def fn(pair):
+        a, b = pair
+        return (a + b, (a - b, a * b)), ()
+
+    stats = differential(plain(fn), fresh(lambda: ((t(), t()),)))
+    expect_one_graph(stats)
+
+
+def test_tuple_length_change_recompiles():
+    def fn(shape_like):
+        return torch.zeros(*shape_like) + len(shape_like)
+
+    stats = differential(plain(fn), [((2, 3),), ((2, 3),), ((2, 3, 1),)])
+    expect_recompile(stats)
+
+
+def test_tuple_of_python_numbers_feeding_tensor_ops():
+    def fn(x, pad):
+        return torch.nn.functional.pad(x, pad)
+
+    stats = differential(plain(fn), [(t(), (1, 1)), (t(), (1, 1)), (t(), (0, 2))])
+    expect_recompile(stats)
+
+
+# ---- dicts --------------------------------------------------------------------------------------------
+
+def test_dict_input_and_dict_output():
+    def fn(d):
+        return {"sum": d["a"] + d["b"], "a": d["a"], "n": len(d)}
+
+    stats = differential(plain(fn), [({"a": t(), "b": t()},), ({"a": t(), "b": t()},),
+                                     ({"a": t(4, 3), "b": t(4, 3), "c": 1},)])
+    expect_recompile(stats)
+
+
+def test_tensor_inside_a_dict_input_gets_guarded():
+    def fn(d):
+        return d["x"] * 2
+
+    stats = differential(plain(fn), [({"x": t()},), ({"x": t()},), ({"x": t(4)},)])
+    expect_recompile(stats)
+
+
+def test_dict_built_inside_with_comprehension_and_update():
+    def fn(x):
+        d = {f"p{k}": x ** k for k in range(3)}
+        d.update(total=x.sum())
+        d.setdefault("p0", None)
+        return d
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+@unsupported("tensors taken from dict.items() of an input are not tracked")
+def test_dict_order_is_kept():
+    def fn(d):
+        return {k: v * 2 for k, v in reversed(list(d.items()))}
+
+    stats = differential(plain(fn), fresh(lambda: ({"b": t(), "a": t()},)))
+    expect_one_graph(stats)
+
+
+def test_store_into_an_input_dict_is_replayed():
+    def fn(d, x):
+        d["y"] = x + 1
+        d["count"] = d.get("count", 0) + 1
+        return d
+
+    stats = differential(plain(fn), fresh(lambda: ({"count": 1}, t())))
+    expect_one_graph(stats)
+
+
+def test_dict_value_change_recompiles():
+    def fn(x, opts):
+        return x * opts["scale"] if opts["on"] else x
+
+    calls = fresh(lambda: (t(), {"scale": 2, "on": True}), 2) + [(t(), {"scale": 3, "on": True})]
+    stats = differential(plain(fn), calls)
+    expect_recompile(stats)
+
+
+# ---- sets ---------------------------------------------------------------------------------------------
+
+def test_set_membership_of_python_values():
+    def fn(x, names):
+        if "double" in names:
+            x = x * 2
+        if "neg" in names:
+            x = -x
+        return x, len(names)
+
+    stats = differential(plain(fn), [(t(), {"double"}), (t(), {"double"}), (t(), {"double", "neg"})])
+    expect_recompile(stats)
+
+
+@unsupported("sets built inside the call are not captured")
+def test_set_comprehension_size_feeds_a_tensor_op():
+    def fn(x, ks):
+        return x * len({k % 3 for k in ks})
+
+    stats = differential(plain(fn), [(t(), [1, 4]), (t(), [1, 4]), (t(), [1, 2])])
+    expect_recompile(stats)
+
+
+@unsupported("sets built inside the call are not captured")
+def test_set_filled_by_add_in_a_loop_feeds_a_tensor_op():
+    def fn(x, ks):
+        seen = set()
+        for k in ks:
+            seen.add(k)
+        return x * len(seen)
+
+    stats = differential(plain(fn), [(t(), [1, 1]), (t(), [1, 1]), (t(), [1, 2])])
+    expect_recompile(stats)
+
+
+@unsupported("sets built inside the call are not captured")
+def test_set_built_inside_and_returned():
+    def fn(x, ks):
+        seen = {k % 3 for k in ks}
+        seen.add(7)
+        return x * len(seen), seen
+
+    stats = differential(plain(fn), [(t(), [1, 4, 5]), (t(), [1, 4, 5]), (t(), [1, 2, 3])])
+    expect_recompile(stats)
+
+
+# ---- namedtuples ---------------------------------------------------------------------------------------
+
+def test_namedtuple_input():
+    def fn(p):
+        return p.left * 2 + p.right
+
+    stats = differential(plain(fn), fresh(lambda: (Pair(t(), t()),)))
+    expect_one_graph(stats)
+
+
+@unsupported("namedtuples built inside the call are not captured")
+def test_namedtuple_output():
+    def fn(x):
+        return Pair(left=x.relu(), right=x.neg())
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+@unsupported("namedtuples built inside the call are not captured")
+def test_namedtuple_replace_and_unpack():
+    def fn(p):
+        q = p._replace(right=p.right + 1)
+        a, b = q
+        return q, a * b
+
+    stats = differential(plain(fn), fresh(lambda: (Pair(t(), t()),)))
+    expect_one_graph(stats)
+
+
+# ---- dataclasses ---------------------------------------------------------------------------------------
+
+def test_dataclass_input():
+    def fn(b):
+        return (b.x * b.mask).sum() * b.scale
+
+    stats = differential(plain(fn), [(Batch(t(), t()),), (Batch(t(), t()),), (Batch(t(), t(), 2.0),)])
+    expect_recompile(stats)
+
+
+@unsupported("user objects created inside the call that hold tensors are not captured")
+def test_dataclass_output_made_inside():
+    def fn(x):
+        return Batch(x.relu(), x > 0, scale=0.5)
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_dataclass_field_store_is_replayed():
+    def fn(b):
+        b.x = b.x * b.scale
+        b.scale = b.scale + 1
+        return b
+
+    stats = differential(plain(fn), fresh(lambda: (Batch(t(), t()),)))
+    expect_one_graph(stats)
+
+
+@unsupported("dataclasses.replace() builds a new object holding tensors, not captured")
+def test_dataclasses_replace_and_asdict():
+    def fn(b):
+        c = dataclasses.replace(b, scale=3.0)
+        return dataclasses.asdict(c)["scale"] * c.x
+
+    stats = differential(plain(fn), fresh(lambda: (Batch(t(), t()),)))
+    expect_one_graph(stats)
+
+
+def test_list_of_tensors_repeated_by_an_int_argument():
+    def fn(x, n):
+        return torch.cat([x] * n), torch.cat(n * (x,))
+
+    stats = differential(plain(fn), [(t(), 2), (t(), 2), (t(), 3)])
+    expect_recompile(stats)
+
+
+# ---- tuples built inside from Python arguments --------------------------------------------------------------
+
+def test_tuple_built_from_arguments_compared_to_a_constant():
+    def fn(x, h, w):
+        if (h, w) == (2, 3):
+            return x * 2
+        return x - 1
+
+    stats = differential(plain(fn), [(t(), 2, 3), (t(), 2, 3), (t(), 2, 4)])
+    expect_recompile(stats)
+
+
+def test_tuple_built_from_an_argument_tested_for_membership():
+    def fn(x, k):
+        return x * 2 if (k, 1) in {(0, 1), (2, 1)} else x - 1
+
+    stats = differential(plain(fn), [(t(), 0), (t(), 0), (t(), 1)])
+    expect_recompile(stats)
+
+
+def test_dict_lookup_with_a_tuple_key_built_from_an_argument():
+    def fn(x, table, k):
+        return x * table[(k, "a")]
+
+    table = {(0, "a"): 1.0, (1, "a"): 4.0}
+    stats = differential(plain(fn), [(t(), table, 0), (t(), table, 0), (t(), table, 1)])
+    expect_recompile(stats)
+
+
+@unsupported("a tensor used as a dict key (looked up by identity) ends capture")
+def test_dict_keyed_by_tensors():
+    def fn(key, table):
+        return table[key] * 2
+
+    class Keys:
+        def __init__(self):
+            self.a, self.b = torch.ones(1), torch.zeros(1)
+            self.table = {self.a: 1.0, self.b: 5.0}
+
+    def call(which):
+        return (FromEnv(lambda env: getattr(env, which)), FromEnv(lambda env: env.table))
+
+    stats = differential(lambda: (fn, Keys()), [call("a"), call("a"), call("b")], observe=lambda env: None)
+    expect(stats, fallbacks=0)

@@ -1,0 +1,176 @@
+"""Exceptions raised by user code (or by torch on the user's behalf) surface exactly as in eager: same
+type and message, on the first call and on later ones; exceptions caught inside stay invisible."""
+import pytest
+import torch
+import torch.nn as nn
+
+import magpy
+
+try:
+    from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, twins, \
+        unsupported, CaptureShortfall
+except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
+    from twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, twins, \
+        unsupported, CaptureShortfall
+
+
+def t(*shape):
+    return torch.randn(*(shape or (2, 3)))
+
+
+class ShapeError(ValueError):
+    pass
+
+
+def check_rank(x):
+    if x.dim() != 2:
+        raise ShapeError(f"expected a matrix, got {x.dim()} dimensions")
+    return x
+
+
+def test_user_exception_on_every_call():
+    def fn(x):
+        raise KeyError("missing", 3)
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)), raises=True)
+    assert all(type(o.error) is KeyError for o in stats.side.outcomes)
+
+
+def test_exception_after_a_valid_call_depends_on_the_shape():
+    def fn(x):
+        return check_rank(x) * 2
+
+    calls = [(t(),), (t(),), (t(3),), (t(),), (t(1, 2, 3),)]
+    stats = differential(plain(fn), calls, raises=True)
+    errors = [type(o.error) for o in stats.side.outcomes]
+    assert errors == [type(None), type(None), ShapeError, type(None), ShapeError]
+    expect(stats, fallbacks=0)
+
+
+def test_exception_from_a_python_value_argument():
+    def fn(x, mode):
+        if mode not in ("sum", "mean"):
+            raise ValueError(f"unknown mode {mode!r}")
+        return getattr(x, mode)()
+
+    calls = [(t(), "sum"), (t(), "bogus"), (t(), "sum"), (t(), "bogus")]
+    stats = differential(plain(fn), calls, raises=True)
+    expect(stats, fallbacks=0)
+
+
+def test_torch_error_from_a_shape_mismatch():
+    def fn(x, y):
+        return x @ y
+
+    calls = [(t(2, 3), t(3, 2)), (t(2, 3), t(2, 3)), (t(2, 3), t(3, 2)), (t(2, 3), t(2, 3))]
+    stats = differential(plain(fn), calls, raises=True)
+    expect(stats, fallbacks=0)
+
+
+def test_exception_raised_in_a_module_forward():
+    class Strict(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x):
+            if x.shape[0] > 4:
+                raise RuntimeError("batch too large")
+            return self.fc(x)
+
+    torch.manual_seed(0)
+    calls = [(t(2, 3),), (t(5, 3),), (t(2, 3),), (t(5, 3),)]
+    stats = differential(twins(Strict()), calls, raises=True)
+    expect(stats, fallbacks=0)
+
+
+@unsupported("exception handling inside the call (except-clause matching) is not captured")
+def test_exception_caught_inside_is_invisible():
+    def fn(x, d):
+        try:
+            scale = d["scale"]
+        except KeyError:
+            scale = 0.5
+        return x * scale
+
+    stats = differential(plain(fn), [(t(), {}), (t(), {}), (t(), {"scale": 2.0})])
+    expect_recompile(stats)
+
+
+@unsupported("exception handling inside the call (except-clause matching) is not captured")
+def test_exception_caught_inside_with_a_tensor_op_in_the_try():
+    def fn(x):
+        try:
+            y = x.relu()
+            raise IndexError("stop")
+        except IndexError as err:
+            y = y + len(str(err))
+        finally:
+            y = y * 2
+        return y
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_assert_statement():
+    def fn(x, n):
+        assert n > 0, "n must be positive"
+        return x * n
+
+    calls = [(t(), 2), (t(), 2), (t(), -1), (t(), 2)]
+    stats = differential(plain(fn), calls, raises=True)
+    expect(stats, fallbacks=0)
+
+
+def test_exception_with_a_cause_and_traceback_frame():
+    def inner(x):
+        return {}["absent"]
+
+    def fn(x):
+        try:
+            return inner(x)
+        except KeyError as err:
+            raise LookupError("wrapped") from err
+
+    compiled = magpy.compile(fn, backend="eager")
+    for _ in range(3):
+        with pytest.raises(LookupError, match="wrapped") as info:
+            compiled(t())
+        assert isinstance(info.value.__cause__, KeyError)
+        assert str(info.value.__cause__) == "'absent'"
+
+
+@unsupported("tracebacks of exceptions raised in the VM show MagPy's interpreter frames, not the user's")
+def test_traceback_of_a_user_exception_names_the_user_function():
+    def fn(x):
+        return {}["absent"]
+
+    compiled = magpy.compile(fn, backend="eager")
+    with pytest.raises(KeyError) as info:
+        compiled(t())
+    frames = [entry.name for entry in info.traceback]
+    if "fn" not in frames:
+        raise CaptureShortfall(f"user frame missing from the traceback: {frames}")
+
+
+@unsupported("next() over an iterator of tensors is not captured")
+def test_stop_iteration_from_next_on_an_empty_iterator():
+    def fn(xs):
+        it = iter(xs)
+        first = next(it)
+        return first + next(it, first)
+
+    calls = [([t()],), ([t()],), ([],)]
+    stats = differential(plain(fn), calls, raises=True)
+    expect(stats, fallbacks=0)
+
+
+def test_attribute_error_on_a_missing_module_attribute():
+    class M(nn.Module):
+        def forward(self, x):
+            return x * self.missing
+
+    calls = fresh(lambda: (t(),))
+    stats = differential(twins(M()), calls, raises=True)
+    assert all(type(o.error) is AttributeError for o in stats.side.outcomes)

@@ -1,0 +1,261 @@
+"""Small models with the Python patterns of the original MagPy's model tests (ResNet, DenseNet,
+LSTM cell loops, seq2seq, BERT's chunking with inspect.signature, TridentNet's shared-weight branches,
+BlockDrop's policy, MonoDepth's attribute stores with numpy, quantized ResNet's float(tensor))."""
+import inspect
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+try:
+    from .twin import fresh, differential, expect, expect_one_graph, twins, unsupported
+except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
+    from twin import fresh, differential, expect, expect_one_graph, twins, unsupported
+
+
+def built(cls, *args):
+    torch.manual_seed(0)
+    return cls(*args)
+
+
+class BasicBlock(nn.Module):
+    expansion = 1
+
+    def __init__(self, cin, cout, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        identity = x
+        out = F.relu(self.bn1(self.conv1(x)), inplace=True)
+        out = self.bn2(self.conv2(out))
+        if self.downsample is not None:
+            identity = self.downsample(x)
+        out += identity
+        return F.relu(out)
+
+
+class TinyResNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(2, 4, 3, padding=1)
+        self.layers = nn.Sequential(BasicBlock(4, 4), BasicBlock(4, 8, 2))
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def test_resnet_inference():
+    m = built(TinyResNet).eval()
+    stats = differential(twins(m), fresh(lambda: (torch.randn(1, 2, 6, 6),)))
+    expect_one_graph(stats)
+
+
+def test_resnet_training_mode_updates_batchnorm_stats():
+    m = built(TinyResNet)
+    stats = differential(twins(m), fresh(lambda: (torch.randn(2, 2, 6, 6),)))
+    expect_one_graph(stats)
+
+
+class DenseLayer(nn.Module):
+    def __init__(self, cin, growth):
+        super().__init__()
+        self.norm = nn.BatchNorm2d(cin)
+        self.conv = nn.Conv2d(cin, growth, 1)
+
+    def bn_function(self, *inputs):
+        return self.conv(F.relu(self.norm(torch.cat(inputs, 1))))
+
+    def forward(self, *prev_features):
+        return self.bn_function(*prev_features)
+
+
+class DenseBlock(nn.ModuleDict):
+    def __init__(self, layers=2, cin=2, growth=2):
+        super().__init__()
+        for k in range(layers):
+            self.add_module(f"denselayer{k + 1}", DenseLayer(cin + k * growth, growth))
+
+    def forward(self, x):
+        features = [x]
+        for name, layer in self.items():
+            features.append(layer(*features))
+        return torch.cat(features, 1)
+
+
+def test_densenet_block_with_star_features():
+    m = built(DenseBlock).eval()
+    stats = differential(twins(m), fresh(lambda: (torch.randn(1, 2, 3, 3),)))
+    expect_one_graph(stats)
+
+
+class LSTMLoop(nn.Module):
+    """An LSTM cell unrolled over time in Python, returning every hidden state."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.LSTMCell(3, 4)
+        self.out = nn.Linear(4, 2)
+
+    def forward(self, xs, state=None):
+        outputs = []
+        for x in xs.unbind(0):
+            state = self.cell(x, state)
+            outputs.append(self.out(state[0]))
+        return torch.stack(outputs), state
+
+
+def test_lstm_cell_loop_over_time():
+    stats = differential(twins(built(LSTMLoop)), fresh(lambda: (torch.randn(3, 2, 3),)))
+    expect_one_graph(stats)
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(6, 4)
+        self.enc = nn.GRUCell(4, 4)
+        self.dec = nn.GRUCell(4, 4)
+        self.proj = nn.Linear(4, 6)
+
+    def forward(self, src, steps=3):
+        h = torch.zeros(src.shape[0], 4)
+        for token in src.T:
+            h = self.enc(self.emb(token), h)
+        inp = self.emb(torch.zeros(src.shape[0], dtype=torch.long))
+        logits = []
+        for _ in range(steps):
+            h = self.dec(inp, h)
+            step_logits = self.proj(h)
+            logits.append(step_logits)
+            inp = self.emb(step_logits.argmax(-1))
+        return torch.stack(logits, 1)
+
+
+@unsupported("iterating over a tensor is not captured")
+def test_seq2seq_greedy_decoding():
+    src = lambda: (torch.randint(0, 6, (2, 3)),)  # noqa: E731
+    stats = differential(twins(built(Seq2Seq)), fresh(src))
+    expect_one_graph(stats)
+
+
+def apply_chunking_to_forward(forward_fn, chunk_size, chunk_dim, *input_tensors):
+    """BERT's helper: checks the callee's arity with inspect.signature, then maybe chunks."""
+    num_args = len(inspect.signature(forward_fn).parameters)
+    if num_args != len(input_tensors):
+        raise ValueError(f"forward_fn expects {num_args} arguments, got {len(input_tensors)}")
+    if chunk_size > 0:
+        chunks = zip(*(t.chunk(t.shape[chunk_dim] // chunk_size, dim=chunk_dim) for t in input_tensors))
+        return torch.cat([forward_fn(*c) for c in chunks], dim=chunk_dim)
+    return forward_fn(*input_tensors)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, chunk_size=0):
+        super().__init__()
+        self.inter = nn.Linear(4, 8)
+        self.out = nn.Linear(8, 4)
+        self.chunk_size = chunk_size
+
+    def feed_forward(self, hidden):
+        return self.out(F.gelu(self.inter(hidden)))
+
+    def forward(self, hidden):
+        return apply_chunking_to_forward(self.feed_forward, self.chunk_size, 1, hidden) + hidden
+
+
+@unsupported("inspect.signature() inside the call is not captured")
+def test_bert_chunking_with_inspect_signature():
+    stats = differential(twins(built(BertLayer)), fresh(lambda: (torch.randn(2, 4, 4),)))
+    expect_one_graph(stats)
+
+
+@unsupported("inspect.signature() inside the call is not captured")
+def test_bert_chunking_in_chunks():
+    stats = differential(twins(built(BertLayer, 2)), fresh(lambda: (torch.randn(2, 4, 4),)))
+    expect_one_graph(stats)
+
+
+class Trident(nn.Module):
+    """TridentNet: one weight, several dilations, branches computed in a loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(2, 2, 3, 3) * 0.1)
+        self.dilations = (1, 2, 3)
+
+    def forward(self, x):
+        return [F.conv2d(x, self.weight, padding=d, dilation=d) for d in self.dilations]
+
+
+def test_tridentnet_shared_weight_branches():
+    stats = differential(twins(built(Trident)), fresh(lambda: (torch.randn(1, 2, 5, 5),)))
+    expect_one_graph(stats)
+
+
+class BlockDrop(nn.Module):
+    """BlockDrop: a policy vector (a Python list here) decides which residual blocks run."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x, policy):
+        for block, keep in zip(self.blocks, policy):
+            if keep:
+                x = x + block(x)
+        return x
+
+
+@unsupported("values from zip() over a ModuleList and a list cannot be guarded")
+def test_blockdrop_policy_from_python_values():
+    calls = [(torch.randn(2, 4), [1, 0, 1]), (torch.randn(2, 4), [1, 0, 1]), (torch.randn(2, 4), [0, 1, 1])]
+    stats = differential(twins(built(BlockDrop)), calls)
+    expect(stats, compiles=2, cache_hits=1, fallbacks=0)
+
+
+class MonoDepthDecoder(nn.Module):
+    """MonoDepth: numpy on Python values in forward, results stored on self (``self.disp = …``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(2, 1, 3, padding=1) for _ in range(2)])
+        self.scales = np.array([1, 2])
+
+    def forward(self, x):
+        self.outputs = {}
+        for k, conv in enumerate(self.convs):
+            factor = float(np.power(2.0, self.scales[k]))
+            self.outputs[("disp", k)] = torch.sigmoid(conv(x)) * factor
+        self.disp = self.outputs[("disp", 0)]
+        return self.outputs
+
+
+@unsupported("iterating a ModuleList loses the submodules' origin")
+def test_monodepth_attribute_stores_and_numpy():
+    stats = differential(twins(built(MonoDepthDecoder)), fresh(lambda: (torch.randn(1, 2, 4, 4),)))
+    expect_one_graph(stats)
+
+
+class QuantReLU(nn.Module):
+    """Quantized ResNet: the scale is a Python float taken from a tensor, then in-place chains."""
+
+    def forward(self, x):
+        scale = float(x.abs().max()) / 127.0
+        q = x.div(scale).round_().clamp_(-128, 127)
+        return q.mul_(scale).relu_()
+
+
+@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
+def test_quantized_float_of_tensor_and_inplace_chain():
+    stats = differential(twins(QuantReLU()), fresh(lambda: (torch.randn(2, 3),)))
+    expect_one_graph(stats)

@@ -1,0 +1,375 @@
+"""nn.Module programs: nesting, containers, parameters(), named_children(), hooks, training branches,
+buffers updated in place (BatchNorm), attribute stores on self. Each side owns its own copy of the model."""
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+try:
+    from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, twins, unsupported, \
+        Call, FromEnv
+except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
+    from twin import fresh, differential, expect, expect_one_graph, expect_recompile, twins, unsupported, \
+        Call, FromEnv
+
+
+def t(*shape):
+    return torch.randn(*(shape or (2, 4)))
+
+
+def model(cls, *args):
+    torch.manual_seed(0)
+    return cls(*args)
+
+
+class Block(nn.Module):
+    def __init__(self, n=4):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return F.relu(self.fc(x)) + x
+
+
+class Nested(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = Block()
+        self.b = Block()
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.b(self.a(x)))
+
+
+def test_nested_modules():
+    stats = differential(twins(model(Nested)), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_input_shape_change_recompiles():
+    stats = differential(twins(model(Nested)), [(t(),), (t(),), (t(3, 4),)])
+    expect_recompile(stats)
+
+
+def test_sequential():
+    m = model(nn.Sequential, nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.0), nn.Linear(8, 3), nn.Tanh())
+    stats = differential(twins(m), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class WithList(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        for k, layer in enumerate(self.layers):
+            x = layer(x) * (k + 1)
+        return x + self.layers[-1](x)
+
+
+@unsupported("iterating a ModuleList loses the submodules' origin")
+def test_module_list_iteration_and_indexing():
+    stats = differential(twins(model(WithList)), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class WithDict(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleDict({"cls": nn.Linear(4, 2), "reg": nn.Linear(4, 1)})
+
+    def forward(self, x, which=None):
+        if which is not None:
+            return self.heads[which](x)
+        return {name: head(x) for name, head in self.heads.items()}
+
+
+def test_module_dict_items():
+    stats = differential(twins(model(WithDict)), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_module_dict_key_argument_recompiles():
+    stats = differential(twins(model(WithDict)), [(t(), "cls"), (t(), "cls"), (t(), "reg")])
+    expect_recompile(stats)
+
+
+class ParamSum(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.scale = nn.Parameter(torch.tensor(0.5))
+
+    def forward(self, x):
+        reg = sum(p.pow(2).sum() for p in self.parameters())
+        n = len(list(self.named_parameters()))
+        return self.fc(x) * self.scale + reg / n
+
+
+@unsupported("Module.parameters() (memo set membership of tensors) is not captured")
+def test_parameters_iteration():
+    stats = differential(twins(model(ParamSum)), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class Children(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(4, 4)
+        self.act = nn.GELU()
+        self.second = nn.Linear(4, 4)
+
+    def forward(self, x):
+        outs = {}
+        for name, child in self.named_children():
+            x = child(x)
+            outs[name] = x
+        return x, outs
+
+
+@unsupported("named_children() (a branch on its memo-set membership test) cannot be guarded")
+def test_named_children():
+    stats = differential(twins(model(Children)), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class TrainBranch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        if self.training:
+            return y * 0.5
+        return y.relu()
+
+
+def test_training_flag_branch_recompiles_on_eval():
+    calls = [(t(),), (t(),), Call((t(),), before=lambda m: m.eval())]
+    stats = differential(twins(model(TrainBranch)), calls)
+    expect_recompile(stats)
+
+
+def test_training_flag_back_and_forth_reuses_both_entries():
+    flip = [Call((t(),), before=lambda m, mode=mode: m.train(mode)) for mode in (True, False, True, False)]
+    stats = differential(twins(model(TrainBranch)), flip)
+    expect(stats, compiles=2, cache_hits=2, fallbacks=0)
+
+
+class BN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+
+
+def test_batchnorm_training_updates_running_stats_identically():
+    # three calls: each updates running_mean / running_var / num_batches_tracked in place
+    stats = differential(twins(model(BN)), [(t(5, 4),), (t(5, 4),), (t(5, 4),)])
+    expect_one_graph(stats)
+
+
+def test_batchnorm_eval_after_training_recompiles():
+    calls = [(t(5, 4),), (t(5, 4),), Call((t(5, 4),), before=lambda m: m.eval())]
+    stats = differential(twins(model(BN)), calls)
+    expect_recompile(stats)
+
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+        self.register_buffer("ema", torch.zeros(4))
+
+    def forward(self, x):
+        self.steps += 1
+        self.ema.mul_(0.9).add_(x.mean(0), alpha=0.1)
+        return x - self.ema
+
+
+@unsupported("augmented assignment to a module buffer (Module.__setattr__ over OrderedDict.values()) is not "
+             "captured")
+def test_buffers_updated_in_place():
+    stats = differential(twins(model(Counter)), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class Remember(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.calls = 0
+        self.last = None
+
+    def forward(self, x):
+        self.calls += 1
+        self.last = self.fc(x)
+        self.note = "seen"
+        return self.last * self.calls
+
+
+def test_attribute_stores_on_self():
+    # MonoDepth stores ``self.disp = ...`` in forward; a counter read back changes the next call
+    stats = differential(twins(model(Remember)), fresh(lambda: (t(),)))
+    expect(stats, fallbacks=0)
+    assert stats.compiles + stats.cache_hits == 3
+
+
+class ConfigFlag(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.use_skip = True
+        self.depth = 2
+
+    def forward(self, x):
+        for _ in range(self.depth):
+            y = self.fc(x)
+            x = x + y if self.use_skip else y
+        return x
+
+
+def test_python_attribute_change_recompiles():
+    calls = [(t(),), (t(),), Call((t(),), before=lambda m: setattr(m, "use_skip", False))]
+    stats = differential(twins(model(ConfigFlag)), calls)
+    expect_recompile(stats)
+
+
+def test_python_int_attribute_change_recompiles():
+    calls = [(t(),), (t(),), Call((t(),), before=lambda m: setattr(m, "depth", 3))]
+    stats = differential(twins(model(ConfigFlag)), calls)
+    expect_recompile(stats)
+
+
+def test_parameter_updated_between_calls_is_read_afresh():
+    def bump(m):
+        with torch.no_grad():
+            m.fc.weight.add_(1.0)
+    calls = [(t(),), (t(),), Call((t(),), before=bump)]
+    stats = differential(twins(model(ConfigFlag)), calls)
+    expect_one_graph(stats)
+
+
+def test_submodule_replaced_between_calls():
+    calls = [(t(),), (t(),), Call((t(),), before=lambda m: setattr(m.a, "fc", nn.Linear(4, 4)))]
+    stats = differential(twins(model(Nested)), calls)
+    expect_recompile(stats)
+
+
+def _double_input(module, args):
+    return (args[0] * 2,)
+
+
+def _add_one_output(module, args, output):
+    return output + 1
+
+
+def _record_call(module, args, output):
+    module.hook_calls = getattr(module, "hook_calls", 0) + 1
+
+
+@unsupported("forward hooks: iterating the hook dicts (OrderedDict.items) has no capture rule")
+def test_forward_pre_hook():
+    m = model(Block)
+    m.register_forward_pre_hook(_double_input)
+    stats = differential(twins(m), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+@unsupported("forward hooks: iterating the hook dicts (OrderedDict.items) has no capture rule")
+def test_forward_hook_changing_output():
+    m = model(Nested)
+    m.a.register_forward_hook(_add_one_output)
+    stats = differential(twins(m), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+@unsupported("forward hooks: iterating the hook dicts (OrderedDict.items) has no capture rule")
+def test_forward_hook_with_a_side_effect():
+    m = model(Block)
+    m.register_forward_hook(_record_call)
+    stats = differential(twins(m), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+@unsupported("forward hooks: iterating the hook dicts (OrderedDict.items) has no capture rule")
+def test_hook_added_after_compiling_is_run():
+    calls = [(t(),), (t(),), Call((t(),), before=lambda m: m.a.register_forward_hook(_add_one_output))]
+    stats = differential(twins(model(Nested)), calls)
+    expect_recompile(stats)
+
+
+def test_common_layers_in_one_model():
+    m = model(nn.Sequential, nn.Conv2d(2, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU(), nn.MaxPool2d(2),
+              nn.Flatten(), nn.LayerNorm(12), nn.Linear(12, 5), nn.Softmax(-1))
+    stats = differential(twins(m), fresh(lambda: (t(2, 2, 4, 4),)))
+    expect_one_graph(stats)
+
+
+def test_embedding_and_layer_norm():
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 4)
+            self.norm = nn.LayerNorm(4)
+
+        def forward(self, ids):
+            return self.norm(self.emb(ids)).mean(1)
+
+    ids = torch.tensor([[1, 2, 3], [4, 5, 9]])
+    stats = differential(twins(model(Tiny)), fresh(lambda: (ids,)))
+    expect_one_graph(stats)
+
+
+def test_module_passed_as_an_argument():
+    def apply(layer, x):
+        return layer(x).sum(-1)
+
+    def make():
+        m = model(Block)
+        return apply, m
+
+    stats = differential(make, fresh(lambda: (FromEnv(), t())))
+    expect_one_graph(stats)
+
+
+
+def test_forward_replaced_on_the_instance_is_called():
+    def patch(m):
+        m.forward = lambda x: x * 0 + 7
+    calls = [(t(),), (t(),), Call((t(),), before=patch)]
+    stats = differential(twins(model(Block)), calls, observe=lambda m: m.state_dict())
+    expect_recompile(stats)
+
+
+def test_dropout_follows_train_and_eval():
+    m = model(nn.Sequential, nn.Linear(4, 4), nn.Dropout(0.5))
+    calls = [(t(),), (t(),), Call((t(),), before=lambda m: m.eval()), Call((t(),), before=lambda m: m.train())]
+    stats = differential(twins(m), calls)
+    expect(stats, compiles=2, cache_hits=2, fallbacks=0)
+
+
+@unsupported("forward hooks: iterating the hook dicts (OrderedDict.items) has no capture rule")
+def test_hook_removed_between_calls_is_not_run():
+    def make():
+        m = model(Block)
+        m.handle = m.register_forward_hook(_add_one_output)
+        return m, m
+    calls = [(t(),), (t(),), Call((t(),), before=lambda m: m.handle.remove())]
+    stats = differential(make, calls, observe=lambda m: m.state_dict())
+    expect_recompile(stats)
+
+
+def test_nested_modules_with_the_magpy_backend():
+    try:
+        from magpy import codegen  # noqa: F401 - the codegen backend is built separately
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"the magpy backend does not import: {exc}")
+    stats = differential(twins(model(Nested).eval()), fresh(lambda: (t(),)), backend="magpy")
+    expect_one_graph(stats)

@@ -1,0 +1,206 @@
+"""Python-level computation inside a captured call: math and numpy on Python values, Python
+``random`` (re-drawn on every call), and scalars taken out of tensors (``float(t)``, ``.item()``)."""
+import math
+import random
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+try:
+    from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, twins, \
+        unsupported
+except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
+    from twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, twins, \
+        unsupported
+
+
+def t(*shape):
+    return torch.randn(*(shape or (2, 3)))
+
+
+# ---- math --------------------------------------------------------------------------------------------
+
+def test_math_on_a_python_argument():
+    def fn(x, d):
+        return x / math.sqrt(d) + math.log(d) * math.pi
+
+    stats = differential(plain(fn), [(t(), 16), (t(), 16), (t(), 64)])
+    expect_recompile(stats)
+
+
+def test_math_on_a_tensor_shape():
+    def fn(x):
+        scale = 1.0 / math.sqrt(x.shape[-1])
+        return torch.softmax(x * scale, -1)
+
+    stats = differential(plain(fn), fresh(lambda: (t(),), 2) + [(t(2, 5),)])
+    expect_recompile(stats)
+
+
+def test_math_floor_ceil_into_a_slice():
+    def fn(x, ratio):
+        k = math.ceil(x.shape[1] * ratio)
+        return x[:, :k], math.floor(ratio * 10)
+
+    stats = differential(plain(fn), [(t(2, 8), 0.3), (t(2, 8), 0.3), (t(2, 8), 0.6)])
+    expect_recompile(stats)
+
+
+# ---- numpy on Python values ----------------------------------------------------------------------------
+
+@unsupported("numpy arrays made inside the call (their methods) are not captured")
+def test_numpy_on_python_values():
+    def fn(x, sizes):
+        weights = np.array(sizes, dtype=np.float32)
+        weights = weights / weights.sum()
+        return x * torch.from_numpy(weights)
+
+    stats = differential(plain(fn), [(t(), [1, 2, 1]), (t(), [1, 2, 1]), (t(), [1, 1, 1])])
+    expect_recompile(stats)
+
+
+def test_numpy_scalar_math_on_shapes():
+    # MonoDepth computes scales with numpy inside forward
+    def fn(x):
+        h = x.shape[-1]
+        scale = float(np.log2(h)) + float(np.sqrt(4.0))
+        return x * scale
+
+    stats = differential(plain(fn), fresh(lambda: (t(2, 4),), 2) + [(t(2, 8),)])
+    expect_recompile(stats)
+
+
+@unsupported("numpy arrays passed to torch.as_tensor are not captured")
+def test_numpy_array_argument():
+    def fn(x, arr):
+        return x + torch.as_tensor(arr)
+
+    arr = np.arange(3, dtype=np.float32)
+    stats = differential(plain(fn), [(t(), arr), (t(), arr), (t(), arr + 1)])
+    expect_recompile(stats)
+
+
+# ---- Python random: re-drawn on every call ---------------------------------------------------------------
+
+@unsupported("Python random draws are not captured (no replay of random.*)")
+def test_random_inside_forward_is_redrawn_each_call():
+    def fn(x):
+        if random.random() < 0.5:
+            return x * 2
+        return x - random.uniform(0, 1)
+
+    stats = differential(plain(fn), fresh(lambda: (t(),), 6))
+    expect(stats, fallbacks=0)
+
+
+class LayerDrop(nn.Module):
+    """BART's LayerDrop: each layer is skipped with probability p while training."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+        self.p = 0.5
+
+    def forward(self, x):
+        for layer in self.layers:
+            if self.training and random.uniform(0, 1) < self.p:
+                continue
+            x = layer(x)
+        return x
+
+
+@unsupported("Python random draws are not captured (no replay of random.*)")
+def test_layerdrop_random_skips_match_eager():
+    torch.manual_seed(0)
+    stats = differential(twins(LayerDrop()), fresh(lambda: (t(2, 4),), 6))
+    expect(stats, fallbacks=0)
+
+
+@unsupported("Python random draws are not captured (no replay of random.*)")
+def test_random_choice_and_shuffle_of_python_values():
+    def fn(x, options):
+        order = list(options)
+        random.shuffle(order)
+        return x * random.choice(options) + order[0]
+
+    stats = differential(plain(fn), fresh(lambda: (t(), [1, 2, 3, 4]), 5))
+    expect(stats, fallbacks=0)
+
+
+def test_torch_random_ops_redrawn_each_call():
+    def fn(x):
+        return x + torch.rand_like(x), torch.randn(2) * 0 + torch.randint(0, 5, (2,))
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_dropout_in_training_draws_a_new_mask_each_call():
+    m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    stats = differential(twins(m), fresh(lambda: (t(3, 4),)))
+    expect_one_graph(stats)
+
+
+# ---- scalars taken out of tensors -------------------------------------------------------------------------
+
+@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
+def test_float_of_a_tensor_feeding_tensor_ops_only():
+    # quantized ResNet: ``float(t)`` used as a scale of further tensor ops
+    def fn(x):
+        s = float(x.abs().max())
+        return x / s * 127.0
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
+def test_item_feeding_tensor_ops_only():
+    def fn(x, y):
+        m = x.mean().item()
+        return (y - m) * 2
+
+    stats = differential(plain(fn), fresh(lambda: (t(), t())))
+    expect_one_graph(stats)
+
+
+@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
+def test_item_returned_to_the_caller():
+    def fn(x):
+        return x.sum().item(), x * 2
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
+def test_branch_on_a_tensor_value_matches_eager():
+    def fn(x):
+        if x.sum() > 0:
+            return x * 2
+        return x - 1
+
+    calls = [(torch.ones(3),), (torch.ones(3),), (-torch.ones(3),), (torch.ones(3) * 2,)]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=0)
+
+
+@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
+def test_int_of_a_tensor_used_as_a_size():
+    def fn(x, n):
+        k = int(n)
+        return x[:k].sum()
+
+    calls = [(t(5), torch.tensor(2)), (t(5), torch.tensor(2)), (t(5), torch.tensor(4))]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=0)
+
+
+@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
+def test_tolist_of_a_tensor():
+    def fn(x):
+        return [v * 2 for v in x.tolist()]
+
+    stats = differential(plain(fn), fresh(lambda: (t(3),)))
+    expect(stats, fallbacks=0)

@@ -1,0 +1,313 @@
+"""Tensor programs (the original MagPy's tensor / scalar / inplace feature tests, by behaviour):
+operators with Python scalars, methods, views and indexing, shapes and dtypes, guards on metadata."""
+import operator
+
+import pytest
+import torch
+
+try:
+    from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, unsupported, FromEnv
+except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
+    from twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, unsupported, FromEnv
+
+
+def t(*shape, dtype=torch.float32):
+    return torch.randn(*(shape or (2, 3))).to(dtype)
+
+
+# ---- operators and scalars ------------------------------------------------------------------------------
+
+BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+          operator.pow, operator.matmul, operator.lt, operator.ge, operator.eq]
+
+
+@pytest.mark.parametrize("op", BINARY, ids=lambda op: op.__name__)
+def test_binary_operator_between_tensors(op):
+    def fn(a, b):
+        return op(a, b.T if op is operator.matmul else b.abs() + 1)
+
+    stats = differential(plain(fn), fresh(lambda: (t(), t())))
+    expect_one_graph(stats)
+
+
+def test_python_scalar_on_either_side():
+    def fn(x, k):
+        return (k - x) * (x + k) / (2 * k) - x ** 2 + 1 / (x.abs() + k)
+
+    stats = differential(plain(fn), [(t(), 3), (t(), 3), (t(), 4)])
+    expect_recompile(stats)
+
+
+def test_float_scalar_argument_is_guarded_exactly():
+    def fn(x, eps):
+        return x / (x.norm() + eps)
+
+    stats = differential(plain(fn), [(t(), 1e-6), (t(), 1e-6), (t(), 1e-5)])
+    expect_recompile(stats)
+
+
+def test_bool_argument_selects_a_branch():
+    def fn(x, flag):
+        return x.relu() if flag else x.sigmoid()
+
+    stats = differential(plain(fn), [(t(), True), (t(), True), (t(), False)])
+    expect_recompile(stats)
+
+
+def test_none_argument_selects_a_branch():
+    def fn(x, mask=None):
+        if mask is None:
+            return x.softmax(-1)
+        return x.masked_fill(mask, -1e9).softmax(-1)
+
+    mask = torch.tensor([[True, False, False], [False, False, True]])
+    stats = differential(plain(fn), [(t(),), (t(),), (t(), mask)])
+    expect_recompile(stats)
+
+
+def test_unary_operators_and_builtin_abs():
+    def fn(x):
+        return -x, +x, abs(x), ~(x > 0)
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_scalar_arithmetic_on_shapes_feeds_view_ops():
+    def fn(x):
+        b, n = x.shape
+        h = n // 2
+        return x.view(b, 2, h).transpose(1, 2).reshape(b * h, -1)
+
+    stats = differential(plain(fn), fresh(lambda: (t(2, 4),), 2) + [(t(3, 6),)])
+    expect_recompile(stats)
+
+
+@unsupported("Tensor.__len__ / dim() results cannot be guarded")
+def test_tensor_size_and_dim_queries():
+    def fn(x):
+        return x.new_zeros(x.size(0), x.dim()) + x.numel() + len(x)
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+# ---- methods, views and indexing ------------------------------------------------------------------------
+
+def test_tensor_methods_chain():
+    def fn(x):
+        return x.abs().sqrt().log1p().clamp(min=0.1).mean(dim=1, keepdim=True).expand(-1, 3).contiguous()
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_indexing_and_slicing():
+    def fn(x, idx):
+        return x[0], x[:, 1:], x[..., ::2], x[idx], x[x > 0], x[None, :, -1]
+
+    idx = torch.tensor([1, 0, 1])
+    stats = differential(plain(fn), fresh(lambda: (t(), idx)))
+    expect_one_graph(stats)
+
+
+def test_slice_bound_from_an_int_argument():
+    def fn(x, n):
+        return x[:, :n], x[n:]
+
+    stats = differential(plain(fn), [(t(3, 4), 2), (t(3, 4), 2), (t(3, 4), 1)])
+    expect_recompile(stats)
+
+
+def test_split_chunk_unbind_results():
+    def fn(x):
+        a, b = x.chunk(2, dim=1)
+        parts = x.split(1, dim=0)
+        rows = x.unbind(0)
+        return a * b, parts, rows
+
+    stats = differential(plain(fn), fresh(lambda: (t(2, 4),)))
+    expect_one_graph(stats)
+
+
+def test_torch_functions_with_lists_of_tensors():
+    def fn(a, b):
+        return torch.cat([a, b], 0), torch.stack((a, b)).sum(0), torch.where(a > b, a, b)
+
+    stats = differential(plain(fn), fresh(lambda: (t(), t())))
+    expect_one_graph(stats)
+
+
+def test_new_tensors_made_inside():
+    def fn(x):
+        return x + torch.ones(x.shape, dtype=x.dtype) + torch.arange(x.shape[-1]) + torch.tensor(2.0)
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+# ---- metadata guards ------------------------------------------------------------------------------------
+
+def test_dtype_change_recompiles():
+    def fn(x):
+        return (x * 2).sum(0)
+
+    stats = differential(plain(fn), [(t(),), (t(),), (t(dtype=torch.float64),)])
+    expect_recompile(stats)
+
+
+def test_integer_tensor_input():
+    def fn(x):
+        return x // 2 + x % 3, x.float().mean()
+
+    ints = lambda: (torch.randint(-5, 5, (2, 3)),)  # noqa: E731
+    stats = differential(plain(fn), fresh(ints))
+    expect_one_graph(stats)
+
+
+def test_dtype_branch_in_python():
+    def fn(x):
+        if x.dtype == torch.float64:
+            return x.float()
+        if x.is_floating_point():
+            return x * 2
+        return x
+
+    stats = differential(plain(fn), [(t(),), (t(),), (t(dtype=torch.float64),)])
+    expect_recompile(stats)
+
+
+def test_non_contiguous_input():
+    def fn(x):
+        return x.view(-1) if x.is_contiguous() else x.reshape(-1) * 2
+
+    calls = [(t(3, 2).T,), (t(3, 2).T,), (t(2, 3),)]
+    stats = differential(plain(fn), calls)
+    expect_recompile(stats)
+
+
+def test_stride_dependent_view_raises_like_eager():
+    def fn(x):
+        return x.view(-1)
+
+    calls = [(t(2, 3),), (t(2, 3),), (t(3, 2).T,)]
+    stats = differential(plain(fn), calls, raises=True)
+    assert isinstance(stats.side.outcomes[2].error, RuntimeError)
+
+
+# ---- in-place chains (quantized ResNet style) -----------------------------------------------------------
+
+def test_inplace_chain_on_an_intermediate():
+    def fn(x, w):
+        y = x @ w
+        y.add_(1).mul_(0.5).relu_()
+        y += x.sum()
+        return y
+
+    stats = differential(plain(fn), fresh(lambda: (t(), t(3, 3))))
+    expect_one_graph(stats)
+
+
+def test_inplace_result_aliases_its_input():
+    def fn(x):
+        y = x.mul_(2)
+        return y, x
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_view_of_an_input_returned_sees_later_writes():
+    def fn(x):
+        v = x[0]
+        x.add_(1)
+        return v
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+# ---- Python values read from tensors beyond shape / dtype / device ---------------------------------------
+
+def with_grad(*shape):
+    w = torch.randn(*shape, requires_grad=True)
+    w.grad = torch.randn(*shape)
+    return w
+
+
+def test_grad_presence_branch():
+    # optimizers and gradient clipping test ``p.grad is not None``
+    def fn(ps):
+        total = torch.zeros(())
+        for p in ps:
+            if p.grad is not None:
+                total = total + p.grad.abs().sum()
+        return total
+
+    no_grad = lambda: torch.randn(3, requires_grad=True)  # noqa: E731
+    calls = [([no_grad()],), ([no_grad()],), ([with_grad(3)],)]
+    stats = differential(plain(fn), calls)
+    expect_recompile(stats)
+
+
+def test_is_leaf_branch():
+    def fn(x):
+        return x * 2 if x.is_leaf else x * 3
+
+    leaf = lambda: torch.randn(2, requires_grad=True)  # noqa: E731
+    # a non-leaf cannot be deep-copied: each side builds its own, with equal values
+    non_leaf = FromEnv(lambda env: torch.full((2,), 0.5, requires_grad=True) * 1)
+    stats = differential(plain(fn), [(leaf(),), (leaf(),), (non_leaf,)])
+    expect_recompile(stats)
+
+
+def test_storage_offset_branch():
+    def fn(x):
+        return x * 2 if x.storage_offset() == 0 else x * 3
+
+    stats = differential(plain(fn), [(torch.randn(6)[:3],), (torch.randn(6)[:3],), (torch.randn(6)[3:],)])
+    expect_recompile(stats)
+
+
+@unsupported("Tensor.data_ptr() values cannot be replayed")
+def test_shared_storage_check_with_data_ptr():
+    def fn(x, y):
+        return x.data_ptr() == y.data_ptr()
+
+    a = t()
+    stats = differential(plain(fn), [(t(), t()), (t(), t()), (a, a)])
+    expect_recompile(stats)
+
+
+def test_negative_zero_float_argument_is_not_zero():
+    def fn(x, k):
+        return 1 / (x.abs() * k)
+
+    def signs(stats):
+        return [torch.signbit(o.result).tolist() for o in stats.side.outcomes]
+
+    stats = differential(plain(fn), [(t(), 0.0), (t(), 0.0), (t(), -0.0)])
+    assert signs(stats)[2] == [[True] * 3] * 2
+    expect_recompile(stats)
+
+
+# ---- aliasing between inputs ---------------------------------------------------------------------------
+
+def test_same_tensor_passed_twice_with_an_inplace_update():
+    def fn(x, y):
+        x.add_(1)
+        return y * 2
+
+    a = t()
+    stats = differential(plain(fn), [(t(), t()), (t(), t()), (a, a)])
+    expect(stats, fallbacks=0)
+
+
+def test_view_of_one_input_passed_as_another():
+    def fn(x, y):
+        y.mul_(2)
+        return x + 0
+
+    b = t()
+    stats = differential(plain(fn), [(t(), t(3)), (t(), t(3)), (b, b[0])])
+    expect(stats, fallbacks=0)
