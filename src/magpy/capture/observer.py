@@ -637,6 +637,18 @@ class CaptureObserver(Observer):
                                    in rules.MUTATES):
             return self._mutation(fn, args, arg_provs, result)
         if has_tensor or makes_tensor or fn in rules.GRAPH:
+            if _is_torch_callable(fn) and not makes_tensor and not _holds_tensor(result) \
+                    and fn not in rules.GRAPH:
+                name = getattr(fn, "__name__", "")
+                if name.startswith(("is_", "_is", "_has", "has_")) and isinstance(result, bool):
+                    for a, p in zip(args, arg_provs):  # a predicate of tensor types: the guards fix it
+                        if _is_tensor(a):
+                            self.node_of(a, p)
+                    return None
+                if name in rules.TORCH_NOOPS:
+                    return None
+                self.unsupported(f"{getattr(fn, '__qualname__', name)}() returns a Python value computed "
+                                 "from tensors")
             if _is_torch_callable(fn) or fn in rules.GRAPH or fn in rules.TENSOR_BUILTINS:
                 self.record(fn, args, arg_provs, kwargs, kw_provs, result)
                 return None

@@ -86,7 +86,7 @@ def is_pure(fn):
     if module == "torch" or module.startswith("torch."):
         # torch's own queries of its global configuration (``_get_cudnn_enabled``, ``is_grad_enabled``)
         name = getattr(fn, "__name__", "")
-        return name.startswith(("_get", "get_", "is_", "_is", "_has", "has_"))
+        return name.startswith(("_get", "get_", "is_", "_is", "_has", "has_")) or name in TORCH_NOOPS
     return module.split(".")[0] in PURE_MODULES
 
 #: builtins that compute on tensors through their operators (recorded into the graph as they are)
@@ -119,3 +119,6 @@ TENSOR_METADATA = {"dim", "ndimension", "size", "stride", "numel", "nelement", "
 TENSOR_METADATA_ATTRS = {"shape", "dtype", "device", "requires_grad", "ndim", "layout", "is_cuda",
                          "is_sparse", "is_quantized", "is_meta", "names", "is_mps", "is_cpu",
                          "is_nested", "itemsize", "nbytes"}
+
+#: torch calls with no effect on results (usage logging): skipped on replay
+TORCH_NOOPS = {"_log_api_usage_once"}
