@@ -83,7 +83,6 @@ def test_scalar_arithmetic_on_shapes_feeds_view_ops():
     expect_recompile(stats)
 
 
-@unsupported("Tensor.__len__ / dim() results cannot be guarded")
 def test_tensor_size_and_dim_queries():
     def fn(x):
         return x.new_zeros(x.size(0), x.dim()) + x.numel() + len(x)

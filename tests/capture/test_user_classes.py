@@ -233,7 +233,6 @@ def test_property_with_a_side_effect_runs_once_per_call():
     expect_one_graph(stats)
 
 
-@unsupported("attribute stores inside a user __len__ lose the object's origin")
 def test_dunder_len_with_a_side_effect_runs_once_per_call():
     def fn(c, x):
         return x * len(c)

@@ -36,6 +36,7 @@ def call(vm, fn, args, kwargs):
     except TypeError:  # unhashable callable
         special = None
     if special is not None:
+        vm.lookaside_provs = provs  # for protocol builtins whose dunder code runs (len → __len__ …)
         return special(vm, args, kwargs or {})
     if tp is _partial:  # (a heap type: extension types made from specs are)
         merged = {**fn.keywords, **kwargs} if kwargs else fn.keywords

@@ -97,12 +97,21 @@ def _reduce(vm, args, kwargs):
 
 # ---- protocol builtins whose dunders may be Python code --------------------------------------------
 
+def _first_prov(vm):
+    """Provenance of the first argument of the lookaside call being made (observer on), or None."""
+    provs, vm.lookaside_provs = vm.lookaside_provs, None
+    if vm.observer is None or provs is None or not provs[0]:
+        return None
+    return provs[0][0]
+
+
 @lookaside(len)
 def _len(vm, args, kwargs):
+    prov = _first_prov(vm)
     if len(args) != 1 or kwargs:
         return len(*args, **kwargs)
     from .protocols import length
-    return length(vm, args[0])
+    return length(vm, args[0], prov)
 
 
 @lookaside(iter)
@@ -113,7 +122,7 @@ def _iter(vm, args, kwargs):
         return iter(reentrant(vm, args[0]), args[1])
     if len(args) == 1:
         from .protocols import get_iter
-        return get_iter(vm, args[0])
+        return get_iter(vm, args[0], _first_prov(vm))
     return iter(*args)
 
 
@@ -125,6 +134,9 @@ def _next(vm, args, kwargs):
     f = python_slot(type(args[0]), "__next__")
     if f is None:
         return next(*args)
+    prov = _first_prov(vm)
+    if prov is not None:
+        vm.call_provs = ((prov,), {})
     if len(args) == 1:
         return vm.call_function(f, args, None)
     try:
@@ -139,10 +151,11 @@ def _getattr(vm, args, kwargs):
     if kwargs or not 2 <= len(args) <= 3 or type(args[1]) is not str:
         return getattr(*args, **kwargs)
     from .protocols import load_attr
+    prov = _first_prov(vm)
     if len(args) == 2:
-        return load_attr(vm, args[0], args[1])
+        return load_attr(vm, args[0], args[1], prov)
     try:
-        return load_attr(vm, args[0], args[1])
+        return load_attr(vm, args[0], args[1], prov)
     except AttributeError:
         pass
     return args[2]

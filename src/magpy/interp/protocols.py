@@ -404,10 +404,11 @@ def length_result(r):
     return r
 
 
-def length(vm, x):
+def length(vm, x, prov=None):
     f = python_slot(type(x), "__len__")
     if f is None:
         return len(x)
+    _with(vm, None if vm.observer is None else (prov,))
     return length_result(vm.call_function(f, (x,), None))
 
 

@@ -63,6 +63,7 @@ class VM:
         self.call_provs = None     # provenance of the arguments of the call being made (observer on)
         self.returned = None       # (frame, value, prov) of the last interpreted return (observer on)
         self.reraising = None      # the exception RERAISE is raising again (it gets no new context)
+        self.lookaside_provs = None  # provenance of a lookaside call's arguments (observer on)
         self.user_limit = sys.getrecursionlimit()
         from . import binding
         self._bind = binding.bind
