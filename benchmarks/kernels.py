@@ -1,10 +1,14 @@
 """Kernel benchmarks on CPU, side by side: eager vs magpy vs torch.compile (Inductor).
 
-    PYTHONPATH=src python benchmarks/kernels.py [--quick] [--only NAME,...] [--no-inductor]
+    PYTHONPATH=src python benchmarks/kernels.py [--quick] [--only NAME,...] [--no-inductor] [--profile]
 
-For each workload: the median runtime of each backend, magpy's ratio to eager and to Inductor,
-and the compile time of the first call with a cold cache (a fresh, empty cache directory for
-each backend). Ends with geometric means.
+For each workload: the median runtime of each backend (measured in alternating rounds), magpy's
+ratio to eager and to Inductor, and the compile time of the first call with a cold cache (a
+fresh, empty cache directory for each backend). Every row's result is checked against eager
+("ok"), and a row says when some of magpy's graphs ran eagerly (an op without a lowering, or a
+whole graph it could not compile). Ends with geometric means. ``--profile`` adds, under each row, where each backend's time goes:
+the aten ops taking the most time per call (magpy's own kernels are not listed; they are the
+rest of the call's time).
 """
 from __future__ import annotations
 
@@ -104,25 +108,53 @@ def workloads(quick: bool):
     ]
 
 
-def measure(fn, args, budget_s: float) -> float:
-    """Median seconds per call (after warm-up), within about ``budget_s``."""
+def measure(fns, args, budget_s: float, rounds: int = 5) -> list[float]:
+    """Median seconds per call of each of ``fns`` (after warm-up), within about ``budget_s`` each.
+
+    The calls are taken in ``rounds`` turns, one backend after another, so that a drift of the
+    machine's speed (other jobs, clocks) falls on every backend alike.
+    """
+    times = [[] for _ in fns]
     with torch.no_grad():
-        for _ in range(2):
+        for fn in fns:
+            for _ in range(2):
+                fn(*args)
+        for _ in range(rounds):
+            for fn, samples in zip(fns, times):
+                deadline = time.perf_counter() + budget_s / rounds
+                count = 0
+                while count < 2 or (time.perf_counter() < deadline and count < 200 // rounds):
+                    start = time.perf_counter()
+                    fn(*args)
+                    samples.append(time.perf_counter() - start)
+                    count += 1
+    return [statistics.median(samples) for samples in times]
+
+
+def profile(fn, args, label: str, calls: int = 20) -> None:
+    """Print the aten ops taking the most self time per call of ``fn``."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch.no_grad():
+        for _ in range(3):
             fn(*args)
-        times = []
-        deadline = time.perf_counter() + budget_s
-        while len(times) < 5 or (time.perf_counter() < deadline and len(times) < 200):
+        with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
             start = time.perf_counter()
-            fn(*args)
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+            for _ in range(calls):
+                fn(*args)
+            wall = (time.perf_counter() - start) / calls
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    top = ", ".join(f"{e.key} {e.self_cpu_time_total / calls / 1e3:.3f}" for e in events[:6])
+    print(f"    {label:9} {wall * 1e3:8.3f} ms/call profiled; top self ms: {top}")
 
 
 def compile_cold(fn, args, backend: str):
-    """(compiled fn, seconds of the first call) with an empty cache for ``backend``."""
-    import torch._dynamo
+    """(compiled fn, seconds of the first call) with an empty cache for ``backend``.
 
-    torch._dynamo.reset()
+    Dynamo's own cache is not reset here (``main`` resets it once per workload), so that the
+    backends compiled for one workload stay usable side by side.
+    """
     cache = tempfile.mkdtemp(prefix=f"bench-{backend}-")
     if backend == "magpy":
         os.environ["MAGPY_CACHE_DIR"] = cache
@@ -133,6 +165,13 @@ def compile_cold(fn, args, backend: str):
     with torch.no_grad():
         compiled(*args)
     return compiled, time.perf_counter() - start
+
+
+def eager_graphs(since: int) -> int:
+    """How many graphs magpy compiled since report ``since`` run eagerly, wholly or in part."""
+    from magpy.codegen import reports
+
+    return sum(1 for r in reports()[since:] if r.graph_fallback or r.fallbacks)
 
 
 def close(a, b) -> bool:
@@ -146,6 +185,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="smaller sizes, shorter timing")
     parser.add_argument("--only", default="", help="comma-separated workload names")
     parser.add_argument("--no-inductor", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="aten-op breakdown under each row")
     opts = parser.parse_args(argv)
     import magpy.backends  # noqa: F401  (registers "magpy" with torch.compile)
 
@@ -155,18 +195,32 @@ def main(argv=None):
     for name, fn, args in workloads(opts.quick):
         if only and name not in only:
             continue
-        eager_t = measure(fn, args, budget)
+        import torch._dynamo
+        from magpy.codegen import reports
+
+        torch._dynamo.reset()
+        before = len(reports())
         magpy_fn, magpy_compile = compile_cold(fn, args, "magpy")
+        partly_eager = eager_graphs(before)
         with torch.no_grad():
             ok = close(magpy_fn(*args), fn(*args))
-        magpy_t = measure(magpy_fn, args, budget)
+        fns = [fn, magpy_fn]
         inductor_t = inductor_compile = float("nan")
         if not opts.no_inductor:
             inductor_fn, inductor_compile = compile_cold(fn, args, "inductor")
-            inductor_t = measure(inductor_fn, args, budget)
-        rows.append((name, eager_t, magpy_t, inductor_t, magpy_compile, inductor_compile, ok))
+            fns.append(inductor_fn)
+        eager_t, magpy_t, *rest = measure(fns, args, budget)
+        if rest:
+            inductor_t = rest[0]
+        rows.append((name, eager_t, magpy_t, inductor_t, magpy_compile, inductor_compile,
+                     (ok, partly_eager)))
         print_row(rows[-1])
         sys.stdout.flush()
+        if opts.profile:
+            profile(fn, args, "eager")
+            profile(magpy_fn, args, "magpy")
+            if not opts.no_inductor:
+                profile(inductor_fn, args, "inductor")
     print_summary(rows)
 
 
@@ -181,9 +235,10 @@ def print_row(row):
         print(HEADER)
         print("-" * len(HEADER))
         _printed_header = True
-    name, e, m, i, mc, ic, ok = row
+    name, e, m, i, mc, ic, (ok, partly_eager) = row
+    note = f" ({partly_eager} graph(s) partly eager)" if partly_eager else ""
     print(f"{name:20} {e * 1e3:9.3f} {m * 1e3:9.3f} {i * 1e3:9.3f} {e / m:8.2f}x {i / m:7.2f}x "
-          f"{mc:11.2f} {ic:10.2f} {mc / ic:9.2f}  {'yes' if ok else 'NO'}")
+          f"{mc:11.2f} {ic:10.2f} {mc / ic:9.2f}  {'yes' if ok else 'NO'}{note}")
 
 
 def geomean(values):

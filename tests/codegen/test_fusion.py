@@ -85,3 +85,21 @@ def test_unfused_schedule_matches_fused_results():
 def test_kernel_names_say_what_they_fuse():
     report = check(lambda x: (x + 1).exp().sum(-1), torch.randn(4, 8), mode="reference")
     assert report.kernels == ["cpp_fused_add_exp_sum_0"]
+
+
+def test_identical_reductions_are_computed_once():
+    def fn(x, w, b):
+        return F.layer_norm(x, (64,), w, b)
+    report = check(fn, torch.randn(32, 64), torch.randn(64), torch.randn(64), mode="cpp")
+    source = next(iter(report.kernel_sources.values()))
+    assert source.count("reduction(+:") == 2  # the mean's sum and the variance's, not a third
+
+
+def test_reductions_of_different_bodies_are_kept_apart():
+    check(lambda x: (x.sum(-1), (x * 2).sum(-1), x.sum(-1, keepdim=True) + 1), torch.randn(8, 30))
+
+
+def test_softmax_divides_once_per_row():
+    report = check(lambda x: torch.softmax(x, -1), torch.randn(16, 100), mode="cpp")
+    source = next(iter(report.kernel_sources.values()))
+    assert "(1.0f / red" in source

@@ -81,6 +81,12 @@ def _register_with_dynamo() -> None:
         from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend as dynamo_register
     except ImportError:  # very old torch: nothing to register with
         return
+    try:  # an installed MagPy declares the backend as an entry point: Dynamo registers it itself
+        from importlib.metadata import entry_points
+        if any(ep.name == "magpy" for ep in entry_points(group="torch_dynamo_backends")):
+            return
+    except Exception:  # noqa: BLE001 - no metadata: register directly
+        pass
     if "magpy" not in _COMPILER_FNS:
         dynamo_register(name="magpy")(magpy_backend)
 

@@ -395,6 +395,23 @@ def _outside_frame(depth):
     return f
 
 
+@lookaside(sys.getrecursionlimit)
+def _getrecursionlimit(vm, args, kwargs):
+    """The limit the program set (the VM itself runs under a higher one)."""
+    if args or kwargs:
+        return sys.getrecursionlimit(*args, **kwargs)
+    return vm.user_limit
+
+
+@lookaside(sys.setrecursionlimit)
+def _setrecursionlimit(vm, args, kwargs):
+    if kwargs or len(args) != 1 or type(args[0]) is not int or args[0] < 1:
+        return sys.setrecursionlimit(*args, **kwargs)  # CPython's own errors
+    vm.user_limit = args[0]
+    if args[0] * 6 > sys.getrecursionlimit():
+        sys.setrecursionlimit(args[0] * 6)
+
+
 @lookaside(sys._getframe)
 def _getframe(vm, args, kwargs):
     depth = args[0] if args else kwargs.get("depth", 0)
