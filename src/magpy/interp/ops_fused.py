@@ -81,28 +81,22 @@ FUSED[("LOAD_FAST_CHECK", "LOAD_CONST")] = _make_load_fast_const(True)
 FUSED[("LOAD_FAST", "LOAD_CONST")] = _make_load_fast_const(False)
 
 
-@fused("LOAD_CONST", "BINARY_OP")
-def load_const_binary_op(f, arg, i, plain=PLAIN, native=NATIVE_BINARY):
-    b, k = arg
-    stack = f.stack
-    a = stack[-1]
-    if type(a) in plain and type(b) in plain:
-        stack[-1] = native[k](a, b)
-    else:
-        stack[-1] = protocols.binary_op(f.vm, a, b, k)
-    return i + 2
+def _make_load_const_op(native_table, protocol):
+    """LOAD_CONST + BINARY_OP / COMPARE_OP: the constant is the right operand."""
+    def load_const_op(f, arg, i, plain=PLAIN, native=native_table):
+        b, k = arg
+        stack = f.stack
+        a = stack[-1]
+        if type(a) in plain and type(b) in plain:
+            stack[-1] = native[k](a, b)
+        else:
+            stack[-1] = protocol(f.vm, a, b, k)
+        return i + 2
+    return load_const_op
 
 
-@fused("LOAD_CONST", "COMPARE_OP")
-def load_const_compare_op(f, arg, i, plain=PLAIN, native=NATIVE_COMPARE):
-    b, k = arg
-    stack = f.stack
-    a = stack[-1]
-    if type(a) in plain and type(b) in plain:
-        stack[-1] = native[k](a, b)
-    else:
-        stack[-1] = protocols.compare_op(f.vm, a, b, k)
-    return i + 2
+FUSED[("LOAD_CONST", "BINARY_OP")] = _make_load_const_op(NATIVE_BINARY, protocols.binary_op)
+FUSED[("LOAD_CONST", "COMPARE_OP")] = _make_load_const_op(NATIVE_COMPARE, protocols.compare_op)
 
 
 def _make_compare_jump(jump_if):

@@ -123,16 +123,7 @@ class VM:
             return make_generator(self, frame, func)
         if self.observer is not None:
             return self.run_frame(frame)
-        frame.back = self.frame
-        self.frame = frame
-        self.depth += 1
-        try:
-            if self.depth > self.user_limit:
-                raise RecursionError("maximum recursion depth exceeded")
-            return self.execute(frame, None)
-        finally:
-            self.depth -= 1
-            self.frame = frame.back
+        return self.resume(frame)
 
     def _track_arguments(self, frame, func, decoded, args):
         provs, self.call_provs = self.call_provs, None
