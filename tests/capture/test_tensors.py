@@ -310,3 +310,14 @@ def test_view_of_one_input_passed_as_another():
     b = t()
     stats = differential(plain(fn), [(t(), t(3)), (t(), t(3)), (b, b[0])])
     expect(stats, fallbacks=0)
+
+
+def test_torch_builtin_with_a_differently_named_python_wrapper():
+    # torch.broadcast_tensors / torch.norm are Python wrappers over _VF builtins of the same name that take
+    # other arguments: the graph must call the builtin that ran, not the wrapper fx would name
+    def fn(a, b):
+        x, y = torch.broadcast_tensors(a, b)
+        return x + y + torch.norm(a, dim=(0,), keepdim=True)
+
+    stats = differential(plain(fn), fresh(lambda: (torch.rand(3, 1), torch.rand(1, 4))))
+    expect_one_graph(stats)

@@ -25,7 +25,7 @@ from ..interp import Observer, VM
 from ..interp.frame import NULL
 from ..interp.tracking import NOT_RETURNED
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
-from . import rules
+from . import rules, vf
 from .guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard
 from .sources import Source, ArgSource, GlobalSource, AttrSource, ItemSource, CellSource, Expr, Const
 
@@ -265,7 +265,7 @@ class CaptureObserver(Observer):
         if method is not None:
             node = graph.call_method(method, gargs, gkwargs)
         else:
-            node = graph.call_function(fn, gargs, gkwargs)
+            node = graph.call_function(vf.exact(fn), gargs, gkwargs)
         if not self.cap.op_count:
             self.cap.pre_graph = len(self.cap.side_effects)
         self.cap.op_count += 1
