@@ -124,7 +124,6 @@ def test_hasattr_on_a_user_object():
     expect_recompile(stats)
 
 
-@unsupported("creating a user object inside the call (its class call) has no capture rule")
 def test_setattr_on_an_object_made_inside():
     def fn(x):
         cfg = Config()

@@ -59,7 +59,6 @@ def test_class_attribute_read_through_the_instance():
     expect_recompile(stats)
 
 
-@unsupported("creating a user object inside the call (its class call) has no capture rule")
 def test_property_classmethod_staticmethod():
     def fn(s, x):
         return Scaler.clamp(s.negated(x)) + Scaler.unit()(x)
@@ -141,7 +140,6 @@ def test_class_defined_inside_the_call():
     expect_one_graph(stats)
 
 
-@unsupported("user objects created inside the call that hold tensors are not captured")
 def test_object_created_inside_and_mutated():
     def fn(x):
         acc = Vec(x)

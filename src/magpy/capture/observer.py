@@ -90,6 +90,27 @@ def _is_torch_callable(fn):
     return isinstance(owner, type) and issubclass(owner, torch._C.TensorBase)
 
 
+def _immutable(value):
+    """May the mock hand out this very object on every call (as a constant)?"""
+    if isinstance(value, _SCALARS + _IDENTITY_TYPES + (torch.dtype, torch.device, torch.Size, range,
+                                                         type(Ellipsis), type(NotImplemented))):
+        return True
+    if type(value) in (tuple, frozenset):
+        return all(_immutable(v) for v in value)
+    return isinstance(value, torch.nn.Module)  # a module is returned as itself (by identity)
+
+
+def _python_constructed(cls):
+    """Are ``cls(...)``'s ``__new__`` or ``__init__`` Python code (so the VM ran them)?"""
+    if not cls.__flags__ & (1 << 9):
+        return False
+    from ..interp.protocols import lookup
+    init = lookup(cls, "__init__")
+    new = lookup(cls, "__new__")
+    return type(init) is types.FunctionType or (type(new) is staticmethod and
+                                                 type(new.__func__) is types.FunctionType)
+
+
 def _holds_tensor(x):
     return _is_tensor(x) or (isinstance(x, (tuple, list)) and any(_holds_tensor(v) for v in x))
 
@@ -572,6 +593,11 @@ class CaptureObserver(Observer):
 
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
         self._self_of_last_call = UNKNOWN
+        if isinstance(fn, type) and _python_constructed(fn):
+            return None  # a new object whose __new__/__init__ ran interpreted (their effects were seen)
+        if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__init__" and not args and not kwargs \
+                and type(fn.__self__).__init__ is not None:
+            return None  # ``super().__init__()`` reaching object.__init__: nothing happens
         if fn is iter and len(args) == 1 and not kwargs:
             return start_iteration(self, args[0], arg_provs[0], result)
         if fn is next and len(args) == 1 and not kwargs:
@@ -915,6 +941,9 @@ class CaptureObserver(Observer):
             return ("source", prov)
         if isinstance(prov, Expr) and isinstance(value, _SCALARS):
             return ("source", prov)  # recomputed by the mock from the entry state (no guard needed)
+        if prov is None and not _immutable(value):
+            # an object made by this call: a replay would hand out the first call's object again
+            self.unsupported(f"a new {type(value).__name__} object made by the call leaves it")
         self.need(value, prov)
         return ("const", value)
 

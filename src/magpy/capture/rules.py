@@ -74,10 +74,11 @@ def is_pure(fn):
     if self_obj is not None and isinstance(self_obj, PURE_METHOD_TYPES):
         return True
     owner = getattr(fn, "__objclass__", None)
-    if owner in PURE_CONTAINER_TYPES or owner in PURE_METHOD_TYPES:
-        return fn not in MUTATES
+    if isinstance(owner, type) and issubclass(owner, PURE_CONTAINER_TYPES + PURE_METHOD_TYPES):
+        return fn not in MUTATES and getattr(fn, "__name__", "") not in MUTATING_NAMES
     if self_obj is not None and isinstance(self_obj, PURE_CONTAINER_TYPES):
-        return getattr(type(self_obj), getattr(fn, "__name__", ""), None) not in MUTATES
+        name = getattr(fn, "__name__", "")
+        return getattr(type(self_obj), name, None) not in MUTATES and name not in MUTATING_NAMES
     if isinstance(fn, type) and fn.__module__ == "builtins":
         return True  # constructors of built-in values
     module = getattr(fn, "__module__", None) or ""
@@ -122,3 +123,8 @@ TENSOR_METADATA_ATTRS = {"shape", "dtype", "device", "requires_grad", "ndim", "l
 
 #: torch calls with no effect on results (usage logging): skipped on replay
 TORCH_NOOPS = {"_log_api_usage_once"}
+
+#: method names that mutate a container whatever its class (OrderedDict.move_to_end, deque.append …)
+MUTATING_NAMES = {"append", "extend", "insert", "pop", "popitem", "remove", "clear", "sort", "reverse",
+                  "update", "setdefault", "add", "discard", "move_to_end", "appendleft", "popleft",
+                  "extendleft", "rotate", "__setitem__", "__delitem__", "__iadd__", "__ior__"}
