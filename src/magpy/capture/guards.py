@@ -100,7 +100,7 @@ class NoneGuard(Guard):
 
 class TensorGuard(Guard):
     """A tensor of the same class, dtype, device, shape, strides and requires_grad."""
-    __slots__ = ("cls", "dtype", "device", "shape", "stride", "requires_grad", "offset")
+    __slots__ = ("cls", "dtype", "device", "shape", "stride", "requires_grad", "example")
     cost = 3
 
     def __init__(self, expr, tensor):
@@ -111,7 +111,7 @@ class TensorGuard(Guard):
         self.shape = tuple(tensor.shape)
         self.stride = tuple(tensor.stride()) if tensor.layout.__repr__() == "torch.strided" else None
         self.requires_grad = tensor.requires_grad
-        self.offset = tensor.storage_offset() if self.stride is not None else None
+        self.example = tensor
 
     def key(self):
         return ("tensor", self.expr)

@@ -223,8 +223,9 @@ class CaptureObserver(Observer):
     def deref(self, obj, prov):
         """The program reads an attribute or item of ``obj``: its type decides how that read behaves."""
         if isinstance(prov, Source) and not isinstance(obj, (_IDENTITY_TYPES, torch.nn.Module)) \
-                and not _is_tensor(obj) and type(obj) is not types.MethodType:
-            self.guard(TypeGuard(prov, type(obj)))
+                and not _is_tensor(obj) and type(obj) is not types.MethodType \
+                and not (type(prov) is AttrSource and prov.name == "__dict__" and type(obj) is dict):
+            self.guard(TypeGuard(prov, type(obj)))  # (an object's __dict__ is always a dict)
 
     # ---- tensors -------------------------------------------------------------------------------------
     def tensor_input(self, tensor, source):
@@ -624,6 +625,7 @@ class CaptureObserver(Observer):
                 self.unsupported(f"Tensor.{name}() turns tensor data into a Python value (graph break)")
             if name in rules.TENSOR_METADATA and not _is_tensor(result):
                 self.node_of(self_obj)
+                self._offset_guard(name, self_obj, result)
                 return None  # static metadata: the tensor's guard covers it
             if not _holds_tensor(result) and result is not None:
                 self.unsupported(f"Tensor.{name}() returns a Python value MagPy cannot replay")
@@ -632,6 +634,7 @@ class CaptureObserver(Observer):
         if type(fn).__name__ == "method_descriptor" and args and _is_tensor(args[0]):
             if fn.__name__ in rules.TENSOR_METADATA and not _is_tensor(result):
                 self.node_of(args[0], arg_provs[0])
+                self._offset_guard(fn.__name__, args[0], result)
                 return None
             if not _holds_tensor(result) and result is not None:
                 self.unsupported(f"Tensor.{fn.__name__}() returns a Python value MagPy cannot replay")
@@ -733,6 +736,14 @@ class CaptureObserver(Observer):
             return UNKNOWN
         return Expr(_build_list if type(value) is list else _build_tuple,
                     tuple(p if p is not None else Const(v) for p, v in zip(items, values)))
+
+    def _offset_guard(self, name, tensor, value):
+        """The tensor guard leaves out the storage offset; a program that asks for it depends on it."""
+        if name != "storage_offset":
+            return
+        known = self.sources_of.get(id(tensor))
+        if known is not None and known[0] is tensor:
+            self.guard(ValueGuard(Expr(torch.Tensor.storage_offset, (known[1],)), value))
 
     def _warning(self, frame, args, arg_provs, kwargs, kw_provs):
         """``warnings.warn`` is replayed as ``warn_explicit`` at the line the first call warned from."""

@@ -11,6 +11,10 @@ from bytecode import Bytecode, Compare, Instr, Label, TryBegin, TryEnd
 PY = sys.version_info[:2]
 
 
+_COMPARE = {"==": Compare.EQ, "!=": Compare.NE, "<": Compare.LT, "<=": Compare.LE, ">": Compare.GT,
+            ">=": Compare.GE}
+
+
 class Assembler:
     def __init__(self, name, argnames):
         self.name = name
@@ -86,6 +90,21 @@ class Assembler:
         if PY >= (3, 13):
             self.emit("TO_BOOL")
         self.emit("POP_JUMP_FORWARD_IF_FALSE" if PY < (3, 12) else "POP_JUMP_IF_FALSE", label)
+
+    def jump_if(self, truth, label):
+        """Pop any object and jump when its truth is ``truth`` (CPython tests it natively)."""
+        if PY >= (3, 13):
+            self.emit("TO_BOOL")
+        if PY < (3, 12):
+            self.emit("POP_JUMP_FORWARD_IF_TRUE" if truth else "POP_JUMP_FORWARD_IF_FALSE", label)
+        else:
+            self.emit("POP_JUMP_IF_TRUE" if truth else "POP_JUMP_IF_FALSE", label)
+
+    def compare_op(self, op):
+        self.emit("COMPARE_OP", _COMPARE[op])
+
+    def contains(self, negate=False):
+        self.emit("CONTAINS_OP", 1 if negate else 0)
 
     def try_begin(self, handler):
         tb = TryBegin(handler, push_lasti=False)

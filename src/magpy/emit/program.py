@@ -11,6 +11,7 @@
 """
 import builtins
 import math
+import operator
 import types
 
 import torch
@@ -27,6 +28,22 @@ class _Miss:
 
 
 MISS = _Miss()
+
+
+#: pure functions emitted as the bytecode operation itself: fn -> (argc, emit, operands reversed)
+_INLINE = {
+    operator.eq: (2, lambda a: a.compare_op("=="), False),
+    operator.ne: (2, lambda a: a.compare_op("!="), False),
+    operator.lt: (2, lambda a: a.compare_op("<"), False),
+    operator.le: (2, lambda a: a.compare_op("<="), False),
+    operator.gt: (2, lambda a: a.compare_op(">"), False),
+    operator.ge: (2, lambda a: a.compare_op(">="), False),
+    operator.is_: (2, lambda a: a.is_(), False),
+    operator.is_not: (2, lambda a: a.is_(negate=True), False),
+    operator.contains: (2, lambda a: a.contains(), True),   # contains(c, x) is ``x in c``
+    operator.getitem: (2, lambda a: a.item(), False),
+    getattr: (2, None, False),
+}
 
 
 def global_value(namespace, name):
@@ -115,6 +132,17 @@ class _Emitter:
             a.const(e.cell)
             a.attr("cell_contents")
         elif t is Expr:
+            inline = _INLINE.get(e.fn)
+            if inline is not None and inline[0] == len(e.args) and \
+                    (e.fn is not getattr or (type(e.args[1]) is Const and type(e.args[1].value) is str)):
+                if e.fn is getattr:
+                    self.expr(e.args[0])
+                    a.attr(e.args[1].value)
+                    return
+                for arg in (reversed(e.args) if inline[2] else e.args):
+                    self.expr(arg)
+                inline[1](a)
+                return
             a.call_begin(e.fn)
             for arg in e.args:
                 self.expr(arg)
@@ -138,7 +166,8 @@ class _Emitter:
             a.is_(negate=not g.is_none)
             a.jump_if_false(miss)
         elif t is TruthGuard:
-            self._is(lambda: self._call(bool, g.expr), g.value, miss)
+            self.expr(g.expr)
+            a.jump_if(not g.value, miss)
         elif t is ValueGuard:
             var = self.temp()
             self.expr(g.expr)
@@ -172,14 +201,12 @@ class _Emitter:
                 a.compare("==")
                 a.jump_if_false(miss)
             if g.stride is not None:
-                for method, value in ((torch.Tensor.stride, g.stride),
-                                      (torch.Tensor.storage_offset, g.offset)):
-                    a.call_begin(method)
-                    a.load_fast(var)
-                    a.call_end(1)
-                    a.const(value)
-                    a.compare("==")
-                    a.jump_if_false(miss)
+                a.call_begin(torch.Tensor.stride)
+                a.load_fast(var)
+                a.call_end(1)
+                a.const(g.stride)
+                a.compare("==")
+                a.jump_if_false(miss)
         else:
             raise TypeError(f"unknown guard {g!r}")
 
@@ -250,8 +277,17 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     handler = a.label()
     mock = a.label()
     tb = a.try_begin(handler)
+    tensors = [g for g in guards if type(g) is TensorGuard]
+    checker = _tensor_checker(tensors)
     for g in guards:
-        em.guard(g, miss)
+        if checker is None or type(g) is not TensorGuard:
+            em.guard(g, miss)
+    if checker is not None:  # every tensor at once, in torch's own C++ check
+        a.call_begin(checker)
+        for g in tensors:
+            em.expr(g.expr)
+        a.call_end(len(tensors))
+        a.jump_if_false(miss)
     a.try_end(tb)
     a.emit("JUMP_FORWARD", mock)
     a.place(miss)
@@ -287,6 +323,25 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     code = a.to_code(filename)
     run = types.FunctionType(code, {"__builtins__": builtins})
     return Entry(run, render(cap, guards), guards, None, cap.op_count)
+
+
+def _tensor_checker(guards):
+    """One native check of all tensor guards (class, dtype, device, requires_grad, sizes, strides), or
+    None where torch has none (the guards are then emitted one by one)."""
+    if not guards or any(g.stride is None for g in guards):
+        return None
+    try:
+        from torch._C._dynamo.guards import TensorGuards
+        examples = [g.example for g in guards]
+        checker = TensorGuards(*examples, dynamic_dims_sizes=[list(g.shape) for g in guards],
+                               dynamic_dims_strides=[list(g.stride) for g in guards])
+        if not checker.check(*examples):
+            return None
+    except Exception:  # noqa: BLE001 - an older or different torch: fall back to our own checks
+        return None
+    for g in guards:
+        g.example = None  # the checker keeps what it needs; the first call's tensors can go
+    return checker.check
 
 
 def _source_leaves(templates):
