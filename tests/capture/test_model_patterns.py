@@ -173,13 +173,11 @@ class BertLayer(nn.Module):
         return apply_chunking_to_forward(self.feed_forward, self.chunk_size, 1, hidden) + hidden
 
 
-@unsupported("inspect.signature() inside the call is not captured")
 def test_bert_chunking_with_inspect_signature():
     stats = differential(twins(built(BertLayer)), fresh(lambda: (torch.randn(2, 4, 4),)))
     expect_one_graph(stats)
 
 
-@unsupported("inspect.signature() inside the call is not captured")
 def test_bert_chunking_in_chunks():
     stats = differential(twins(built(BertLayer, 2)), fresh(lambda: (torch.randn(2, 4, 4),)))
     expect_one_graph(stats)

@@ -21,7 +21,7 @@ import torch
 from torch import fx
 
 from ..errors import Unsupported
-from ..interp import Observer, VM
+from ..interp import Observer, VM, register_lookaside
 from ..interp.frame import NULL
 from ..interp.tracking import NOT_RETURNED
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
@@ -1310,6 +1310,18 @@ _TENSOR_NEUTRAL = {"BUILD_SLICE", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "BUILD_SET
                    "END_FOR", "END_FOR_313", "INTRINSIC_LIST_TO_TUPLE", "YIELD_VALUE",
                    "GET_YIELD_FROM_ITER", "SEND", "SEND_311", "END_SEND", "RETURN_GENERATOR",
                    "IMPORT_NAME", "IMPORT_FROM"}
+
+
+def _run_natively(target):
+    """A lookaside that runs ``target`` natively: a library function the rules table treats as pure
+    over its arguments (interpreting its introspection internals gains nothing)."""
+    def run(vm, args, kwargs):
+        return target(*args, **kwargs)
+    return run
+
+
+for _target in (inspect.signature,):
+    register_lookaside(_target, _run_natively(_target))
 
 
 def capture(fn, args, kwargs):
