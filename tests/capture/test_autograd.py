@@ -22,8 +22,6 @@ def t(*shape, grad=False):
 
 # ---- grad modes --------------------------------------------------------------------------------------
 
-@unsupported("torch.no_grad()/enable_grad() blocks are not captured (their __init__ is an unruled native "
-             "call)")
 def test_no_grad_block():
     def fn(x, w):
         with torch.no_grad():

@@ -67,7 +67,6 @@ def test_property_classmethod_staticmethod():
     expect_one_graph(stats)
 
 
-@unsupported("methods reached through super() lose the origin of self's attributes")
 def test_subclass_with_super():
     def fn(s, x):
         return s(x)
@@ -76,7 +75,6 @@ def test_subclass_with_super():
     expect_one_graph(stats)
 
 
-@unsupported("methods reached through super() lose the origin of self's attributes")
 def test_object_type_change_recompiles():
     def fn(s, x):
         return s(x)

@@ -777,6 +777,8 @@ class CaptureObserver(Observer):
             return None  # the length of a container made here is fixed by the guards of what filled it
         arg_provs = [self.effective(a, p) for a, p in zip(args, arg_provs)]
         provs = list(arg_provs) + list(kw_provs.values())
+        if not args and not kwargs and _is_torch_callable(fn):
+            return Expr(fn, ())  # torch's global state (grad mode, default dtype …): guarded where used
         if all(p is None for p in provs):
             self.made_by_call(fn, args, arg_provs, result)
             return None
@@ -825,7 +827,9 @@ class CaptureObserver(Observer):
 
     @_event(UNKNOWN)
     def opaque(self, value):
-        return None if value is None else UNKNOWN
+        if value is None:
+            return None
+        return self.provenance_of(value) if not isinstance(value, _SCALARS) else UNKNOWN
 
     @_event(None)
     def packed(self, container, element_provs):
@@ -839,7 +843,7 @@ class CaptureObserver(Observer):
     def bound_self(self, method, method_prov):
         if type(method_prov) is AttrSource:
             return method_prov.base  # ``obj.method`` read by attribute: self is obj
-        return UNKNOWN
+        return self.provenance_of(method.__self__)
 
     @_event(lambda iterable, prov: [UNKNOWN] * len(iterable) if hasattr(iterable, '__len__') else [])
     def unpacked(self, iterable, prov):
