@@ -111,7 +111,6 @@ class ScaleGrad(torch.autograd.Function):
         return grad * ctx.scale + x * 0, None
 
 
-@unsupported("custom autograd.Function.apply is not captured")
 def test_custom_autograd_function_forward():
     def fn(x):
         return ScaleGrad.apply(x, 3.0).sum(-1)
@@ -121,7 +120,6 @@ def test_custom_autograd_function_forward():
 
 
 @pytest.mark.filterwarnings("ignore:magpy:UserWarning")  # compiled outside the harness
-@unsupported("custom autograd.Function.apply is not captured")
 def test_custom_autograd_function_backward_matches_eager():
     def fn(x):
         return ScaleGrad.apply(x.sin(), 3.0).sum()

@@ -166,7 +166,6 @@ def test_sorted_reversed_sum_any_all():
     expect_recompile(stats)
 
 
-@unsupported("a builtin's result on Python values has no capture rule, so it cannot be guarded")
 def test_abs_round_divmod_pow():
     def fn(x, v):
         q, r = divmod(abs(v), 3)
@@ -196,7 +195,6 @@ def test_str_methods_on_a_mode_argument():
     expect_recompile(stats)
 
 
-@unsupported("a builtin's result on Python values has no capture rule, so it cannot be guarded")
 def test_dict_items_and_keys():
     def fn(x, weights):
         out = x

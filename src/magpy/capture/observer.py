@@ -314,8 +314,11 @@ class CaptureObserver(Observer):
         if prov is None:
             return [None] * len(container)
         if isinstance(prov, Expr):
-            # a container computed from outside values (``[x] * n``): its length at least is guarded
+            # a container computed from outside values (``[x] * n``, ``x.size()[:-1] + (n,)``): its length
+            # is guarded and each element is that expression indexed
             self.guard(ValueGuard(Expr(len, (prov,)), len(container)))
+            if isinstance(container, (tuple, list)):
+                return [Expr(operator.getitem, (prov, Const(k))) for k in range(len(container))]
         return [UNKNOWN] * len(container)
 
     def _dict_provs(self, d, prov):
@@ -665,6 +668,12 @@ class CaptureObserver(Observer):
                                    and getattr(type(self_obj), getattr(fn, "__name__", ""), None)
                                    in rules.MUTATES):
             return self._mutation(fn, args, arg_provs, result)
+        if has_tensor and getattr(fn, "__name__", "") == "apply" and isinstance(self_obj, type) \
+                and issubclass(self_obj, torch.autograd.Function):
+            # a custom autograd.Function: one graph op (its forward and backward run as written)
+            self.record(vf.calling(self_obj.apply, f"apply_{self_obj.__name__}"), args, arg_provs, kwargs,
+                        kw_provs, result)
+            return None
         if has_tensor or makes_tensor or fn in rules.GRAPH:
             if _is_torch_callable(fn) and not makes_tensor and not _holds_tensor(result) \
                     and fn not in rules.GRAPH:
@@ -847,7 +856,7 @@ class CaptureObserver(Observer):
 
     @_event(lambda iterable, prov: [UNKNOWN] * len(iterable) if hasattr(iterable, '__len__') else [])
     def unpacked(self, iterable, prov):
-        if type(iterable) not in (tuple, list):
+        if not isinstance(iterable, (tuple, list)):
             return [UNKNOWN] * len(iterable) if hasattr(iterable, "__len__") else []
         return self._element_provs(iterable, prov)
 

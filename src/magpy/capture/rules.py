@@ -84,10 +84,12 @@ def is_pure(fn):
     module = getattr(fn, "__module__", None) or ""
     if module.startswith("numpy.random"):
         return False
+    if type(fn).__name__ == "builtin_function_or_method" and "pybind11" in type(getattr(fn, "__self__", None)).__name__:
+        module = "torch._C"  # a pybind11 function of torch's C++ core (its __module__ is not set)
     if module == "torch" or module.startswith("torch."):
         # torch's own queries of its global configuration (``_get_cudnn_enabled``, ``is_grad_enabled``)
         name = getattr(fn, "__name__", "")
-        return name.startswith(("_get", "get_", "is_", "_is", "_has", "has_")) or name in TORCH_NOOPS
+        return name.startswith(("_get", "get_", "is_", "_is", "_has", "has_", "_are_")) or name in TORCH_NOOPS
     return module.split(".")[0] in PURE_MODULES
 
 #: builtins that compute on tensors through their operators (recorded into the graph as they are)
