@@ -249,3 +249,18 @@ def test_max_and_tuple_of_generator_expressions():
 
     stats = differential(plain(fn), [(x3(), [1, 2]), (x3(), [1, 2]), (x3(), [1, 3])])
     expect_recompile(stats)
+
+
+def test_values_a_user_generator_yields_are_guarded():
+    # a for loop over a generator the VM runs: each value keeps the provenance it was yielded with
+    def fn(x, ks):
+        def gen():
+            for k in ks:
+                yield k * 2
+        total = 0
+        for v in gen():
+            total = total + v
+        return x * total
+
+    stats = differential(plain(fn), [(x3(), [1, 2]), (x3(), [1, 2]), (x3(), [1, 5])])
+    expect_recompile(stats)

@@ -1206,6 +1206,10 @@ def _op_get_iter(obs, arg, inputs, provs, outputs):
 def next_element(obs, it, prov, value):
     entry = obs.iterators.get(id(it))
     if entry is None or entry[0] is not it:
+        made = obs.contents.get(id(it))
+        if made is not None and made[0] is it and type(it) is types.GeneratorType:
+            # a generator the VM runs: what it just yielded, with the provenance it yielded it with
+            return made[1][-1] if made[1] else UNKNOWN
         return None if prov is None else UNKNOWN
     _, items, k = entry
     obs.iterators[id(it)] = (it, items, k + 1)
