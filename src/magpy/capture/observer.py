@@ -1192,6 +1192,10 @@ def start_iteration(obs, obj, prov, it):
     known = obs.iterators.get(id(it))
     if known is not None and known[0] is it and it is not obj:
         return None  # a Python __iter__ already made this iterator (and said what it yields)
+    if type(obj) is types.GeneratorType and it is obj:
+        made = obs.contents.get(id(obj))
+        if made is not None and made[0] is obj:
+            return None  # a generator the VM runs: each step's value comes from its yield
     elements = _elements(obs, obj, prov)
     if elements is None and prov is None:
         return None
