@@ -13,7 +13,6 @@ side effects replayed after the graph runs.
 import functools
 import inspect
 import operator
-import sys
 import types
 import warnings
 
@@ -22,7 +21,6 @@ from torch import fx
 
 from ..errors import Unsupported
 from ..interp import Observer, VM, register_lookaside
-from ..interp.frame import NULL
 from ..interp.tracking import NOT_RETURNED
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
 from . import rules, vf
@@ -332,11 +330,6 @@ class CaptureObserver(Observer):
             return {k: ItemSource(prov, k) for k in d}
         return dict.fromkeys(d, UNKNOWN)
 
-    def made(self, container, provs):
-        if any(p is not None for p in provs):
-            self.contents[id(container)] = (container, list(provs))
-            return UNKNOWN_CONTAINER
-        return None
 
     # ---- frames ----------------------------------------------------------------------------------------
     @_event(None)
@@ -484,9 +477,6 @@ class CaptureObserver(Observer):
         return prov
 
     # ---- writes ----------------------------------------------------------------------------------------
-    def _outside(self, obj, prov):
-        return prov is not None and prov is not UNKNOWN and prov is not UNKNOWN_CONTAINER \
-            and not (id(obj) in self.contents)
 
     @_event(None)
     def provenance_of(self, obj):
@@ -596,7 +586,6 @@ class CaptureObserver(Observer):
         return self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
 
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
-        self._self_of_last_call = UNKNOWN
         if isinstance(fn, type) and _python_constructed(fn):
             return None  # a new object whose __new__/__init__ ran interpreted (their effects were seen)
         if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__init__" and not args and not kwargs \
@@ -789,7 +778,6 @@ class CaptureObserver(Observer):
         if not args and not kwargs and _is_torch_callable(fn):
             return Expr(fn, ())  # torch's global state (grad mode, default dtype …): guarded where used
         if all(p is None for p in provs):
-            self.made_by_call(fn, args, arg_provs, result)
             return None
         self_obj = getattr(fn, "__self__", None)
         if fn in _DICT_VIEWS and len(args) == 1 and type(args[0]) is dict:
@@ -806,15 +794,13 @@ class CaptureObserver(Observer):
                 return None
         return Expr(fn, operands)
 
-    def made_by_call(self, fn, args, arg_provs, result):
-        """Containers built from constants by a call (``list(range(3))``) stay constants."""
 
     def _mutation(self, fn, args, arg_provs, result):
         self_obj = getattr(fn, "__self__", None)
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):
-            target, target_prov, others, other_args = self_obj, self._self_of_last_call, arg_provs, args
+            target, target_prov, others = self_obj, self.provenance_of(self_obj), arg_provs
         else:
-            target, target_prov, others, other_args = args[0], arg_provs[0], arg_provs[1:], args[1:]
+            target, target_prov, others = args[0], arg_provs[0], arg_provs[1:]
         entry = self.contents.get(id(target))
         inside = entry is not None and entry[0] is target
         if not inside and target_prov is not None:
@@ -971,19 +957,8 @@ class CaptureObserver(Observer):
         self.need(value, prov)
         return ("const", value)
 
-    def _unsupported_template(self, value):
-        self.unsupported(f"a {type(value).__name__} of partly unknown origin leaves the compiled function")
 
 
-class _UnknownContainer:
-    """Provenance of a container made inside the call whose elements came from outside: its elements'
-    provenance is kept in ``CaptureObserver.contents``."""
-
-    def __repr__(self):
-        return "INSIDE"
-
-
-UNKNOWN_CONTAINER = None  # containers made inside carry None; their elements live in ``contents``
 
 
 # ---- generic operations: provenance and graph recording per opcode --------------------------------------

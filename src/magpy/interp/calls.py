@@ -9,7 +9,7 @@ import functools
 from types import FunctionType, MethodType
 
 from .lookaside import LOOKASIDE
-from .protocols import lookup, MISSING, _HEAPTYPE
+from .protocols import lookup, _HEAPTYPE
 
 _type_call = type.__call__
 _object_new = object.__new__

@@ -365,7 +365,6 @@ def _missing_handler(opname):
 
 def handled_opnames():
     """The real opnames of the running Python that decode to a handler."""
-    import opcode
     handled = set()
     for name in _real_opnames():
         if name in DECODERS:

@@ -42,7 +42,6 @@ class Frame:
     exc_state = None
     plocals = None
     pstack = None
-    generator = False
     locals_snapshot = None
     _builtins = None
 

@@ -156,7 +156,6 @@ async def _async_generator_driver(vm, frame):
 def make_generator(vm, frame, func):
     """The generator / coroutine / async generator object for a call of ``func``."""
     frame.exc_state = ExcState()
-    frame.generator = True
     flags = frame.code.co_flags
     kind = _async_generator_driver if flags & CO_ASYNC_GENERATOR else \
         _coroutine_driver if flags & CO_COROUTINE else _generator_driver

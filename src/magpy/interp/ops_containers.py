@@ -129,7 +129,6 @@ def dict_merge(f, n, i):
 
 
 def _callee(stack, n):
-    from .frame import NULL
     from .decode import PY
     # [NULL, callable, args, kwargs] up to 3.12; [callable, NULL, args, kwargs] from 3.13
     if PY >= (3, 13):

@@ -3,7 +3,6 @@ import builtins
 import sys
 
 from .decode import handler
-from .frame import NULL
 from . import protocols
 from .protocols import _HEAPTYPE, python_slot
 

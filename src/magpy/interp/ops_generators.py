@@ -4,7 +4,7 @@ import types
 from .decode import handler
 from .calls import call
 from . import protocols
-from .protocols import lookup, MISSING, bind
+from .protocols import lookup, MISSING
 
 CO_COROUTINE = 0x80
 CO_ITERABLE_COROUTINE = 0x100

@@ -1,7 +1,7 @@
 """Handlers: arithmetic, comparison, identity, containment, subscripting, formatting."""
 from .decode import handler
 from . import protocols
-from .protocols import NATIVE_BINARY, NATIVE_COMPARE, _HEAPTYPE
+from .protocols import NATIVE_BINARY, NATIVE_COMPARE
 
 #: built-in types whose operators can run natively without looking further (the hot path)
 PLAIN = frozenset({int, float, bool, str, bytes, list, tuple, dict, set, frozenset, complex,

@@ -423,10 +423,6 @@ def get_iter(vm, x, prov=None):
     return it
 
 
-def next_python(vm, it):
-    """The Python ``__next__`` of ``it``, or None when ``next`` runs natively."""
-    return python_slot(type(it), "__next__")
-
 
 def get_item(vm, obj, key, provs=None):
     f = python_slot(type(obj), "__getitem__")

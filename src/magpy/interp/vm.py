@@ -7,9 +7,8 @@ offset if asked, push the exception, jump). ``RETURN_*`` handlers leave the loop
 (the value is in ``frame.result``); ``YIELD_VALUE`` returns -2 and the loop raises :class:`Suspend`.
 """
 import sys
-from types import FunctionType
 
-from .decode import decode, PY
+from .decode import decode
 from .errors import InterpreterError
 from .frame import Frame, NULL, ExcState, Suspend, YIELD  # noqa: F401
 
