@@ -17,6 +17,8 @@ from .interp.decode import decode
 
 def _target(fn):
     """(function, leading bound arguments) of what the user asked to compile."""
+    if isinstance(fn, CompiledFunction):
+        return fn.func, fn.leading  # ``explain(compiled, ...)`` explains what it compiles
     if isinstance(fn, types.MethodType):
         return fn.__func__, (fn.__self__,)
     if isinstance(fn, types.FunctionType):

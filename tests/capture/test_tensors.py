@@ -6,9 +6,9 @@ import pytest
 import torch
 
 try:
-    from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, unsupported, FromEnv
+    from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, unsupported, FromEnv, Call, twins
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
-    from twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, unsupported, FromEnv
+    from twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, unsupported, FromEnv, Call, twins
 
 
 def t(*shape, dtype=torch.float32):
@@ -300,6 +300,35 @@ def test_same_tensor_passed_twice_with_an_inplace_update():
     a = t()
     stats = differential(plain(fn), [(t(), t()), (t(), t()), (a, a)])
     expect(stats, fallbacks=0)
+
+
+def test_one_tensor_passed_twice_then_two_different_ones():
+    # the first call reads one tensor by two paths; a later call with two tensors must not reuse it
+    def fn(x, y):
+        return x + y * 2
+
+    a, b = t(), t()
+    stats = differential(plain(fn), [(a, a), (t(), t()), (b, b)])
+    expect(stats, fallbacks=0, compiles=2)
+
+
+def test_tied_parameters_read_by_two_paths():
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = torch.nn.Linear(4, 4, bias=False)
+            self.dec = torch.nn.Linear(4, 4, bias=False)
+            self.dec.weight = self.enc.weight
+
+        def forward(self, x):
+            return self.dec(self.enc(x))
+
+    def untie(env):
+        env.dec.weight = torch.nn.Parameter(torch.randn(4, 4))
+
+    calls = [Call((t(2, 4),)), Call((t(2, 4),)), Call((t(2, 4),), before=untie)]
+    stats = differential(twins(Tied()), calls)
+    expect(stats, fallbacks=0, compiles=2)
 
 
 def test_view_of_one_input_passed_as_another():

@@ -161,6 +161,7 @@ class CaptureObserver(Observer):
         self.nodes = {}           # id(tensor) -> (tensor, node)
         self.contents = {}        # id(container made inside) -> (container, list of element provs)
         self.written = {}         # (id(obj), name) -> prov of the value the program stored there
+        self.input_paths = {}     # id(graph input tensor) -> the path it was first read by
         self.frame = None         # the innermost frame an event came from (for messages)
         self.root = None
 
@@ -229,6 +230,11 @@ class CaptureObserver(Observer):
     def tensor_input(self, tensor, source):
         entry = self.nodes.get(id(tensor))
         if entry is not None:
+            first = self.input_paths.get(id(tensor))
+            if isinstance(source, Source) and first is not None and source != first:
+                # the same tensor reached by a second path (``f(x, x)``, tied weights): the graph
+                # reads it once, so a later call must pass the very same object there too
+                self.guard(TruthGuard(Expr(operator.is_, (source, first)), True))
             return entry[1]
         if not isinstance(source, Source):
             self.unsupported("a tensor reached the program by a path MagPy cannot replay")
@@ -237,11 +243,13 @@ class CaptureObserver(Observer):
         self.cap.inputs.append((source, tensor))
         self.guard(TensorGuard(source, tensor))
         self.nodes[id(tensor)] = (tensor, node)
+        self.input_paths[id(tensor)] = source
         return node
 
     def node_of(self, tensor, prov=None):
         entry = self.nodes.get(id(tensor))
-        if (entry is None or entry[0] is not tensor) and isinstance(prov, Source):
+        if isinstance(prov, Source) and (entry is None or entry[0] is not tensor or
+                                         id(tensor) in self.input_paths):
             return self.tensor_input(tensor, prov)
         if entry is None or entry[0] is not tensor:
             self.unsupported("a tensor of unknown origin was used (made by a call MagPy did not record)")
@@ -1342,4 +1350,14 @@ def capture(fn, args, kwargs):
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
+    if len(obs.cap.inputs) > 1:
+        # the graph was traced with distinct input tensors; the same tensor passed twice later (an
+        # in-place op on one would show through the other) needs a graph of its own
+        paths = tuple(source for source, _ in obs.cap.inputs)
+        obs.guard(TruthGuard(Expr(distinct, paths), True))
     return result, None, obs.cap
+
+
+def distinct(*tensors):
+    """Are these different objects? (tensors hash by identity, but through a Python ``__hash__``)"""
+    return len(set(map(id, tensors))) == len(tensors)

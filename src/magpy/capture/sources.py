@@ -5,6 +5,7 @@ cell) through attribute and item accesses, rendered as the expression a user wou
 (``self.layers[0].weight``). An ``Expr`` is a pure computation over sources (``len(xs) > 2``), used
 to guard on values the program computed from its inputs. Both are hashable, so equal paths dedupe.
 """
+import operator
 
 
 class Source:
@@ -139,6 +140,9 @@ class Expr:
         self._hash = hash((id(fn), self.args))
 
     def render(self):
+        infix = _INFIX.get(self.fn) if len(self.args) == 2 else None
+        if infix is not None:
+            return f"({_render(self.args[0])} {infix} {_render(self.args[1])})"
         name = getattr(self.fn, "__qualname__", None) or repr(self.fn)
         return f"{name}({', '.join(_render(a) for a in self.args)})"
 
@@ -150,6 +154,13 @@ class Expr:
 
     def __hash__(self):
         return self._hash
+
+
+#: binary operators an expression renders the way the user wrote them
+_INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+          operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.is_: "is",
+          operator.is_not: "is not", operator.eq: "==", operator.ne: "!=", operator.lt: "<",
+          operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.and_: "&", operator.or_: "|"}
 
 
 class Const:
