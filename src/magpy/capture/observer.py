@@ -80,6 +80,11 @@ def _library_global(prov):
     return False
 
 
+def _library_constant(value, prov):
+    """A function, class or module that is a global of torch's own modules: a constant."""
+    return isinstance(value, _IDENTITY_TYPES) and _library_global(prov)
+
+
 def _is_torch_callable(fn):
     module = getattr(fn, "__module__", None)
     if isinstance(module, str) and (module == "torch" or module.startswith("torch.")):
@@ -195,7 +200,8 @@ class CaptureObserver(Observer):
                 type(value) in (tuple, torch.Size) and all(isinstance(v, _SCALARS) for v in value)):
             self.guard(ValueGuard(prov, value))
         elif isinstance(value, _IDENTITY_TYPES) or isinstance(value, torch.nn.Module):
-            self.guard(IdGuard(prov, value))
+            if not _library_global(prov):
+                self.guard(IdGuard(prov, value))
         elif isinstance(value, (torch.dtype, torch.device)):
             self.guard(ValueGuard(prov, value))
         else:
@@ -499,6 +505,10 @@ class CaptureObserver(Observer):
         return UNKNOWN
 
     @_event(None)
+    def created(self, obj):
+        self.made[id(obj)] = obj
+
+    @_event(None)
     def write_attr(self, obj, obj_prov, name, value, prov):
         self.written[(id(obj), name)] = prov
         if _is_tensor(obj):
@@ -781,7 +791,7 @@ class CaptureObserver(Observer):
         if fn is len and len(args) == 1 and not kwargs and type(args[0]) in (list, tuple, dict) \
                 and arg_provs[0] is None:
             return None  # the length of a container made here is fixed by the guards of what filled it
-        arg_provs = [self.effective(a, p) for a, p in zip(args, arg_provs)]
+        arg_provs = [None if _library_constant(a, p) else self.effective(a, p) for a, p in zip(args, arg_provs)]
         provs = list(arg_provs) + list(kw_provs.values())
         if not args and not kwargs and _is_torch_callable(fn):
             return Expr(fn, ())  # torch's global state (grad mode, default dtype …): guarded where used
@@ -1350,12 +1360,33 @@ def capture(fn, args, kwargs):
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
+    _drop_implied(obs.cap.guards)
     if len(obs.cap.inputs) > 1:
         # the graph was traced with distinct input tensors; the same tensor passed twice later (an
         # in-place op on one would show through the other) needs a graph of its own
         paths = tuple(source for source, _ in obs.cap.inputs)
         obs.guard(TruthGuard(Expr(distinct, paths), True))
     return result, None, obs.cap
+
+
+def _drop_implied(guards):
+    """Drop guards on pure expressions whose every path is already pinned to one exact value (``p < 0.0``
+    after ``p == 0.0``): they cannot fail when the others pass."""
+    # (an identity guard does not pin a value: ``hasattr(self, 'n')`` changes while ``self`` stays)
+    pinned = {g.expr for g in guards.values() if type(g) is ValueGuard or
+              (type(g) is NoneGuard and g.is_none)}
+
+    def fixed(e):
+        if type(e) is Const:
+            return True
+        if type(e) is Expr:
+            return all(fixed(a) for a in e.args)
+        return e in pinned
+
+    for key, g in list(guards.items()):
+        if type(g.expr) is Expr and type(g) in (ValueGuard, TruthGuard, NoneGuard) and \
+                all(fixed(a) for a in g.expr.args) and g.expr.args:
+            del guards[key]
 
 
 def distinct(*tensors):

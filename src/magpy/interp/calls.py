@@ -115,6 +115,8 @@ def _instantiate(vm, cls, args, kwargs, provs=None):
         return obj
     init = lookup(type(obj), "__init__")
     if type(init) is FunctionType:
+        if vm.observer is not None:
+            vm.observer.created(obj)
         hand(None)  # the new object was made inside the call
         r = vm.call_function(init, (obj, *args), kwargs)
     else:

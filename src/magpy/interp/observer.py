@@ -29,6 +29,8 @@ Writes
     ``delete_attr(obj, obj_prov, name)``, ``delete_item(obj, obj_prov, key, key_prov)``
 Computation
     ``native_call(fn, args, kwargs, result)`` — a callable ran natively (not interpreted).
+    ``created(obj)`` — ``cls(...)`` made ``obj`` and is about to run its interpreted ``__init__``
+        (so the object is known as new while its own constructor writes to it).
     ``call_result(frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result, returned) -> prov`` —
         any call made by a CALL instruction returned ``result``; ``returned`` is the provenance the
         interpreted callee returned it with, or ``tracking.NOT_RETURNED`` when no interpreted frame of
@@ -100,6 +102,9 @@ class Observer:
         pass
 
     def native_call(self, fn, args, kwargs, result):
+        pass
+
+    def created(self, obj):
         pass
 
     def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result, returned=None):
