@@ -291,7 +291,6 @@ def test_dataclass_input():
     expect_recompile(stats)
 
 
-@unsupported("user objects created inside the call that hold tensors are not captured")
 def test_dataclass_output_made_inside():
     def fn(x):
         return Batch(x.relu(), x > 0, scale=0.5)

@@ -103,7 +103,6 @@ class Vec:
         return iter([self.data[0], self.data[-1]])
 
 
-@unsupported("user objects created inside the call that hold tensors are not captured")
 def test_operator_dunders_on_user_objects():
     def fn(a, b):
         c = a + b * 2
@@ -150,7 +149,6 @@ def test_object_created_inside_and_mutated():
     expect_one_graph(stats)
 
 
-@unsupported("user objects created inside the call that hold tensors are not captured")
 def test_new_object_result_holds_this_calls_tensors():
     def fn(x):
         return Vec(x.relu())

@@ -227,8 +227,21 @@ def snapshot(value, memo=None):
     return out
 
 
-def assert_same(got, want, what):
-    """Same structure, types and values (tensors: dtype, shape, requires_grad and exact values)."""
+def assert_same(got, want, what, seen=None):
+    """Same structure, types and values (tensors: dtype, shape, requires_grad and exact values).
+    ``seen``: the pairs being compared further up (objects may refer back to each other)."""
+    seen = set() if seen is None else seen
+    pair = (id(got), id(want))
+    if pair in seen:
+        return  # a cycle: this pair is being compared further up (alias_pattern checks the shape)
+    seen.add(pair)
+    try:
+        _assert_same(got, want, what, seen)
+    finally:
+        seen.discard(pair)  # only the pairs on the current path: ids of freed temporaries get reused
+
+
+def _assert_same(got, want, what, seen):
     if isinstance(want, torch.Tensor):
         assert isinstance(got, torch.Tensor), f"{what}: {type(got).__name__}, eager gave a tensor"
         assert (got.dtype, got.shape, got.device) == (want.dtype, want.shape, want.device), \
@@ -236,7 +249,7 @@ def assert_same(got, want, what):
         assert got.requires_grad == want.requires_grad, f"{what}: requires_grad differs"
         if want.is_leaf and got.is_leaf and (want.grad is not None or got.grad is not None):
             assert (got.grad is None) == (want.grad is None), f"{what}: .grad is None in one run only"
-            assert_same(got.grad, want.grad, f"{what}.grad")
+            assert_same(got.grad, want.grad, f"{what}.grad", seen)
         assert torch.equal(got.detach(), want.detach()) or (
             got.is_floating_point() and torch.allclose(got.detach(), want.detach(), rtol=1e-5, atol=1e-6,
                                                        equal_nan=True)), \
@@ -244,22 +257,22 @@ def assert_same(got, want, what):
         return
     assert type(got) is type(want), f"{what}: {type(got).__name__} vs eager {type(want).__name__}"
     if isinstance(want, torch.nn.Module):
-        assert_same(snapshot(got), snapshot(want), f"{what} state")
+        assert_same(snapshot(got), snapshot(want), f"{what} state", seen)
     elif isinstance(want, (list, tuple)):
         assert len(got) == len(want), f"{what}: length {len(got)} vs eager {len(want)}"
         for k, (g, w) in enumerate(zip(got, want)):
-            assert_same(g, w, f"{what}[{k}]")
+            assert_same(g, w, f"{what}[{k}]", seen)
     elif isinstance(want, dict):
         assert len(got) == len(want), f"{what}: keys {list(got)} vs eager {list(want)}"
         for (gk, gv), (wk, wv) in zip(got.items(), want.items()):  # keys may be tensors: pair by order
-            assert_same(gk, wk, f"{what}: key {wk!r}")
-            assert_same(gv, wv, f"{what}[{wk!r}]")
+            assert_same(gk, wk, f"{what}: key {wk!r}", seen)
+            assert_same(gv, wv, f"{what}[{wk!r}]", seen)
     elif isinstance(want, (set, frozenset)):
         assert got == want, f"{what}: {got} vs eager {want}"
     elif isinstance(want, float) and math.isnan(want):
         assert math.isnan(got), f"{what}: {got} vs eager nan"
     elif dataclasses.is_dataclass(want) and not isinstance(want, type):
-        assert_same(vars(got), vars(want), what)
+        assert_same(vars(got), vars(want), what, seen)
     elif isinstance(want, (int, float, complex, str, bytes, bool, type(None), np.generic, np.ndarray,
                            torch.dtype, torch.device, torch.Size)):
         assert np.array_equal(got, want) if isinstance(want, np.ndarray) else got == want, \
@@ -268,7 +281,7 @@ def assert_same(got, want, what):
         # each side made its own closure or lambda: the same code is the same function
         assert got is want or got.__code__ is want.__code__, f"{what}: {got!r} vs eager {want!r}"
     elif _attributes(want) is not None:
-        assert_same(_attributes(got), _attributes(want), f"{what} attributes")
+        assert_same(_attributes(got), _attributes(want), f"{what} attributes", seen)
     else:
         assert got is want or got == want, f"{what}: {got!r} vs eager {want!r}"
 

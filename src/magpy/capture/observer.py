@@ -114,6 +114,15 @@ def _python_constructed(cls):
                                                  type(new.__func__) is types.FunctionType)
 
 
+def _rebuildable(cls):
+    """Can the mock make a fresh ``cls`` object and set its state (``object.__new__`` + ``__dict__``)?"""
+    from ..interp.protocols import lookup
+    if not cls.__flags__ & (1 << 9) or lookup(cls, "__new__") is not object.__new__ or \
+            isinstance(cls, type(torch.nn.Module)) and issubclass(cls, torch.nn.Module):
+        return False
+    return all(set(c.__dict__.get("__slots__", ())) <= {"__dict__", "__weakref__"} for c in cls.__mro__)
+
+
 def _holds_tensor(x):
     return _is_tensor(x) or (isinstance(x, (tuple, list)) and any(_holds_tensor(v) for v in x))
 
@@ -753,6 +762,15 @@ class CaptureObserver(Observer):
         return Expr(_build_list if type(value) is list else _build_tuple,
                     tuple(p if p is not None else Const(v) for p, v in zip(items, values)))
 
+    def finish_objects(self):
+        """The state of each new object the mock rebuilds, as the program left it. An attribute the
+        VM did not see written (set natively) is of unknown origin unless it is a tensor."""
+        while self.pending_objects:
+            obj, fields = self.pending_objects.pop()
+            for name, value in vars(obj).items():
+                prov = self.written.get((id(obj), name), UNKNOWN)
+                fields.append((name, self.template(value, prov)))
+
     def _offset_guard(self, name, tensor, value):
         """The tensor guard leaves out the storage offset; a program that asks for it depends on it."""
         if name != "storage_offset":
@@ -969,6 +987,12 @@ class CaptureObserver(Observer):
             return ("source", prov)
         if isinstance(prov, Expr) and isinstance(value, _SCALARS):
             return ("source", prov)  # recomputed by the mock from the entry state (no guard needed)
+        if prov is None and self.made.get(id(value)) is value and _rebuildable(type(value)):
+            # a new object of this call: the mock makes a fresh one each call, with the attributes
+            # this one holds when capture ends (filled in by ``finish_objects``)
+            fields = []
+            self.pending_objects.append((value, fields))
+            return ("object", type(value), fields)
         if prov is None and not _immutable(value):
             # an object made by this call: a replay would hand out the first call's object again
             self.unsupported(f"a new {type(value).__name__} object made by the call leaves it")
@@ -1352,6 +1376,7 @@ def capture(fn, args, kwargs):
     obs.sources_of = {}
     obs.made = {}
     obs.generator_yields = {}
+    obs.pending_objects = []
     vm = VM(observer=obs)
     obs.vm = vm
     try:
@@ -1360,6 +1385,13 @@ def capture(fn, args, kwargs):
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
+    try:
+        obs.finish_objects()
+    except _Abandon:
+        pass
+    except Exception as exc:  # noqa: BLE001 - a bug of ours must not become the user's error
+        obs.cap.unsupported = obs.cap.unsupported or Unsupported(
+            f"internal capture error in finish_objects: {type(exc).__name__}: {exc}")
     _drop_implied(obs.cap.guards)
     if len(obs.cap.inputs) > 1:
         # the graph was traced with distinct input tensors; the same tensor passed twice later (an

@@ -60,6 +60,12 @@ def _replay_call(fn, values, keywords):
     return fn(*values[:n], **dict(zip(keywords, values[n:])))
 
 
+def _set_state(obj, fields):
+    """Give a new object the attributes the first call left it with (its ``__init__`` already ran
+    then; its own side effects are replayed separately)."""
+    obj.__dict__.update(fields)
+
+
 def same_float(x, value):
     """Bit-exact float equality: -0.0 is not 0.0, and NaN equals NaN."""
     if type(x) is not float:
@@ -258,6 +264,21 @@ class _Emitter:
                 self.template(part, seen)
             a.build_map(len(t[1]))
             self._remember(t, seen)
+        elif kind == "object":
+            # a new object of this call: made fresh, remembered before its fields (which may refer
+            # back to it), then given the state the first call left it in
+            a.call_begin(object.__new__)
+            a.const(t[1])
+            a.call_end(1)
+            self._remember(t, seen)
+            a.call_begin(_set_state)
+            a.load_fast(seen[id(t)])
+            for name, part in t[2]:
+                a.const(name)
+                self.template(part, seen)
+            a.build_map(len(t[2]))
+            a.call_end(2)
+            a.pop()
         else:
             raise TypeError(f"unknown template {t!r}")
 
@@ -347,8 +368,12 @@ def _tensor_checker(guards):
 def _source_leaves(templates):
     out = []
     stack = list(templates)
+    visited = set()
     while stack:
         t = stack.pop()
+        if id(t) in visited:
+            continue  # new objects may refer to each other in a cycle
+        visited.add(id(t))
         kind = t[0]
         if kind == "source":
             out.append(t[1])
@@ -356,8 +381,8 @@ def _source_leaves(templates):
             stack.extend(t[1])
         elif kind == "namedtuple":
             stack.extend(t[2])
-        elif kind == "dict":
-            stack.extend(part for _, part in t[1])
+        elif kind in ("dict", "object"):
+            stack.extend(part for _, part in t[-1])
     return out
 
 
@@ -423,8 +448,14 @@ def render(cap, guards):
     return "\n".join(lines)
 
 
-def _render_template(t):
+def _render_template(t, inside=()):
     kind = t[0]
+    if kind == "object":
+        if id(t) in inside:
+            return f"<the new {t[1].__name__}>"
+        inside = (*inside, id(t))
+        fields = ", ".join(f"{name}={_render_template(p, inside)}" for name, p in t[2])
+        return f"new {t[1].__name__}({fields})"
     if kind == "output":
         return f"out[{t[1]}]"
     if kind == "source":
@@ -432,15 +463,15 @@ def _render_template(t):
     if kind == "const":
         return repr(t[1])
     if kind == "list":
-        return "[" + ", ".join(_render_template(p) for p in t[1]) + "]"
+        return "[" + ", ".join(_render_template(p, inside) for p in t[1]) + "]"
     if kind == "tuple":
-        return "(" + ", ".join(_render_template(p) for p in t[1]) + ("," if len(t[1]) == 1 else "") + ")"
+        return "(" + ", ".join(_render_template(p, inside) for p in t[1]) + ("," if len(t[1]) == 1 else "") + ")"
     if kind == "namedtuple":
-        return f"{t[1].__name__}(" + ", ".join(_render_template(p) for p in t[2]) + ")"
+        return f"{t[1].__name__}(" + ", ".join(_render_template(p, inside) for p in t[2]) + ")"
     if kind == "dict":
-        return "{" + ", ".join(f"{k!r}: {_render_template(p)}" for k, p in t[1]) + "}"
+        return "{" + ", ".join(f"{k!r}: {_render_template(p, inside)}" for k, p in t[1]) + "}"
     if kind == "set":
-        return "{" + ", ".join(_render_template(p) for p in t[1]) + "}" if t[1] else "set()"
+        return "{" + ", ".join(_render_template(p, inside) for p in t[1]) + "}" if t[1] else "set()"
     return repr(t)
 
 

@@ -8,6 +8,16 @@ PLAIN = frozenset({int, float, bool, str, bytes, list, tuple, dict, set, frozens
                    type(None), range, slice})
 
 
+def _operand_provs(f):
+    """With an observer: the provenance of the two operands just popped (the tracking wrapper drops
+    them from ``pstack`` only after the handler), for a Python dunder to receive."""
+    if f.vm.observer is None:
+        return None
+    n = len(f.stack)
+    provs = tuple(f.pstack[n - 1:n + 1])
+    return provs if len(provs) == 2 else None
+
+
 @handler("BINARY_OP")
 def binary_op(f, k, i, plain=PLAIN, native=NATIVE_BINARY):
     stack = f.stack
@@ -16,7 +26,7 @@ def binary_op(f, k, i, plain=PLAIN, native=NATIVE_BINARY):
     if type(a) in plain and type(b) in plain:
         stack[-1] = native[k](a, b)
     else:
-        stack[-1] = protocols.binary_op(f.vm, a, b, k)
+        stack[-1] = protocols.binary_op(f.vm, a, b, k, _operand_provs(f))
     return i + 1
 
 
@@ -28,7 +38,7 @@ def compare_op(f, k, i, plain=PLAIN, native=NATIVE_COMPARE):
     if type(a) in plain and type(b) in plain:
         stack[-1] = native[k](a, b)
     else:
-        stack[-1] = protocols.compare_op(f.vm, a, b, k)
+        stack[-1] = protocols.compare_op(f.vm, a, b, k, _operand_provs(f))
     return i + 1
 
 

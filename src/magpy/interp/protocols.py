@@ -253,7 +253,8 @@ def _emulable(ta, tb):
     return (ta.__flags__ & _HEAPTYPE or ta in _NUMERIC) and (tb.__flags__ & _HEAPTYPE or tb in _NUMERIC)
 
 
-def binary_op(vm, a, b, k):
+def binary_op(vm, a, b, k, provs=None):
+    """``a <op> b``; ``provs`` (observer on): the provenance of ``a`` and ``b``, handed to a Python dunder."""
     ta, tb = type(a), type(b)
     if not ((ta.__flags__ | tb.__flags__) & _HEAPTYPE):
         return NATIVE_BINARY[k](a, b)
@@ -262,6 +263,7 @@ def binary_op(vm, a, b, k):
         iname = "__i" + name[2:]
         f = lookup(ta, iname)
         if type(f) is FunctionType:
+            _with(vm, provs)
             r = vm.call_function(f, (a, b), None)
             if r is not NotImplemented:
                 return r
@@ -271,31 +273,32 @@ def binary_op(vm, a, b, k):
             r = call_slot(vm, f, a, b)
             if r is not NotImplemented:
                 return r
-        return _binary(vm, a, b, ta, tb, symbol + "=", name, rname)
+        return _binary(vm, a, b, ta, tb, symbol + "=", name, rname, provs)
     symbol, name, rname, native = _BINARY[k]
     if not _any_python(ta, tb, name, rname) or not _emulable(ta, tb):
         return native(a, b)
-    return _binary(vm, a, b, ta, tb, symbol, name, rname)
+    return _binary(vm, a, b, ta, tb, symbol, name, rname, provs)
 
 
 def _any_python(ta, tb, name, rname):
     return type(lookup(ta, name)) is FunctionType or type(lookup(tb, rname)) is FunctionType
 
 
-def _binary(vm, a, b, ta, tb, symbol, name, rname):
+def _binary(vm, a, b, ta, tb, symbol, name, rname, provs=None):
     fa = lookup(ta, name)
     fb = lookup(tb, rname) if tb is not ta else MISSING
+    swapped = provs and provs[::-1]
     if fb is not MISSING and issubclass(tb, ta) and fb is not lookup(ta, rname):
-        r = call_slot(vm, fb, b, a)
+        r = _call_pair(vm, fb, b, a, swapped)
         if r is not NotImplemented:
             return r
         fb = MISSING
     if fa is not MISSING:
-        r = call_slot(vm, fa, a, b)
+        r = _call_pair(vm, fa, a, b, provs)
         if r is not NotImplemented:
             return r
     if fb is not MISSING:
-        r = call_slot(vm, fb, b, a)
+        r = _call_pair(vm, fb, b, a, swapped)
         if r is not NotImplemented:
             return r
     raise TypeError(f"unsupported operand type(s) for {symbol}: '{ta.__name__}' and '{tb.__name__}'")
@@ -313,7 +316,7 @@ _COMPARE = [
 NATIVE_COMPARE = [row[3] for row in _COMPARE]
 
 
-def compare_op(vm, a, b, k):
+def compare_op(vm, a, b, k, provs=None):
     ta, tb = type(a), type(b)
     if not ((ta.__flags__ | tb.__flags__) & _HEAPTYPE):
         return NATIVE_COMPARE[k](a, b)
@@ -322,17 +325,18 @@ def compare_op(vm, a, b, k):
         return native(a, b)
     fa = lookup(ta, name)
     fb = lookup(tb, rname)  # unlike arithmetic, comparisons try the reflection for equal types too
+    swapped = provs and provs[::-1]
     if fb is not MISSING and tb is not ta and issubclass(tb, ta):
-        r = _call_compare(vm, fb, b, a)
+        r = _call_compare(vm, fb, b, a, swapped)
         if r is not NotImplemented:
             return r
         fb = MISSING
     if fa is not MISSING:
-        r = _call_compare(vm, fa, a, b)
+        r = _call_compare(vm, fa, a, b, provs)
         if r is not NotImplemented:
             return r
     if fb is not MISSING:
-        r = _call_compare(vm, fb, b, a)
+        r = _call_compare(vm, fb, b, a, swapped)
         if r is not NotImplemented:
             return r
     if k == 2:
@@ -354,13 +358,22 @@ def _compare_slot(tp, name):
     return MISSING
 
 
-def _call_compare(vm, f, x, y):
+def _call_compare(vm, f, x, y, provs=None):
     if f is _object_ne:
         eq = lookup(type(x), "__eq__")
         if type(eq) is FunctionType:
+            _with(vm, provs)
             r = vm.call_function(eq, (x, y), None)
             return r if r is NotImplemented else not truth(vm, r)
-    return call_slot(vm, f, x, y)
+    return _call_pair(vm, f, x, y, provs)
+
+
+def _call_pair(vm, desc, x, y, provs):
+    """A binary dunder of ``x``; ``provs``: the provenance of ``x`` and ``y`` (observer on), given
+    only to a Python function (a native slot would leave it for the next call to pick up)."""
+    if provs and type(desc) is FunctionType:
+        vm.call_provs = (provs, {})
+    return call_slot(vm, desc, x, y)
 
 
 _UNARY = {"__neg__": operator.neg, "__pos__": operator.pos, "__invert__": operator.invert}
