@@ -253,7 +253,6 @@ class QuantReLU(nn.Module):
         return q.mul_(scale).relu_()
 
 
-@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
 def test_quantized_float_of_tensor_and_inplace_chain():
     stats = differential(twins(QuantReLU()), fresh(lambda: (torch.randn(2, 3),)))
     expect_one_graph(stats)

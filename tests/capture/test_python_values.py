@@ -9,10 +9,10 @@ import torch.nn as nn
 
 try:
     from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, twins, \
-        unsupported
+        unsupported, FromEnv
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
     from twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, twins, \
-        unsupported
+        unsupported, FromEnv
 
 
 def t(*shape):
@@ -144,7 +144,6 @@ def test_dropout_in_training_draws_a_new_mask_each_call():
 
 # ---- scalars taken out of tensors -------------------------------------------------------------------------
 
-@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
 def test_float_of_a_tensor_feeding_tensor_ops_only():
     # quantized ResNet: ``float(t)`` used as a scale of further tensor ops
     def fn(x):
@@ -155,7 +154,6 @@ def test_float_of_a_tensor_feeding_tensor_ops_only():
     expect_one_graph(stats)
 
 
-@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
 def test_item_feeding_tensor_ops_only():
     def fn(x, y):
         m = x.mean().item()
@@ -165,7 +163,6 @@ def test_item_feeding_tensor_ops_only():
     expect_one_graph(stats)
 
 
-@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
 def test_item_returned_to_the_caller():
     def fn(x):
         return x.sum().item(), x * 2
@@ -186,7 +183,6 @@ def test_branch_on_a_tensor_value_matches_eager():
     expect(stats, fallbacks=0)
 
 
-@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
 def test_int_of_a_tensor_used_as_a_size():
     def fn(x, n):
         k = int(n)
@@ -197,7 +193,32 @@ def test_int_of_a_tensor_used_as_a_size():
     expect(stats, fallbacks=0)
 
 
-@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
+def test_scalar_of_a_tensor_stored_on_self_and_printed():
+    class Meter:
+        def __init__(self):
+            self.last = None
+
+    def fn(m, x):
+        loss = (x * x).mean().item()
+        m.last = loss * 0.5
+        print(f"loss {loss:.3f}")
+        return x - loss
+
+    stats = differential(lambda: (fn, Meter()), fresh(lambda: (FromEnv(), t())))
+    expect_one_graph(stats)
+
+
+def test_scalar_of_a_tensor_used_as_a_list_index_falls_back():
+    # a Python container indexed by tensor data: no graph can replay it, eager results stay exact
+    def fn(x, n):
+        options = [x * 2, x + 1, x - 1]
+        return options[int(n)]
+
+    calls = [(t(), torch.tensor(0)), (t(), torch.tensor(2)), (t(), torch.tensor(1))]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=1, graph_breaks=1)
+
+
 def test_tolist_of_a_tensor():
     def fn(x):
         return [v * 2 for v in x.tolist()]

@@ -63,6 +63,19 @@ class _Unknown:
 
 
 UNKNOWN = _Unknown()
+
+
+class Traced:
+    """Provenance of a Python value the graph computes from tensor data (``float(t)``, ``t.item()``,
+    arithmetic on those): a graph node. It may feed tensor ops, more arithmetic, or the result; a
+    program that branches on it or needs its exact value cannot be replayed (a graph break)."""
+    __slots__ = ("node",)
+
+    def __init__(self, node):
+        self.node = node
+
+    def __repr__(self):
+        return f"Traced({self.node.name})"
 _SCALARS = (int, float, bool, str, bytes, complex, type(None))
 _IDENTITY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
                    types.MethodDescriptorType, types.WrapperDescriptorType)
@@ -203,6 +216,9 @@ class CaptureObserver(Observer):
         if prov is UNKNOWN:
             self.unsupported("a value computed by a call MagPy has no rule for decides the program's "
                              "behaviour", frame)
+        if type(prov) is Traced:
+            self.unsupported("a Python value computed from tensor data decides the program's behaviour "
+                             "(graph break)", frame)
         if value is None:
             self.guard(NoneGuard(prov, True))
         elif isinstance(value, _SCALARS) or type(value) in (range, slice) or (
@@ -275,6 +291,8 @@ class CaptureObserver(Observer):
         constants."""
         if _is_tensor(value):
             return self.node_of(value, prov)
+        if type(prov) is Traced:
+            return prov.node
         if type(value) in (list, tuple):
             items = self._element_provs(value, prov)
             mapped = [self.to_graph_arg(v, p) for v, p in zip(value, items)]
@@ -314,6 +332,32 @@ class CaptureObserver(Observer):
         self.cap.op_count += 1
         self.bind_result(result, node)
         return node
+
+    def scalar_of(self, fn, args, arg_provs, result, method=None):
+        """``float(t)``, ``t.item()``, ``t.tolist()``: a graph node whose Python result is traced."""
+        node = self.record(fn, args, arg_provs, None, None, None, method=method)
+        if type(result) is list:
+            self._trace_list(result, node)
+            return None
+        return Traced(node)
+
+    def _trace_list(self, values, node):
+        graph = self.cap.graph
+        provs = []
+        for k, v in enumerate(values):
+            item = graph.call_function(operator.getitem, (node, k))
+            if type(v) is list:
+                self._trace_list(v, item)
+                provs.append(None)
+            else:
+                provs.append(Traced(item))
+        self.contents[id(values)] = (values, provs)
+
+    def traced_op(self, fn, inputs, provs):
+        """``fn`` over Python values some of which the graph computes: one more graph node."""
+        args = tuple(p.node if type(p) is Traced else self.to_graph_arg(v, p) for v, p in zip(inputs, provs))
+        self.cap.op_count += 1
+        return Traced(self.cap.graph.call_function(fn, args))
 
     def bind_result(self, result, node):
         if _is_tensor(result):
@@ -421,7 +465,7 @@ class CaptureObserver(Observer):
             return self._tensor_attr(obj, obj_prov, name, value)
         if obj_prov is None:
             return None
-        if obj_prov is UNKNOWN:
+        if obj_prov is UNKNOWN or type(obj_prov) is Traced:
             return UNKNOWN
         self.deref(obj, obj_prov)
         if isinstance(obj, types.ModuleType) and isinstance(obj_prov, Source):
@@ -456,8 +500,8 @@ class CaptureObserver(Observer):
     def read_method(self, obj, obj_prov, name, function):
         if obj_prov is UNKNOWN:
             self.unsupported(f"method {name!r} called on an object of unknown origin")
-        if obj_prov is None or _is_tensor(obj) or _library_global(obj_prov):
-            return
+        if obj_prov is None or _is_tensor(obj) or type(obj_prov) is Traced or _library_global(obj_prov):
+            return  # (a traced number's type is fixed by its tensor's dtype, which is guarded)
         self.deref(obj, obj_prov)
         self.guard(IdGuard(Expr(getattr, (Expr(type, (obj_prov,)), Const(name))), function))
         if hasattr(obj, "__dict__"):
@@ -470,6 +514,7 @@ class CaptureObserver(Observer):
             return None
         entry = self.contents.get(id(obj))
         if entry is not None and entry[0] is obj and type(key) is int and type(obj) in (list, tuple):
+            self.need(key, key_prov)  # which element it is depends on the index
             try:
                 return entry[1][key]
             except IndexError:
@@ -640,6 +685,8 @@ class CaptureObserver(Observer):
         self_obj = getattr(fn, "__self__", None)
         if isinstance(fn, types.BuiltinMethodType) and _is_tensor(self_obj):
             name = fn.__name__
+            if name in rules.TENSOR_TO_SCALAR and not kwargs:
+                return self.scalar_of(None, (self_obj, *args), (None, *arg_provs), result, method=name)
             if name in rules.TENSOR_TO_PYTHON:
                 self.unsupported(f"Tensor.{name}() turns tensor data into a Python value (graph break)")
             if name in rules.TENSOR_METADATA and not _is_tensor(result):
@@ -651,6 +698,8 @@ class CaptureObserver(Observer):
             return self.record(None, (self_obj, *args), (None, *arg_provs), kwargs, kw_provs, result,
                                method=name) and None
         if type(fn).__name__ == "method_descriptor" and args and _is_tensor(args[0]):
+            if fn.__name__ in rules.TENSOR_TO_SCALAR and not kwargs:
+                return self.scalar_of(None, args, arg_provs, result, method=fn.__name__)
             if fn.__name__ in rules.TENSOR_METADATA and not _is_tensor(result):
                 self.node_of(args[0], arg_provs[0])
                 self._offset_guard(fn.__name__, args[0], result)
@@ -661,6 +710,8 @@ class CaptureObserver(Observer):
                 self.unsupported(f"Tensor.{fn.__name__}() turns tensor data into a Python value (graph break)")
             self.record(None, args, arg_provs, kwargs, kw_provs, result, method=fn.__name__)
             return None
+        if fn in rules.SCALAR_OF_TENSOR and len(args) == 1 and not kwargs and _is_tensor(args[0]):
+            return self.scalar_of(fn, args, arg_provs, result)
         if fn in (float, int, bool, complex) and args and _is_tensor(args[0]):
             self.unsupported(f"{fn.__name__}(tensor) turns tensor data into a Python value (graph break)")
         flat = list(args) + list(kwargs.values())
@@ -749,7 +800,7 @@ class CaptureObserver(Observer):
         items = list(provs.values()) if type(provs) is dict else list(provs)
         if all(p is None for p in items):
             return None
-        if any(p is UNKNOWN or type(p) is tuple for p in items):
+        if any(p is UNKNOWN or type(p) in (tuple, Traced) for p in items):
             return UNKNOWN
         if type(provs) is dict:
             return Expr(_build_dict, (Const(tuple(provs)), *[p if p is not None else Const(v)
@@ -821,6 +872,8 @@ class CaptureObserver(Observer):
         pure = rules.is_pure(fn)
         if not pure or kwargs or any(p is UNKNOWN for p in provs):
             return UNKNOWN
+        if any(type(p) is Traced for p in provs):
+            return self.traced_op(fn, args, arg_provs)  # ``math.sqrt(t.item())``: computed in the graph
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):
             # a bound method of an immutable value: call the unbound method on the value's provenance
             return UNKNOWN
@@ -920,6 +973,8 @@ class CaptureObserver(Observer):
         if prov is None:
             prov = self.effective(value, None)
         if kind in ("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"):
+            if type(prov) is Traced:
+                return  # a number the graph computes is never None
             if prov is not None:
                 if prov is UNKNOWN:
                     self.unsupported("a None check on a value of unknown origin", frame)
@@ -929,6 +984,8 @@ class CaptureObserver(Observer):
             return
         if prov is UNKNOWN:
             self.unsupported("a branch on a value computed by a call MagPy has no rule for", frame)
+        if type(prov) is Traced:
+            self.unsupported("a branch on a Python value computed from tensor data (graph break)", frame)
         if type(value) is bool or isinstance(value, _SCALARS):
             self.guard(ValueGuard(prov, value) if type(value) is not bool else TruthGuard(prov, value))
         else:
@@ -948,6 +1005,10 @@ class CaptureObserver(Observer):
         return self._template(value, prov)
 
     def _template(self, value, prov):
+        if type(prov) is Traced:  # a Python value the graph computes: one more graph output
+            if prov.node not in self.cap.outputs:
+                self.cap.outputs.append(prov.node)
+            return ("output", self.cap.outputs.index(prov.node))
         if _is_tensor(value):
             if isinstance(prov, Source) and id(value) not in self.nodes:
                 return ("source", prov)
@@ -1012,7 +1073,7 @@ def _op_binary(obs, k, inputs, provs, outputs):
     if _is_tensor(a) or _is_tensor(b) or _is_tensor(outputs[0]):
         obs.record(fn, (a, b), provs, None, None, outputs[0])
         return [None]
-    return [_derive(fn, inputs, provs)]
+    return [_derive(fn, inputs, provs, obs)]
 
 
 def _op_compare(obs, k, inputs, provs, outputs):
@@ -1022,7 +1083,7 @@ def _op_compare(obs, k, inputs, provs, outputs):
     if _is_tensor(a) or _is_tensor(b) or _is_tensor(outputs[0]):
         obs.record(fn, (a, b), provs, None, None, outputs[0])
         return [None]
-    return [_derive(fn, inputs, provs)]
+    return [_derive(fn, inputs, provs, obs)]
 
 
 def _op_unary(fn):
@@ -1033,15 +1094,19 @@ def _op_unary(fn):
                 obs.unsupported("`not` on a tensor (graph break)")
             obs.record(fn, inputs, provs, None, None, outputs[0])
             return [None]
-        return [_derive(fn, inputs, provs)]
+        return [_derive(fn, inputs, provs, obs)]
     return op
 
 
-def _derive(fn, inputs, provs):
+def _derive(fn, inputs, provs, obs=None):
+    """Provenance of ``fn(*inputs)``: an expression over the entry state, a graph node when the graph
+    computes an input (``obs`` given; else unknown), None for constants."""
     if all(p is None for p in provs):
         return None
     if any(p is UNKNOWN for p in provs):
         return UNKNOWN
+    if any(type(p) is Traced for p in provs):
+        return obs.traced_op(fn, inputs, provs) if obs is not None else UNKNOWN
     return Expr(fn, tuple(p if p is not None else Const(v) for v, p in zip(inputs, provs)))
 
 
@@ -1267,6 +1332,10 @@ def _op_neutral(obs, arg, inputs, provs, outputs):
 def _op_format(obs, arg, inputs, provs, outputs):
     if any(_is_tensor(x) for x in inputs):
         obs.unsupported("formatting a tensor as text (graph break)")
+    conversion = arg & 3 if type(arg) is int else 0  # FORMAT_VALUE's !s / !r / !a
+    if not conversion and type(inputs[0]) in (int, float, str, bool) and \
+            all(type(spec) is str for spec in inputs[1:]):
+        return [_derive(_format_value, inputs, provs, obs)]
     return [None if all(p is None for p in provs) else UNKNOWN]
 
 
@@ -1283,23 +1352,23 @@ def _op_format_simple(obs, arg, inputs, provs, outputs):
         obs.unsupported("formatting a tensor as text (graph break)")
     if type(inputs[0]) not in (int, float, str, bool, type(None)):
         return _op_format(obs, arg, inputs, provs, outputs)
-    return [_derive(_format_value, inputs, provs)]
+    return [_derive(_format_value, inputs, provs, obs)]
 
 
 def _op_build_string(obs, n, inputs, provs, outputs):
-    return [_derive(_concat, inputs, provs)]
+    return [_derive(_concat, inputs, provs, obs)]
 
 
 def _op_build_slice(obs, n, inputs, provs, outputs):
     if any(_is_tensor(x) for x in inputs):
         obs.unsupported("a tensor used as a slice bound (graph break)")
-    return [_derive(slice, inputs, provs)]
+    return [_derive(slice, inputs, provs, obs)]
 
 
 def _op_binary_slice(obs, arg, inputs, provs, outputs):
     obj, start, stop = inputs
     key = slice(start, stop)
-    key_prov = _derive(slice, (start, stop), provs[1:])
+    key_prov = _derive(slice, (start, stop), provs[1:], obs)
     if _is_tensor(obj):
         obs.record(operator.getitem, (obj, key), (provs[0], key_prov), None, None, outputs[0])
         return [None]

@@ -110,6 +110,11 @@ TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
 #: calls that turn tensor data into Python values: the graph must break there
 TENSOR_TO_PYTHON = {"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
                     "__len__"}
+#: of those, the ones whose Python result can stay inside the graph (as long as it only feeds tensor
+#: ops, arithmetic, or the result): the graph computes it again on every call
+TENSOR_TO_SCALAR = {"item", "tolist", "__int__", "__float__", "__index__"}
+#: builtins that turn a tensor into a Python scalar the graph can compute
+SCALAR_OF_TENSOR = {float, int}
 
 BUILTIN_IDS = {id(v) for v in vars(builtins).values()}
 
