@@ -219,7 +219,6 @@ def test_set_membership_of_python_values():
     expect_recompile(stats)
 
 
-@unsupported("sets built inside the call are not captured")
 def test_set_comprehension_size_feeds_a_tensor_op():
     def fn(x, ks):
         return x * len({k % 3 for k in ks})
@@ -228,7 +227,6 @@ def test_set_comprehension_size_feeds_a_tensor_op():
     expect_recompile(stats)
 
 
-@unsupported("sets built inside the call are not captured")
 def test_set_filled_by_add_in_a_loop_feeds_a_tensor_op():
     def fn(x, ks):
         seen = set()
@@ -240,7 +238,6 @@ def test_set_filled_by_add_in_a_loop_feeds_a_tensor_op():
     expect_recompile(stats)
 
 
-@unsupported("sets built inside the call are not captured")
 def test_set_built_inside_and_returned():
     def fn(x, ks):
         seen = {k % 3 for k in ks}

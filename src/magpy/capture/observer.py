@@ -163,6 +163,17 @@ def _has_own(obj, name):
     return d is not None and name in d
 
 
+def _build_set(*items):
+    return set(items)
+
+
+def _pinned(value, prov):
+    """Is ``value``'s identity the same on every replay: a constant or object made by the program, a
+    tensor (input tensors are guarded as distinct or as the same), or an object guarded by identity?"""
+    return prov is None or _is_tensor(value) or (
+        isinstance(value, _IDENTITY_TYPES + (torch.nn.Module,)) and isinstance(prov, Source))
+
+
 def _build_dict(keys, *values):
     return dict(zip(keys, values))
 
@@ -293,6 +304,11 @@ class CaptureObserver(Observer):
             return self.node_of(value, prov)
         if type(prov) is Traced:
             return prov.node
+        if type(value) is types.GeneratorType and id(value) in self.yielded_values:
+            # a generator the VM ran, consumed by this op (``sum(p.sum() for p in ps)``): what it yielded
+            entry = self.contents.get(id(value))
+            if entry is not None and entry[0] is value:
+                return [self.to_graph_arg(v, p) for v, p in zip(self.yielded_values[id(value)], entry[1])]
         if type(value) in (list, tuple):
             items = self._element_provs(value, prov)
             mapped = [self.to_graph_arg(v, p) for v, p in zip(value, items)]
@@ -419,7 +435,8 @@ class CaptureObserver(Observer):
     def yielded(self, frame, value, prov):
         out = self.generator_yields.get(id(frame))
         if out is not None:
-            out.append(prov)
+            out[0].append(prov)
+            out[1].append(value)
 
     @_event(None)
     def return_value(self, frame, value, prov):
@@ -643,9 +660,10 @@ class CaptureObserver(Observer):
         if type(result) is types.GeneratorType and returned is NOT_RETURNED:
             driver = result.gi_frame.f_locals.get("frame") if result.gi_frame is not None else None
             if driver is not None and getattr(driver, "vm", None) is self.vm:
-                yielded = []
-                self.generator_yields[id(driver)] = yielded
+                yielded, values = [], []
+                self.generator_yields[id(driver)] = (yielded, values)
                 self.contents[id(result)] = (result, yielded)
+                self.yielded_values[id(result)] = values
                 return None
         if fn_prov is not None:
             self.on_read(fn, fn_prov)
@@ -663,6 +681,9 @@ class CaptureObserver(Observer):
         if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__init__" and not args and not kwargs \
                 and type(fn.__self__).__init__ is not None:
             return None  # ``super().__init__()`` reaching object.__init__: nothing happens
+        if fn is set and len(args) <= 1 and not kwargs and type(result) is set:
+            self.sets[id(result)] = (result, [])  # tracked element by element from here on
+            return self.set_added(result, args[0], arg_provs[0], many=True) if args else None
         if fn is iter and len(args) == 1 and not kwargs:
             return start_iteration(self, args[0], arg_provs[0], result)
         if fn is next and len(args) == 1 and not kwargs:
@@ -791,6 +812,8 @@ class CaptureObserver(Observer):
         is the expression that rebuilds it from their provenance, or UNKNOWN — never a constant."""
         if prov is not None:
             return prov
+        if type(value) is set and id(value) in self.sets:
+            return self._set_expr(value)
         entry = self.contents.get(id(value))
         if entry is None or entry[0] is not value:
             return None
@@ -821,6 +844,38 @@ class CaptureObserver(Observer):
             for name, value in vars(obj).items():
                 prov = self.written.get((id(obj), name), UNKNOWN)
                 fields.append((name, self.template(value, prov)))
+
+    # ---- sets made inside the call: every value added, with its provenance ------------------------------
+    def set_added(self, target, value, prov, many=False):
+        entry = self.sets.get(id(target))
+        if entry is None or entry[0] is not target:
+            entry = self.sets[id(target)] = (target, [(v, None) for v in target] if not many else [])
+        if many:
+            items = _elements(self, value, prov) if prov is not UNKNOWN else None
+            values = list(value) if isinstance(value, (list, tuple, set, frozenset, dict)) else None
+            if items is None or values is None or len(items) != len(values) or \
+                    any(type(p) is tuple for p in items):
+                entry[1].append((None, UNKNOWN))
+            else:
+                entry[1].extend(zip(values, items))
+        else:
+            entry[1].append((value, prov))
+        if any(p is not None for _, p in entry[1]):
+            self.contents[id(target)] = (target, None)  # not a constant any more
+        return None
+
+    def set_pinned(self, s):
+        """Do the identities of ``s``'s elements replay as they were (constants, tensors, guarded objects)?"""
+        return all(_pinned(v, p) for v, p in self.sets[id(s)][1])
+
+    def _set_expr(self, s):
+        adds = self.sets[id(s)][1]
+        if all(p is None for _, p in adds):
+            return None
+        if any(p is UNKNOWN or type(p) in (tuple, Traced) for _, p in adds) or \
+                not all(isinstance(v, _SCALARS) for v, _ in adds):
+            return UNKNOWN
+        return Expr(_build_set, tuple(p if p is not None else Const(v) for v, p in adds))
 
     def _offset_guard(self, name, tensor, value):
         """The tensor guard leaves out the storage offset; a program that asks for it depends on it."""
@@ -892,9 +947,11 @@ class CaptureObserver(Observer):
             target, target_prov, others = args[0], arg_provs[0], arg_provs[1:]
         entry = self.contents.get(id(target))
         inside = entry is not None and entry[0] is target
+        name = getattr(fn, "__name__", "")
+        if type(target) is set and target_prov is None and name in ("add", "update") and len(others) == 1:
+            return self.set_added(target, args[-1], others[0], many=name == "update")
         if not inside and target_prov is not None:
             self.unsupported(f"{getattr(fn, '__qualname__', fn)}() mutates a container from outside the call")
-        name = getattr(fn, "__name__", "")
         if type(target) is list and name == "append" and len(others) == 1:
             provs = list(entry[1]) if inside else [None] * (len(target) - 1)
             self.contents[id(target)] = (target, provs + [others[0]])
@@ -970,16 +1027,16 @@ class CaptureObserver(Observer):
             if kind in ("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"):
                 return
             self.unsupported("a branch on a tensor's value (graph break)", frame)
-        if prov is None:
-            prov = self.effective(value, None)
         if kind in ("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"):
-            if type(prov) is Traced:
-                return  # a number the graph computes is never None
+            if prov is None or type(prov) is Traced:
+                return  # a constant, an object made by the program, or a number the graph computes
             if prov is not None:
                 if prov is UNKNOWN:
                     self.unsupported("a None check on a value of unknown origin", frame)
                 self.guard(NoneGuard(prov, value is None))
             return
+        if prov is None:
+            prov = self.effective(value, None)
         if prov is None:
             return
         if prov is UNKNOWN:
@@ -1035,6 +1092,11 @@ class CaptureObserver(Observer):
             if type(value) is tuple:
                 return ("tuple", parts)
             return ("namedtuple", type(value), parts)
+        if type(value) is set and prov is None and self.sets.get(id(value), (None,))[0] is value:
+            adds = self.sets[id(value)][1]
+            if any(p is UNKNOWN for _, p in adds):
+                self.unsupported("a set of values MagPy lost track of leaves the compiled function")
+            return ("set", [self.template(v, p) for v, p in adds])
         if type(value) in (set, frozenset):
             entry = self.contents.get(id(value))
             if (entry is not None and entry[0] is value) or (prov is not None and not isinstance(prov, Source)):
@@ -1117,6 +1179,9 @@ def _op_is(obs, invert, inputs, provs, outputs):
 
 def _op_contains(obs, invert, inputs, provs, outputs):
     item, container = inputs
+    if type(container) is set and provs[1] is None and obs.sets.get(id(container), (None,))[0] is container \
+            and _pinned(item, provs[0]) and obs.set_pinned(container):
+        return [None]  # membership by identity among objects whose identities replay (a memo set)
     if _is_tensor(container) or _is_tensor(item):
         obs.unsupported("`in` on a tensor (graph break)")
     provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
@@ -1192,10 +1257,27 @@ def _op_dict_update(obs, n, inputs, provs, outputs):
 
 
 def _op_set_add(obs, n, inputs, provs, outputs):
+    target = obs.frame.stack[-n]
+    if type(target) is set:
+        return obs.set_added(target, inputs[0], provs[0])
     if any(p is not None for p in provs):
-        target = obs.frame.stack[-n]
         obs.contents[id(target)] = (target, None)  # a set holding values from outside: not replayable
     return None
+
+
+def _op_set_update(obs, n, inputs, provs, outputs):
+    target = obs.frame.stack[-n]
+    if type(target) is set:
+        return obs.set_added(target, inputs[0], provs[0], many=True)
+    return _op_set_add(obs, n, inputs, provs, outputs)
+
+
+def _op_build_set(obs, n, inputs, provs, outputs):
+    s = outputs[0]
+    obs.sets[id(s)] = (s, [])
+    for v, p in zip(inputs, provs):
+        obs.set_added(s, v, p)
+    return [None]
 
 
 def _op_list_append(obs, n, inputs, provs, outputs):
@@ -1217,6 +1299,13 @@ _DICT_VIEWS = {dict.keys: "keys", dict.values: "values", dict.items: "items"}
 def _elements(obs, obj, prov):
     """Provenance of each element ``iter(obj)`` yields (a pair list for yielded tuples), or None
     when it is unknown."""
+    if type(obj) is set and obs.sets.get(id(obj), (None,))[0] is obj:
+        if not obs.set_pinned(obj):
+            return None  # the order of a set of values depends on the values
+        first = {}
+        for v, p in obs.sets[id(obj)][1]:
+            first.setdefault(id(v), p)
+        return [first.get(id(v), UNKNOWN) for v in obj]
     entry = obs.contents.get(id(obj))
     if entry is not None and entry[0] is obj:
         return list(entry[1])
@@ -1396,7 +1485,8 @@ _OPERATIONS = {
     "DICT_UPDATE": _op_dict_update,
     "DICT_MERGE": _op_dict_update,
     "SET_ADD": _op_set_add,
-    "SET_UPDATE": _op_set_add,
+    "SET_UPDATE": _op_set_update,
+    "BUILD_SET": _op_build_set,
     "BUILD_MAP": _op_build_map,
     "BUILD_CONST_KEY_MAP": _op_build_const_key_map,
     "MAP_ADD": _op_map_add,
@@ -1445,7 +1535,9 @@ def capture(fn, args, kwargs):
     obs.sources_of = {}
     obs.made = {}
     obs.generator_yields = {}
+    obs.yielded_values = {}
     obs.pending_objects = []
+    obs.sets = {}
     vm = VM(observer=obs)
     obs.vm = vm
     try:
