@@ -154,7 +154,6 @@ def test_min_max_over_a_list_and_shapes():
     expect_recompile(stats)
 
 
-@unsupported("a builtin's result on Python values has no capture rule, so it cannot be guarded")
 def test_sorted_reversed_sum_any_all():
     def fn(x, ks):
         order = sorted(ks, reverse=True)
@@ -215,7 +214,6 @@ def test_int_float_bool_conversions_of_python_values():
     expect_recompile(stats)
 
 
-@unsupported("a builtin's result on Python values has no capture rule, so it cannot be guarded")
 def test_builtin_keyword_call():
     def fn(x, ks):
         return x * max(ks, key=lambda k: -k) + min(ks, default=0)

@@ -258,7 +258,6 @@ def test_namedtuple_input():
     expect_one_graph(stats)
 
 
-@unsupported("namedtuples built inside the call are not captured")
 def test_namedtuple_output():
     def fn(x):
         return Pair(left=x.relu(), right=x.neg())

@@ -214,7 +214,6 @@ class BlockDrop(nn.Module):
         return x
 
 
-@unsupported("values from zip() over a ModuleList and a list cannot be guarded")
 def test_blockdrop_policy_from_python_values():
     calls = [(torch.randn(2, 4), [1, 0, 1]), (torch.randn(2, 4), [1, 0, 1]), (torch.randn(2, 4), [0, 1, 1])]
     stats = differential(twins(built(BlockDrop)), calls)
@@ -238,7 +237,6 @@ class MonoDepthDecoder(nn.Module):
         return self.outputs
 
 
-@unsupported("iterating a ModuleList loses the submodules' origin")
 def test_monodepth_attribute_stores_and_numpy():
     stats = differential(twins(built(MonoDepthDecoder)), fresh(lambda: (torch.randn(1, 2, 4, 4),)))
     expect_one_graph(stats)

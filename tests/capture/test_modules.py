@@ -69,7 +69,6 @@ class WithList(nn.Module):
         return x + self.layers[-1](x)
 
 
-@unsupported("iterating a ModuleList loses the submodules' origin")
 def test_module_list_iteration_and_indexing():
     stats = differential(twins(model(WithList)), fresh(lambda: (t(),)))
     expect_one_graph(stats)

@@ -172,6 +172,20 @@ def test_new_object_stored_on_an_outside_object():
     expect_one_graph(stats)
 
 
+def test_container_stored_then_filled_and_printed_midway():
+    # ``self.outputs = {}`` and then filled: the stored dict is the returned one, as the call left it;
+    # a print in between shows it as it was then
+    def fn(state, x):
+        state.last = []
+        print("before", state.last)
+        state.last.append(x * 2)
+        state.last.append(x + 1)
+        return state.last
+
+    stats = differential(lambda: (fn, State()), fresh(lambda: (FromEnv(), t())))
+    expect_one_graph(stats)
+
+
 class Node:
     def __init__(self, value, parent=None):
         self.value = value

@@ -63,6 +63,7 @@ class _Unknown:
 
 
 UNKNOWN = _Unknown()
+_NOT_WRITTEN = object()
 
 
 class Traced:
@@ -163,6 +164,20 @@ def _has_own(obj, name):
     return d is not None and name in d
 
 
+def _fixed_keyword(value):
+    """A keyword argument a guard may hold on to: a constant, or a function that closes over nothing."""
+    if type(value) is types.FunctionType:
+        return value.__closure__ is None
+    return _immutable(value)
+
+
+def _with_keywords(fn, kwargs):
+    def call(*args):
+        return fn(*args, **kwargs)
+    call.__qualname__ = f"{getattr(fn, '__qualname__', fn)}[{', '.join(f'{k}={v!r}' for k, v in kwargs.items())}]"
+    return call
+
+
 def _build_set(*items):
     return set(items)
 
@@ -254,7 +269,8 @@ class CaptureObserver(Observer):
             self.sources_of.setdefault(id(value), (value, prov))
         if _is_tensor(value):
             self.tensor_input(value, prov)
-        elif isinstance(value, (_IDENTITY_TYPES, torch.nn.Module)):
+        elif isinstance(value, (_IDENTITY_TYPES, torch.nn.Module, functools.partial)):
+            # (a partial's stored arguments are then its first call's: it is immutable in practice)
             if not _library_global(prov):
                 self.guard(IdGuard(prov, value))
         elif type(value) is types.MethodType and isinstance(prov, Source):
@@ -446,8 +462,8 @@ class CaptureObserver(Observer):
     # ---- reads -----------------------------------------------------------------------------------------
     @_event(None)
     def read_global(self, frame, name, value):
-        written = self.written.get((id(frame.globals), name))
-        if written is not None:
+        written = self.written.get((id(frame.globals), name), _NOT_WRITTEN)
+        if written is not _NOT_WRITTEN:
             return written
         prov = GlobalSource(frame.globals, name)
         self.on_read(value, prov)
@@ -469,8 +485,8 @@ class CaptureObserver(Observer):
 
     @_event(None)
     def read_attr(self, obj, obj_prov, name, value, computed=NOT_RETURNED):
-        written = self.written.get((id(obj), name))
-        if written is not None:
+        written = self.written.get((id(obj), name), _NOT_WRITTEN)
+        if written is not _NOT_WRITTEN:
             return written
         if computed is not NOT_RETURNED:
             # Python code computed it (a property, __getattr__): its own reads were followed and
@@ -549,8 +565,8 @@ class CaptureObserver(Observer):
             except TypeError:
                 return UNKNOWN
         self.deref(obj, obj_prov)
-        written = self.written.get((id(obj), ("item", _hkey(key))))
-        if written is not None:
+        written = self.written.get((id(obj), ("item", _hkey(key))), _NOT_WRITTEN)
+        if written is not _NOT_WRITTEN:
             return written
         if obj_prov is None:
             obj_prov = self.effective(obj, None) or Const(obj)  # a container made from constants
@@ -585,7 +601,10 @@ class CaptureObserver(Observer):
         if _is_tensor(obj):
             self.unsupported(f"setting attribute {name!r} of a tensor")
         if isinstance(obj_prov, (Source, Expr)):
-            self.cap.side_effects.append(("setattr", obj_prov, name, self.template(value, prov)))
+            effect = ("setattr", obj_prov, name, self.template(value, prov))
+            effects = self.cap.side_effects
+            if not (effects and effects[-1][:3] == effect[:3] and effects[-1][3] is effect[3]):
+                effects.append(effect)  # (a Python __setattr__ reaching object.__setattr__ reports it twice)
         elif obj_prov is UNKNOWN:
             self.unsupported(f"attribute {name!r} set on an object of unknown origin")
 
@@ -681,6 +700,21 @@ class CaptureObserver(Observer):
         if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__init__" and not args and not kwargs \
                 and type(fn.__self__).__init__ is not None:
             return None  # ``super().__init__()`` reaching object.__init__: nothing happens
+        if fn is functools.partial and args and type(result) is functools.partial:
+            # the arguments it stores keep their provenance (read back when the partial is called)
+            if any(p is not None for p in arg_provs[1:]):
+                self.contents[id(result.args)] = (result.args, list(arg_provs[1:]))
+            if any(p is not None for p in kw_provs.values()):
+                self.contents[id(result.keywords)] = (result.keywords, dict(kw_provs))
+            return self._pure(fn, args[:1], arg_provs[:1], {}, {}, result)
+        if fn is tuple.__new__ and len(args) == 2 and not kwargs and isinstance(result, tuple):
+            # a namedtuple (or other tuple subclass) built from an iterable: the same elements
+            elements = _elements(self, args[1], arg_provs[1])
+            if elements is None or len(elements) != len(result):
+                self.unsupported(f"a {type(result).__name__} built from values of unknown origin")
+            if any(p is not None for p in elements):
+                self.contents[id(result)] = (result, list(elements))
+            return None
         if fn is set and len(args) <= 1 and not kwargs and type(result) is set:
             self.sets[id(result)] = (result, [])  # tracked element by element from here on
             return self.set_added(result, args[0], arg_provs[0], many=True) if args else None
@@ -796,8 +830,8 @@ class CaptureObserver(Observer):
         if fn is warnings.warn:
             return self._warning(frame, args, arg_provs, kwargs, kw_provs)
         if fn in rules.REPLAY:
-            self.cap.side_effects.append(("call", fn, [self.template(a, p) for a, p in zip(args, arg_provs)],
-                                          {k: self.template(v, kw_provs.get(k)) for k, v in kwargs.items()}))
+            self.cap.side_effects.append(("call", fn, [self.frozen_template(a, p) for a, p in zip(args, arg_provs)],
+                                          {k: self.frozen_template(v, kw_provs.get(k)) for k, v in kwargs.items()}))
             return None
         if fn in rules.MUTATES or (self_obj is not None and getattr(type(self_obj), fn.__name__, None)
                                    in rules.MUTATES):
@@ -837,13 +871,28 @@ class CaptureObserver(Observer):
                     tuple(p if p is not None else Const(v) for p, v in zip(items, values)))
 
     def finish_objects(self):
-        """The state of each new object the mock rebuilds, as the program left it. An attribute the
-        VM did not see written (set natively) is of unknown origin unless it is a tensor."""
+        """The state of each new object and container the mock rebuilds, as the program left it. An
+        attribute the VM did not see written (set natively) is of unknown origin unless it is a tensor."""
         while self.pending_objects:
-            obj, fields = self.pending_objects.pop()
-            for name, value in vars(obj).items():
-                prov = self.written.get((id(obj), name), UNKNOWN)
-                fields.append((name, self.template(value, prov)))
+            obj, prov, parts = self.pending_objects.pop()
+            if type(obj) is list:
+                parts.extend(self.template(v, p) for v, p in zip(obj, self._element_provs(obj, prov)))
+            elif type(obj) is dict:
+                provs = self._dict_provs(obj, prov)
+                parts.extend((k, self.template(v, provs[k])) for k, v in obj.items())
+            else:
+                for name, value in vars(obj).items():
+                    p = self.written.get((id(obj), name), UNKNOWN)
+                    parts.append((name, self.template(value, p)))
+
+    def frozen_template(self, value, prov):
+        """``template`` for the argument of a call replayed at this point (``print(xs)``): containers as
+        they are now, not as the call leaves them."""
+        saved, self.templates, self.snapshot = self.templates, {}, True
+        try:
+            return self.template(value, prov)
+        finally:
+            self.templates, self.snapshot = saved, False
 
     # ---- sets made inside the call: every value added, with its provenance ------------------------------
     def set_added(self, target, value, prov, many=False):
@@ -903,7 +952,7 @@ class CaptureObserver(Observer):
             category = type(message)
         where = warning_location(self.vm, level)
         call = functools.partial(warnings.warn_explicit, category=category or UserWarning, **where)
-        self.cap.side_effects.append(("call", call, [self.template(message, mprov)], {}))
+        self.cap.side_effects.append(("call", call, [self.frozen_template(message, mprov)], {}))
         return None
 
     def _pure(self, fn, args, arg_provs, kwargs, kw_provs, result):
@@ -925,8 +974,12 @@ class CaptureObserver(Observer):
         if fn in _DICT_VIEWS and len(args) == 1 and type(args[0]) is dict:
             return Expr(fn, (arg_provs[0] if arg_provs[0] is not None else Const(args[0]),))
         pure = rules.is_pure(fn)
-        if not pure or kwargs or any(p is UNKNOWN for p in provs):
+        if not pure or any(p is UNKNOWN for p in provs):
             return UNKNOWN
+        if kwargs:
+            if any(p is not None for p in kw_provs.values()) or not all(map(_fixed_keyword, kwargs.values())):
+                return UNKNOWN
+            fn = _with_keywords(fn, kwargs)  # ``sorted(xs, reverse=True)``: the keywords are constants
         if any(type(p) is Traced for p in provs):
             return self.traced_op(fn, args, arg_provs)  # ``math.sqrt(t.item())``: computed in the graph
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):
@@ -1082,6 +1135,11 @@ class CaptureObserver(Observer):
             entry = self.contents.get(id(value))
             if isinstance(prov, Source) and entry is None:
                 return ("source", prov)
+            if type(value) in (list, dict) and not self.snapshot:
+                # made by the call and maybe changed later on: rebuilt as the call leaves it
+                parts = []
+                self.pending_objects.append((value, prov, parts))
+                return ("dict" if type(value) is dict else "list", parts)
             if type(value) is dict:
                 provs = self._dict_provs(value, prov)
                 return ("dict", [(k, self.template(v, provs[k])) for k, v in value.items()])
@@ -1114,7 +1172,7 @@ class CaptureObserver(Observer):
             # a new object of this call: the mock makes a fresh one each call, with the attributes
             # this one holds when capture ends (filled in by ``finish_objects``)
             fields = []
-            self.pending_objects.append((value, fields))
+            self.pending_objects.append((value, None, fields))
             return ("object", type(value), fields)
         if prov is None and not _immutable(value):
             # an object made by this call: a replay would hand out the first call's object again
@@ -1294,6 +1352,8 @@ def _op_list_append(obs, n, inputs, provs, outputs):
 
 
 _DICT_VIEWS = {dict.keys: "keys", dict.values: "values", dict.items: "items"}
+#: containers of modules whose ``__iter__`` yields their children in order
+_MODULE_SEQUENCE_ITERS = {torch.nn.ModuleList.__iter__, torch.nn.Sequential.__iter__}
 
 
 def _elements(obs, obj, prov):
@@ -1323,6 +1383,15 @@ def _elements(obs, obj, prov):
     if type(obj) is range:
         obs.guard(ValueGuard(prov, obj))
         return [None] * len(obj)
+    if isinstance(prov, Source) and type(obj).__iter__ in _MODULE_SEQUENCE_ITERS:
+        # a ModuleList / Sequential iterated natively (``enumerate(self.layers)``): its children in order
+        children = ItemSource(AttrSource(prov, "__dict__"), "_modules")
+        obs.guard(ValueGuard(Expr(tuple, (children,)), tuple(obj._modules)))
+        return [ItemSource(children, k) for k in obj._modules]
+    if isinstance(prov, Source) and type(obj).__iter__ is torch.nn.ModuleDict.__iter__:
+        obs.guard(ValueGuard(Expr(tuple, (ItemSource(AttrSource(prov, "__dict__"), "_modules"),)),
+                             tuple(obj._modules)))
+        return [None] * len(obj._modules)
     if isinstance(prov, Expr) and prov.fn in _DICT_VIEWS and len(prov.args) == 1:
         dprov = prov.args[0]
         d = obj.mapping
@@ -1537,6 +1606,7 @@ def capture(fn, args, kwargs):
     obs.generator_yields = {}
     obs.yielded_values = {}
     obs.pending_objects = []
+    obs.snapshot = False
     obs.sets = {}
     vm = VM(observer=obs)
     obs.vm = vm

@@ -328,14 +328,17 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     seen = {}
     # side effects the program made before its first tensor op happen before the graph runs (so that
     # an error raised by the graph leaves them done, as eager does); the others after it
-    _side_effects(em, cap.side_effects[:cap.pre_graph], seen)
+    # (a write whose value the graph computes waits for it: a container filled later in the call)
+    before = [e for e in cap.side_effects[:cap.pre_graph] if not _uses_outputs(e)]
+    after = [e for e in cap.side_effects if not any(e is b for b in before)]
+    _side_effects(em, before, seen)
     if cap.outputs or cap.op_count:
         a.call_begin(graph_fn)
         for source, _ in cap.inputs:
             em.expr(source)
         a.call_end(len(cap.inputs))
         a.store_fast("out")
-    _side_effects(em, cap.side_effects[cap.pre_graph:], seen)
+    _side_effects(em, after, seen)
     em.template(cap.result_template, seen)
     result = em.temp()
     a.store_fast(result)
@@ -365,25 +368,32 @@ def _tensor_checker(guards):
     return checker.check
 
 
+def _uses_outputs(effect):
+    kind, _, key, value = effect
+    templates = [*key, *value.values()] if kind == "call" else [value]
+    return any(t[0] == "output" for t in _walk(templates))
+
+
 def _source_leaves(templates):
-    out = []
-    stack = list(templates)
-    visited = set()
+    return [t[1] for t in _walk(templates) if t[0] == "source"]
+
+
+def _walk(templates):
+    """Every part of these templates, each once (new objects may refer to each other in a cycle)."""
+    stack, visited = list(templates), set()
     while stack:
         t = stack.pop()
         if id(t) in visited:
-            continue  # new objects may refer to each other in a cycle
+            continue
         visited.add(id(t))
+        yield t
         kind = t[0]
-        if kind == "source":
-            out.append(t[1])
-        elif kind in ("list", "tuple", "set"):
+        if kind in ("list", "tuple", "set"):
             stack.extend(t[1])
         elif kind == "namedtuple":
             stack.extend(t[2])
         elif kind in ("dict", "object"):
             stack.extend(part for _, part in t[-1])
-    return out
 
 
 def _side_effects(em, effects, seen):

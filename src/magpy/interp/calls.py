@@ -41,12 +41,11 @@ def call(vm, fn, args, kwargs):
     if tp is _partial:  # (a heap type: extension types made from specs are)
         merged = {**fn.keywords, **kwargs} if kwargs else fn.keywords
         if provs is not None:
-            vm.call_provs = provs
-            for a in reversed(fn.args):
-                _prepend(vm, a, None)
+            # the partial's own arguments: provenance the observer knows of them (it saw them stored)
+            stored = vm.observer.unpacked(fn.args, None) if fn.args else ()
+            vm.call_provs = ((*stored, *provs[0]), provs[1], None)
             if fn.keywords:
-                opaque = vm.observer.opaque
-                vm.call_provs = (vm.call_provs[0], {**{k: opaque(v) for k, v in fn.keywords.items()},
+                vm.call_provs = (vm.call_provs[0], {**vm.observer.unpacked_mapping(fn.keywords, None),
                                                     **vm.call_provs[1]}, None)
         return call(vm, fn.func, (*fn.args, *args), merged)
     if tp.__flags__ & _HEAPTYPE or tp is type:
