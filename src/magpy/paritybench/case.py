@@ -163,10 +163,16 @@ def _fresh_module(case: TestCase, file_name: str, eager: EagerRun):
 
 
 def _deep_copy(module):
+    """A deep copy, or None where copying loses state (``nn.Module.__getstate__`` drops ``__slots__``)."""
     try:
-        return copy.deepcopy(module)
+        copied = copy.deepcopy(module)
     except Exception:
         return None
+    slots = {name for cls in type(module).__mro__ for name in cls.__dict__.get("__slots__", ())
+             if isinstance(name, str)}
+    if any(hasattr(module, name) and not hasattr(copied, name) for name in slots):
+        return None
+    return copied
 
 
 def _build(case: TestCase, file_name: str, status: str):
