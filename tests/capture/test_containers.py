@@ -177,7 +177,6 @@ def test_dict_built_inside_with_comprehension_and_update():
     expect_one_graph(stats)
 
 
-@unsupported("tensors taken from dict.items() of an input are not tracked")
 def test_dict_order_is_kept():
     def fn(d):
         return {k: v * 2 for k, v in reversed(list(d.items()))}

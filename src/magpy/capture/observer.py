@@ -552,6 +552,11 @@ class CaptureObserver(Observer):
                 return entry[1][key]
             except IndexError:
                 return UNKNOWN
+        if entry is not None and entry[0] is obj and type(key) is slice and type(obj) in (list, tuple) \
+                and type(entry[1]) is list and len(entry[1]) == len(obj):
+            self.need(key, key_prov)  # ``xs[:-1]`` of a list made here: those elements, as they came
+            self.contents[id(value)] = (value, entry[1][key])
+            return None
         if _is_tensor(key):
             self.unsupported("a tensor used as a key of a Python container (looked up by identity)")
         if obj_prov is None and key_prov is None and self.effective(key, None) is None:
@@ -715,6 +720,14 @@ class CaptureObserver(Observer):
             if any(p is not None for p in elements):
                 self.contents[id(result)] = (result, list(elements))
             return None
+        if fn in (list, tuple) and len(args) == 1 and not kwargs and type(result) is fn and \
+                arg_provs[0] is not UNKNOWN:
+            # a copy of an iterable: the same elements, with their provenance (pairs from zip/items too)
+            elements = _elements(self, args[0], arg_provs[0])
+            if elements is not None and len(elements) == len(result):
+                if any(p is not None for p in elements):
+                    self.contents[id(result)] = (result, list(elements))
+                return None
         if fn is set and len(args) <= 1 and not kwargs and type(result) is set:
             self.sets[id(result)] = (result, [])  # tracked element by element from here on
             return self.set_added(result, args[0], arg_provs[0], many=True) if args else None
