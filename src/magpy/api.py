@@ -87,7 +87,9 @@ class CompiledFunction:
             example = [t for _, t in cap.inputs]
             backend = _backends.lookup_backend(self.backend)
             try:
-                graph_fn = backend(gm, example)
+                # a graph over Python numbers (random draws, ``t.item()``) runs as captured: compiling
+                # backends would bake those numbers in as constants
+                graph_fn = gm.forward if cap.host_values else backend(gm, example)
             except Exception as err:  # noqa: BLE001 - a backend that cannot compile a graph: run it as is
                 warnings.warn(f"magpy: backend {self.backend!r} failed on a graph of "
                               f"{self.func.__qualname__} ({type(err).__name__}: {err}); running it eagerly",

@@ -83,7 +83,6 @@ def test_numpy_array_argument():
 
 # ---- Python random: re-drawn on every call ---------------------------------------------------------------
 
-@unsupported("Python random draws are not captured (no replay of random.*)")
 def test_random_inside_forward_is_redrawn_each_call():
     def fn(x):
         if random.random() < 0.5:
@@ -110,14 +109,12 @@ class LayerDrop(nn.Module):
         return x
 
 
-@unsupported("Python random draws are not captured (no replay of random.*)")
 def test_layerdrop_random_skips_match_eager():
     torch.manual_seed(0)
     stats = differential(twins(LayerDrop()), fresh(lambda: (t(2, 4),), 6))
     expect(stats, fallbacks=0)
 
 
-@unsupported("Python random draws are not captured (no replay of random.*)")
 def test_random_choice_and_shuffle_of_python_values():
     def fn(x, options):
         order = list(options)

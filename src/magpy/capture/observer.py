@@ -12,6 +12,7 @@ side effects replayed after the graph runs.
 """
 import functools
 import inspect
+import random as _random
 import operator
 import types
 import warnings
@@ -25,7 +26,8 @@ from ..interp.tracking import NOT_RETURNED
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
 from . import rules, vf
 from .guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard
-from .sources import Source, ArgSource, GlobalSource, AttrSource, ItemSource, CellSource, Expr, Const
+from .sources import Source, ArgSource, GlobalSource, AttrSource, ItemSource, CellSource, DrawSource, Expr, \
+    Const, mentions_draw
 
 
 class _Abandon(Exception):
@@ -206,6 +208,8 @@ class Capture:
         self.result_template = None
         self.unsupported = None   # an Unsupported, when capture must give up
         self.op_count = 0
+        self.draws = []           # (native random function, constant arguments) per draw, in order
+        self.host_values = False  # the graph computes or takes Python numbers (not only tensors)
 
 
 class CaptureObserver(Observer):
@@ -251,7 +255,7 @@ class CaptureObserver(Observer):
                 type(value) in (tuple, torch.Size) and all(isinstance(v, _SCALARS) for v in value)):
             self.guard(ValueGuard(prov, value))
         elif isinstance(value, _IDENTITY_TYPES) or isinstance(value, torch.nn.Module):
-            if not _library_global(prov):
+            if not _library_global(prov) and not self._fresh_binding(value, prov):
                 self.guard(IdGuard(prov, value))
         elif isinstance(value, (torch.dtype, torch.device)):
             self.guard(ValueGuard(prov, value))
@@ -271,11 +275,20 @@ class CaptureObserver(Observer):
             self.tensor_input(value, prov)
         elif isinstance(value, (_IDENTITY_TYPES, torch.nn.Module, functools.partial)):
             # (a partial's stored arguments are then its first call's: it is immutable in practice)
-            if not _library_global(prov):
+            if not _library_global(prov) and not self._fresh_binding(value, prov):
                 self.guard(IdGuard(prov, value))
         elif type(value) is types.MethodType and isinstance(prov, Source):
             # a method read by attribute: the same function (an instance attribute may replace it)
             self.guard(IdGuard(AttrSource(prov, "__func__"), value.__func__))
+
+    def _fresh_binding(self, value, prov):
+        """``obj.method`` of a native method: a new bound object on every read, fixed by ``obj``'s type
+        guard (``deref``) rather than by identity."""
+        if type(value) is not types.BuiltinMethodType or type(prov) is not AttrSource:
+            return False
+        known = self.sources_of.get(id(value.__self__))
+        return known is not None and known[0] is value.__self__ and known[1] == prov.base \
+            and not isinstance(value.__self__, types.ModuleType)
 
     def deref(self, obj, prov):
         """The program reads an attribute or item of ``obj``: its type decides how that read behaves."""
@@ -344,6 +357,8 @@ class CaptureObserver(Observer):
             else:
                 part_provs = [prov] * 3 if prov is not None else [None] * 3
             return slice(*(self.to_graph_arg(v, p) for v, p in zip(parts, part_provs)))
+        if type(value) in (int, float, bool) and isinstance(prov, (Source, Expr)) and mentions_draw(prov):
+            return self.scalar_input(value, prov)  # a random number: an input of the graph, not a constant
         if isinstance(value, _SCALARS + (torch.dtype, torch.device, torch.Size, torch.layout,
                                           torch.memory_format, type(Ellipsis))):
             self.need(value, prov)
@@ -365,9 +380,28 @@ class CaptureObserver(Observer):
         self.bind_result(result, node)
         return node
 
+    def draw(self, fn, args, arg_provs):
+        """A draw of the global random generator: re-drawn by the entry program on every call."""
+        for a, p in zip(args, arg_provs):
+            self.need(a, p)  # (``getrandbits(k)``: the same k)
+        self.cap.draws.append((fn, tuple(args)))
+        return DrawSource(len(self.cap.draws) - 1)
+
+    def scalar_input(self, value, prov):
+        """A Python number the graph takes as an input, computed by the entry program (a random draw)."""
+        known = self.scalar_inputs.get(prov)
+        if known is None:
+            known = self.cap.graph.placeholder(f"in{len(self.cap.inputs)}")
+            known.meta["source"] = prov.render()
+            self.cap.inputs.append((prov, value))
+            self.scalar_inputs[prov] = known
+            self.cap.host_values = True
+        return known
+
     def scalar_of(self, fn, args, arg_provs, result, method=None):
         """``float(t)``, ``t.item()``, ``t.tolist()``: a graph node whose Python result is traced."""
         node = self.record(fn, args, arg_provs, None, None, None, method=method)
+        self.cap.host_values = True
         if type(result) is list:
             self._trace_list(result, node)
             return None
@@ -837,6 +871,8 @@ class CaptureObserver(Observer):
             if makes_tensor or fn not in rules.TENSOR_NEUTRAL:
                 self.unsupported(f"{getattr(fn, '__qualname__', fn)}() called on tensors: MagPy has no "
                                  "rule for it")
+        if self_obj is _random._inst and getattr(fn, "__name__", "") in rules.RANDOM_DRAWS and not kwargs:
+            return self.draw(fn, args, arg_provs)
         if module.split(".")[0] in rules.RANDOM_MODULES or (self_obj is not None and
                                                            type(self_obj).__module__ == "random"):
             self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws Python random numbers")
@@ -1049,7 +1085,13 @@ class CaptureObserver(Observer):
     @_event(UNKNOWN)
     def bound_self(self, method, method_prov):
         if type(method_prov) is AttrSource:
-            return method_prov.base  # ``obj.method`` read by attribute: self is obj
+            known = self.sources_of.get(id(method.__self__))
+            if known is not None and known[0] is method.__self__ and known[1] == method_prov.base:
+                return method_prov.base  # ``obj.method`` bound by the attribute read: self is obj
+            # a bound method stored as an attribute (``random.uniform`` is ``random._inst.uniform``)
+            prov = AttrSource(method_prov, "__self__")
+            self.sources_of.setdefault(id(method.__self__), (method.__self__, prov))
+            return prov
         return self.provenance_of(method.__self__)
 
     @_event(lambda iterable, prov: [UNKNOWN] * len(iterable) if hasattr(iterable, '__len__') else [])
@@ -1619,6 +1661,7 @@ def capture(fn, args, kwargs):
     obs.generator_yields = {}
     obs.yielded_values = {}
     obs.pending_objects = []
+    obs.scalar_inputs = {}
     obs.snapshot = False
     obs.sets = {}
     vm = VM(observer=obs)
@@ -1637,10 +1680,10 @@ def capture(fn, args, kwargs):
         obs.cap.unsupported = obs.cap.unsupported or Unsupported(
             f"internal capture error in finish_objects: {type(exc).__name__}: {exc}")
     _drop_implied(obs.cap.guards)
-    if len(obs.cap.inputs) > 1:
+    paths = tuple(source for source, value in obs.cap.inputs if _is_tensor(value))
+    if len(paths) > 1:
         # the graph was traced with distinct input tensors; the same tensor passed twice later (an
         # in-place op on one would show through the other) needs a graph of its own
-        paths = tuple(source for source, _ in obs.cap.inputs)
         obs.guard(TruthGuard(Expr(distinct, paths), True))
     return result, None, obs.cap
 

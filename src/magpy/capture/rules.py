@@ -53,6 +53,9 @@ MUTATES = {
 GRAPH = {torch._C._set_grad_enabled}
 
 RANDOM_MODULES = ("random",)
+#: the native primitives of Python's global random generator that the entry program re-draws (its
+#: Python-level methods — uniform, randint, choice … — are interpreted down to these)
+RANDOM_DRAWS = {"random", "getrandbits"}
 
 import warnings as _warnings
 

@@ -73,6 +73,36 @@ class ConstSource(Source):
         return hash(("const", id(self.value)))
 
 
+class DrawSource(Source):
+    """The ``index``-th Python random number the call drew (``random.random()``, ``getrandbits(k)``): the
+    entry program draws them again, in order, before its guards; a guard that then fails puts the
+    random state back."""
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+    def render(self):
+        return f"draw[{self.index}]"
+
+    def __eq__(self, other):
+        return type(other) is DrawSource and other.index == self.index
+
+    def __hash__(self):
+        return hash(("draw", self.index))
+
+
+def mentions_draw(e):
+    """Does this path or expression depend on a random draw?"""
+    while isinstance(e, Source):
+        if type(e) is DrawSource:
+            return True
+        e = getattr(e, "base", None)
+    if type(e) is Expr:
+        return any(mentions_draw(a) for a in e.args)
+    return False
+
+
 class AttrSource(Source):
     __slots__ = ("base", "name")
 

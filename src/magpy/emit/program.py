@@ -12,12 +12,13 @@
 import builtins
 import math
 import operator
+import random
 import types
 
 import torch
 
 from ..capture.guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard, order
-from ..capture.sources import ArgSource, GlobalSource, ConstSource, AttrSource, ItemSource, CellSource, \
+from ..capture.sources import ArgSource, GlobalSource, ConstSource, AttrSource, ItemSource, CellSource, DrawSource, \
     Expr, Const
 from .asm import Assembler
 
@@ -127,6 +128,8 @@ class _Emitter:
             a.call_end(2)
         elif t is ConstSource:
             a.const(e.value)
+        elif t is DrawSource:
+            a.load_fast(f"draw{e.index}")
         elif t is AttrSource:
             self.expr(e.base)
             a.attr(e.name)
@@ -298,6 +301,18 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     handler = a.label()
     mock = a.label()
     tb = a.try_begin(handler)
+    if cap.draws:
+        # the random numbers the first call drew, drawn again (in order) so that guards can check them;
+        # a miss puts the generator back for the next entry (or the recompile) to draw the same ones
+        a.call_begin(random.getstate)
+        a.call_end(0)
+        a.store_fast("random_state")
+        for k, (fn, args) in enumerate(cap.draws):
+            a.call_begin(fn)
+            for x in args:
+                a.const(x)
+            a.call_end(len(args))
+            a.store_fast(f"draw{k}")
     tensors = [g for g in guards if type(g) is TensorGuard]
     checker = _tensor_checker(tensors)
     for g in guards:
@@ -312,10 +327,12 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     a.try_end(tb)
     a.emit("JUMP_FORWARD", mock)
     a.place(miss)
+    _restore_random(a, cap)
     a.const(MISS)
     a.ret()
     a.place(handler)
     a.pop()
+    _restore_random(a, cap)
     a.const(MISS)
     a.ret()
     a.place(mock)
@@ -366,6 +383,14 @@ def _tensor_checker(guards):
     for g in guards:
         g.example = None  # the checker keeps what it needs; the first call's tensors can go
     return checker.check
+
+
+def _restore_random(a, cap):
+    if cap.draws:
+        a.call_begin(random.setstate)
+        a.load_fast("random_state")
+        a.call_end(1)
+        a.pop()
 
 
 def _uses_outputs(effect):
