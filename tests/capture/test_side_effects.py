@@ -136,7 +136,6 @@ def test_attribute_store_of_a_constant_on_a_user_object():
     expect_one_graph(stats)
 
 
-@unsupported("mutating a list held by an outside object (append) is not replayed")
 def test_append_to_a_list_attribute_of_a_user_object():
     def fn(state, x):
         state.history.append(x.mean())
@@ -320,7 +319,6 @@ def test_closure_cell_write_of_a_tensor():
     expect_one_graph(stats)
 
 
-@unsupported("mutating a list held in a closure cell (append) is not replayed")
 def test_closure_list_cell_mutation():
     def make():
         seen = []

@@ -212,11 +212,35 @@ class Capture:
         self.host_values = False  # the graph computes or takes Python numbers (not only tensors)
 
 
+class _Contents(dict):
+    """``CaptureObserver.contents``: also lists outside lists the program appended to. Their elements are
+    the entry list's items followed by the appended values; the length of the entry list is guarded
+    only once the program reads the list (a list that only grows, like a history, needs no guard)."""
+
+    def __init__(self, observer):
+        super().__init__()
+        self.observer = observer
+        self.grown = {}           # id(outside list) -> (list, its path, length on entry, appended provs)
+        self.outside = set()      # ids of outside lists whose contents are tracked here (they changed)
+
+    def changed_outside(self, obj):
+        return id(obj) in self.grown or id(obj) in self.outside
+
+    def get(self, key, default=None):
+        grown = self.grown.pop(key, None)
+        if grown is not None:
+            target, prov, n, added = grown
+            self.observer.guard(ValueGuard(Expr(len, (prov,)), n))
+            self[key] = (target, [ItemSource(prov, k) for k in range(n)] + added)
+            self.outside.add(key)
+        return super().get(key, default)
+
+
 class CaptureObserver(Observer):
     def __init__(self, fn_globals):
         self.cap = Capture()
         self.nodes = {}           # id(tensor) -> (tensor, node)
-        self.contents = {}        # id(container made inside) -> (container, list of element provs)
+        self.contents = _Contents(self)  # id(container made inside) -> (container, element provs)
         self.written = {}         # (id(obj), name) -> prov of the value the program stored there
         self.input_paths = {}     # id(graph input tensor) -> the path it was first read by
         self.frame = None         # the innermost frame an event came from (for messages)
@@ -893,7 +917,7 @@ class CaptureObserver(Observer):
     def effective(self, value, prov):
         """``prov``, except that a container (or generator) made inside that holds values from outside
         is the expression that rebuilds it from their provenance, or UNKNOWN — never a constant."""
-        if prov is not None:
+        if prov is not None and not (isinstance(prov, Source) and self.contents.changed_outside(value)):
             return prov
         if type(value) is set and id(value) in self.sets:
             return self._set_expr(value)
@@ -1041,15 +1065,37 @@ class CaptureObserver(Observer):
         return Expr(fn, operands)
 
 
+    def _grow_outside_list(self, fn, target, prov, value, value_prov, name):
+        """``xs.append(v)`` / ``xs.extend(vs)`` on a list from outside: replayed on the entry's list."""
+        if name == "append":
+            added = [value_prov]
+        else:
+            added = _elements(self, value, value_prov) if value_prov is not UNKNOWN else None
+            if added is None or any(type(p) is tuple for p in added):
+                self.unsupported("extend() of an outside list by values of unknown origin")
+        self.cap.side_effects.append(("call", getattr(list, name), [("source", prov),
+                                                                    self.frozen_template(value, value_prov)], {}))
+        grown = self.contents.grown.get(id(target))
+        entry = dict.get(self.contents, id(target))
+        if entry is not None and entry[0] is target:
+            entry[1].extend(added)
+        elif grown is not None and grown[0] is target:
+            grown[3].extend(added)
+        else:
+            self.contents.grown[id(target)] = (target, prov, len(target) - len(added), list(added))
+        return None
+
     def _mutation(self, fn, args, arg_provs, result):
         self_obj = getattr(fn, "__self__", None)
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):
             target, target_prov, others = self_obj, self.provenance_of(self_obj), arg_provs
         else:
             target, target_prov, others = args[0], arg_provs[0], arg_provs[1:]
+        name = getattr(fn, "__name__", "")
+        if type(target) is list and isinstance(target_prov, Source) and name in ("append", "extend"):
+            return self._grow_outside_list(fn, target, target_prov, args[-1], others[-1], name)
         entry = self.contents.get(id(target))
         inside = entry is not None and entry[0] is target
-        name = getattr(fn, "__name__", "")
         if type(target) is set and target_prov is None and name in ("add", "update") and len(others) == 1:
             return self.set_added(target, args[-1], others[0], many=name == "update")
         if not inside and target_prov is not None:
@@ -1187,6 +1233,8 @@ class CaptureObserver(Observer):
                 self.cap.outputs.append(node)
             return ("output", self.cap.outputs.index(node))
         if type(value) in (list, tuple, dict) or (isinstance(value, tuple) and hasattr(value, "_fields")):
+            if isinstance(prov, Source) and self.contents.changed_outside(value):
+                return ("source", prov)  # the entry's own list, which the mock changes the same way
             entry = self.contents.get(id(value))
             if isinstance(prov, Source) and entry is None:
                 return ("source", prov)
