@@ -13,6 +13,7 @@ side effects replayed after the graph runs.
 import functools
 import inspect
 import random as _random
+import sys
 import operator
 import types
 import warnings
@@ -758,6 +759,8 @@ class CaptureObserver(Observer):
         return self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
 
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
+        if getattr(fn, "__func__", fn) in _BOOKKEEPING:
+            return None
         if isinstance(fn, type) and _python_constructed(fn):
             return None  # a new object whose __new__/__init__ ran interpreted (their effects were seen)
         if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__init__" and not args and not kwargs \
@@ -1692,6 +1695,18 @@ def _run_natively(target):
 for _target in (inspect.signature,):
     register_lookaside(_target, _run_natively(_target))
 
+#: bookkeeping functions torch's own compiler installs (Dynamo tags every new nn.Module in its
+#: ``__init__``): run natively, and nothing to replay
+_BOOKKEEPING = set()
+
+
+def _register_bookkeeping():
+    guard = sys.modules.get("torch._dynamo.mutation_guard")
+    tag = getattr(getattr(guard, "GenerationTracker", None), "tag", None)
+    if tag is not None and tag.__func__ not in _BOOKKEEPING:
+        _BOOKKEEPING.add(tag.__func__)
+        register_lookaside(tag.__func__, _run_natively(tag.__func__))
+
 
 def capture(fn, args, kwargs):
     """Run ``fn(*args, **kwargs)`` in the VM under observation.
@@ -1699,6 +1714,7 @@ def capture(fn, args, kwargs):
     Returns ``(result, exception, capture)``: exactly one of result/exception is meaningful, and
     ``capture.unsupported`` says why the call cannot be replayed (None when it can).
     """
+    _register_bookkeeping()
     obs = CaptureObserver(getattr(fn, "__globals__", {}))
     obs.iterators = {}
     obs.iterables = {}
