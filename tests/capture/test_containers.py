@@ -111,6 +111,15 @@ def test_append_to_an_input_list_of_another_length_recompiles():
     expect_recompile(stats)
 
 
+def test_star_unpacking_into_a_returned_tuple():
+    # ``(a, *rest)`` builds a list, then a tuple of its elements: each keeps its own origin
+    def fn(x, ys):
+        return (x * 2, *ys)
+
+    stats = differential(plain(fn), [(t(), [1, 2]), (t(), [1, 2]), (t(), [3, 4])])
+    expect(stats, fallbacks=0)
+
+
 def test_item_store_into_an_input_list_is_replayed():
     def fn(xs):
         xs[0] = xs[1] + 1

@@ -1365,6 +1365,16 @@ def _op_build(kind):
     return op
 
 
+def _op_list_to_tuple(obs, arg, inputs, provs, outputs):
+    """``(a, *rest)``: the tuple holds the list's elements, with their provenance."""
+    elements = _elements(obs, inputs[0], provs[0])
+    if elements is None or len(elements) != len(outputs[0]):
+        return [UNKNOWN]
+    if any(p is not None for p in elements):
+        obs.contents[id(outputs[0])] = (outputs[0], list(elements))
+    return [None]
+
+
 def _op_build_map(obs, n, inputs, provs, outputs):
     d = outputs[0]
     keys, key_provs, value_provs = inputs[0::2], provs[0::2], provs[1::2]
@@ -1651,7 +1661,8 @@ _OPERATIONS = {
     "CONTAINS_OP": _op_contains,
     "BUILD_TUPLE": _op_build(tuple),
     "BUILD_LIST": _op_build(list),
-    "LIST_TO_TUPLE": _op_build(tuple),
+    "LIST_TO_TUPLE": _op_list_to_tuple,
+    "INTRINSIC_LIST_TO_TUPLE": _op_list_to_tuple,
     "GET_ITER": _op_get_iter,
     "FOR_ITER": _op_for_iter,
     "UNPACK_SEQUENCE": _op_unpack,

@@ -14,8 +14,9 @@ def _operand_provs(f):
     if f.vm.observer is None:
         return None
     n = len(f.stack)
-    provs = tuple(f.pstack[n - 1:n + 1])
-    return provs if len(provs) == 2 else None
+    if len(f.pstack) != n + 1:
+        return None  # provenance not in step with the stack here (values pushed by a resume)
+    return tuple(f.pstack[n - 1:])
 
 
 @handler("BINARY_OP")
