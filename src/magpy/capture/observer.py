@@ -10,6 +10,7 @@ tensor operation a node. Consuming a derived Python value (a branch, a constant 
 op, a returned value) adds the guard that makes the reuse safe. Writes to outside objects become
 side effects replayed after the graph runs.
 """
+import collections
 import functools
 import inspect
 import random as _random
@@ -1047,7 +1048,7 @@ class CaptureObserver(Observer):
         if all(p is None for p in provs):
             return None
         self_obj = getattr(fn, "__self__", None)
-        if fn in _DICT_VIEWS and len(args) == 1 and type(args[0]) is dict:
+        if fn in _DICT_VIEWS and len(args) == 1 and type(args[0]) in (dict, collections.OrderedDict):
             return Expr(fn, (arg_provs[0] if arg_provs[0] is not None else Const(args[0]),))
         pure = rules.is_pure(fn)
         if not pure or any(p is UNKNOWN for p in provs):
@@ -1467,7 +1468,9 @@ def _op_list_append(obs, n, inputs, provs, outputs):
     return None
 
 
-_DICT_VIEWS = {dict.keys: "keys", dict.values: "values", dict.items: "items"}
+_DICT_VIEWS = {dict.keys: "keys", dict.values: "values", dict.items: "items",
+               collections.OrderedDict.keys: "keys", collections.OrderedDict.values: "values",
+               collections.OrderedDict.items: "items"}
 #: containers of modules whose ``__iter__`` yields their children in order
 _MODULE_SEQUENCE_ITERS = {torch.nn.ModuleList.__iter__, torch.nn.Sequential.__iter__}
 
