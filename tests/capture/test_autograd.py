@@ -46,8 +46,6 @@ def test_enable_grad_inside_no_grad():
     expect_one_graph(stats)
 
 
-@unsupported("torch.no_grad()/enable_grad() blocks are not captured (their __init__ is an unruled native "
-             "call)")
 def test_no_grad_decorated_helper():
     @torch.no_grad()
     def ema(avg, x):

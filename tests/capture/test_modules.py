@@ -211,8 +211,6 @@ class Counter(nn.Module):
         return x - self.ema
 
 
-@unsupported("augmented assignment to a module buffer (Module.__setattr__ over OrderedDict.values()) is not "
-             "captured")
 def test_buffers_updated_in_place():
     stats = differential(twins(model(Counter)), fresh(lambda: (t(),)))
     expect_one_graph(stats)

@@ -560,6 +560,8 @@ class CaptureObserver(Observer):
             return None
         if obj_prov is UNKNOWN or type(obj_prov) is Traced:
             return UNKNOWN
+        if isinstance(obj_prov, Source):
+            self.sources_of.setdefault(id(obj), (obj, obj_prov))  # (a method read here binds to obj)
         self.deref(obj, obj_prov)
         if isinstance(obj, types.ModuleType) and isinstance(obj_prov, Source):
             prov = AttrSource(obj_prov, name)
@@ -1058,6 +1060,8 @@ class CaptureObserver(Observer):
                 return UNKNOWN
             fn = _with_keywords(fn, kwargs)  # ``sorted(xs, reverse=True)``: the keywords are constants
         if any(type(p) is Traced for p in provs):
+            if fn in (isinstance, issubclass, type, callable):
+                return None  # a number the graph computes has the type its tensor's (guarded) dtype gives
             return self.traced_op(fn, args, arg_provs)  # ``math.sqrt(t.item())``: computed in the graph
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):
             # a bound method of an immutable value: call the unbound method on the value's provenance
@@ -1098,6 +1102,16 @@ class CaptureObserver(Observer):
         name = getattr(fn, "__name__", "")
         if type(target) is list and isinstance(target_prov, Source) and name in ("append", "extend"):
             return self._grow_outside_list(fn, target, target_prov, args[-1], others[-1], name)
+        if type(target) is set and isinstance(target_prov, Source) and name in ("add", "discard") and \
+                len(others) == 1:
+            # (``register_buffer`` keeps a module's set of non-persistent names): replayed on the entry's
+            # set; what the set holds afterwards is unknown to the rest of the call
+            self.need(args[-1], others[0])
+            self.cap.side_effects.append(("call", getattr(set, name), [("source", target_prov),
+                                                                       ("const", args[-1])], {}))
+            dict.__setitem__(self.contents, id(target), (target, None))
+            self.contents.outside.add(id(target))
+            return None
         entry = self.contents.get(id(target))
         inside = entry is not None and entry[0] is target
         if type(target) is set and target_prov is None and name in ("add", "update") and len(others) == 1:
@@ -1138,7 +1152,9 @@ class CaptureObserver(Observer):
             known = self.sources_of.get(id(method.__self__))
             if known is not None and known[0] is method.__self__ and known[1] == method_prov.base:
                 return method_prov.base  # ``obj.method`` bound by the attribute read: self is obj
-            # a bound method stored as an attribute (``random.uniform`` is ``random._inst.uniform``)
+        if isinstance(method_prov, Source):
+            # a bound method stored as an attribute or in a cell (``random.uniform`` is
+            # ``random._inst.uniform``; a decorator's ``ctx_factory = self.clone``)
             prov = AttrSource(method_prov, "__self__")
             self.sources_of.setdefault(id(method.__self__), (method.__self__, prov))
             return prov
