@@ -1311,12 +1311,31 @@ class CaptureObserver(Observer):
 
 def _op_binary(obs, k, inputs, provs, outputs):
     a, b = inputs
-    provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     fn = NATIVE_BINARY[k]
+    if fn in (operator.add, operator.iadd) and type(a) in (list, tuple) and type(b) is type(a):
+        return _op_concat(obs, fn, inputs, provs, outputs[0])
+    provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     if _is_tensor(a) or _is_tensor(b) or _is_tensor(outputs[0]):
         obs.record(fn, (a, b), provs, None, None, outputs[0])
         return [None]
     return [_derive(fn, inputs, provs, obs)]
+
+
+def _op_concat(obs, fn, inputs, provs, result):
+    """``xs + ys`` / ``xs += ys`` on lists or tuples: the elements of both, each with its provenance."""
+    a, b = inputs
+    if result is a:  # ``xs += ys`` grew the list in place
+        if isinstance(provs[0], Source):
+            obs._grow_outside_list(list.extend, a, provs[0], b, provs[1], "extend")
+            return [provs[0]]
+        _op_list_extend_target(obs, a, b, provs[1])
+        return [provs[0]]
+    left, right = _elements(obs, a, provs[0]), _elements(obs, b, provs[1])
+    if left is None or right is None:
+        return [UNKNOWN]
+    if any(p is not None for p in left + right):
+        obs.contents[id(result)] = (result, left + right)
+    return [None]
 
 
 def _op_compare(obs, k, inputs, provs, outputs):
@@ -1422,11 +1441,15 @@ def _op_map_add(obs, n, inputs, provs, outputs):
 
 
 def _op_list_extend(obs, n, inputs, provs, outputs):
-    target = obs.frame.stack[-n]
+    return _op_list_extend_target(obs, obs.frame.stack[-n], inputs[0], provs[0])
+
+
+def _op_list_extend_target(obs, target, iterable, prov):
+    """``target`` (a list made here) grew by the elements of ``iterable``."""
     entry = obs.contents.get(id(target))
-    added = _elements(obs, inputs[0], provs[0])
+    added = _elements(obs, iterable, prov)
     count = len(target) - (len(entry[1]) if entry is not None and entry[0] is target else 0)
-    if added is None or (type(inputs[0]) in (list, tuple) and len(added) != len(inputs[0])):
+    if added is None or (type(iterable) in (list, tuple) and len(added) != len(iterable)):
         added = [UNKNOWN] * count
     if entry is not None and entry[0] is target:
         entry[1].extend(added[:count])
