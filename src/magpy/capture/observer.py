@@ -132,6 +132,12 @@ def _python_constructed(cls):
                                                  type(new.__func__) is types.FunctionType)
 
 
+def _replayable_path(prov):
+    """A path or pure expression over the entry state (``xs[1]``, ``(xs * 2)[3]``) the entry program can
+    evaluate to find a tensor."""
+    return isinstance(prov, Source) or (type(prov) is Expr and not mentions_draw(prov))
+
+
 def _rebuildable(cls):
     """Can the mock make a fresh ``cls`` object and set its state (``object.__new__`` + ``__dict__``)?"""
     from ..interp.protocols import lookup
@@ -333,7 +339,7 @@ class CaptureObserver(Observer):
                 # reads it once, so a later call must pass the very same object there too
                 self.guard(TruthGuard(Expr(operator.is_, (source, first)), True))
             return entry[1]
-        if not isinstance(source, Source):
+        if not _replayable_path(source):
             self.unsupported("a tensor reached the program by a path MagPy cannot replay")
         node = self.cap.graph.placeholder(f"in{len(self.cap.inputs)}")
         node.meta["source"] = source.render()
@@ -345,8 +351,7 @@ class CaptureObserver(Observer):
 
     def node_of(self, tensor, prov=None):
         entry = self.nodes.get(id(tensor))
-        if isinstance(prov, Source) and (entry is None or entry[0] is not tensor or
-                                         id(tensor) in self.input_paths):
+        if _replayable_path(prov) and (entry is None or entry[0] is not tensor or id(tensor) in self.input_paths):
             return self.tensor_input(tensor, prov)
         if entry is None or entry[0] is not tensor:
             self.unsupported("a tensor of unknown origin was used (made by a call MagPy did not record)")
@@ -1229,7 +1234,11 @@ class CaptureObserver(Observer):
         if not isinstance(value, _SCALARS):
             known = self.templates.get(id(value))
             if known is not None and known[0] is value:
-                return known[1]
+                first = known[1]
+                if first[0] == "source" and _replayable_path(prov) and prov != first[1]:
+                    # one object reached by two paths: a later call must have one object there too
+                    self.guard(TruthGuard(Expr(operator.is_, (prov, first[1])), True))
+                return first
             t = self._template(value, prov)
             self.templates[id(value)] = (value, t)
             return t
@@ -1241,7 +1250,7 @@ class CaptureObserver(Observer):
                 self.cap.outputs.append(prov.node)
             return ("output", self.cap.outputs.index(prov.node))
         if _is_tensor(value):
-            if isinstance(prov, Source) and id(value) not in self.nodes:
+            if _replayable_path(prov) and id(value) not in self.nodes:
                 return ("source", prov)
             entry = self.nodes.get(id(value))
             if entry is None or entry[0] is not value:
