@@ -9,10 +9,10 @@ import torch.nn as nn
 
 try:
     from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, twins, \
-        unsupported, FromEnv
+        unsupported, FromEnv, Call
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
     from twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, twins, \
-        unsupported, FromEnv
+        unsupported, FromEnv, Call
 
 
 def t(*shape):
@@ -188,6 +188,24 @@ def test_int_of_a_tensor_used_as_a_size():
     calls = [(t(5), torch.tensor(2)), (t(5), torch.tensor(2)), (t(5), torch.tensor(4))]
     stats = differential(plain(fn), calls)
     expect(stats, fallbacks=0)
+
+
+def test_numpy_scalar_attribute_scales_a_tensor():
+    class WScale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = np.sqrt(2.0) / np.sqrt(3)      # a numpy float64, set in __init__
+            self.gain = np.float32(0.5)
+
+        def forward(self, x):
+            return x * self.scale + x * self.gain
+
+    def rescale(m):
+        m.scale = np.float64(3.0)
+
+    calls = [Call((t(),)), Call((t(),)), Call((t(),), before=rescale)]
+    stats = differential(twins(WScale()), calls)
+    expect_recompile(stats)
 
 
 def test_scalar_of_a_tensor_stored_on_self_and_printed():

@@ -289,8 +289,9 @@ class CaptureObserver(Observer):
         elif isinstance(value, _IDENTITY_TYPES) or isinstance(value, torch.nn.Module):
             if not _library_global(prov) and not self._fresh_binding(value, prov):
                 self.guard(IdGuard(prov, value))
-        elif isinstance(value, (torch.dtype, torch.device)):
-            self.guard(ValueGuard(prov, value))
+        elif isinstance(value, (torch.dtype, torch.device)) or (
+                type(value).__module__ == "numpy" and getattr(value, "shape", None) == ()):
+            self.guard(ValueGuard(prov, value))  # (numpy scalars: same type, equal value)
         else:
             self.unsupported(f"the program depends on the exact value of a {type(value).__name__} "
                              "read from outside", frame)
@@ -390,6 +391,11 @@ class CaptureObserver(Observer):
             return slice(*(self.to_graph_arg(v, p) for v, p in zip(parts, part_provs)))
         if type(value) in (int, float, bool) and isinstance(prov, (Source, Expr)) and mentions_draw(prov):
             return self.scalar_input(value, prov)  # a random number: an input of the graph, not a constant
+        if type(value).__module__ == "numpy" and getattr(value, "shape", None) == () and hasattr(value, "item"):
+            # a numpy scalar: torch treats it as the Python number it holds (and fx code would name it
+            # ``np.float64(…)``, a name the graph's code does not have)
+            self.need(value, prov)
+            return value.item()
         if isinstance(value, _SCALARS + (torch.dtype, torch.device, torch.Size, torch.layout,
                                           torch.memory_format, type(Ellipsis))):
             self.need(value, prov)
