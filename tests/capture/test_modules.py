@@ -1,5 +1,7 @@
 """nn.Module programs: nesting, containers, parameters(), named_children(), hooks, training branches,
 buffers updated in place (BatchNorm), attribute stores on self. Each side owns its own copy of the model."""
+import weakref
+
 import pytest
 import torch
 import torch.nn as nn
@@ -131,6 +133,29 @@ def test_shared_submodule_deduplicated_by_memo_sets():
     calls = [(t(),), (t(),), Call((t(),), before=untie), (t(),)]
     stats = differential(twins(model(Shared)), calls)
     expect(stats, compiles=2, cache_hits=2, fallbacks=0)
+
+
+class WeakWeights(nn.Module):
+    """nn.LSTM's pattern: weak references to the parameters, dereferenced in forward."""
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4))
+        self.refs = [weakref.ref(self.w)]
+        self.start, self.end = 1, 3
+
+    def forward(self, x):
+        y = x @ self.refs[0]()
+        y[:, self.start:self.end] = y[:, self.start:self.end].sigmoid()
+        return y
+
+
+def test_weak_references_and_sliced_item_store():
+    def narrow(m):
+        m.end = 2
+
+    calls = [Call((t(),)), Call((t(),)), Call((t(),), before=narrow)]
+    stats = differential(twins(model(WeakWeights)), calls)
+    expect_recompile(stats)
 
 
 class Children(nn.Module):

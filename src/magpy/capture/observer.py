@@ -18,6 +18,7 @@ import sys
 import operator
 import types
 import warnings
+import weakref
 
 import torch
 from torch import fx
@@ -130,6 +131,16 @@ def _python_constructed(cls):
     new = lookup(cls, "__new__")
     return type(init) is types.FunctionType or (type(new) is staticmethod and
                                                  type(new.__func__) is types.FunctionType)
+
+
+def _plain_data(value):
+    """A tuple (or ``torch.Size``) of scalars and such tuples: compared by value in a guard."""
+    return type(value) in (tuple, torch.Size) and all(
+        isinstance(v, _SCALARS) or type(v) is slice or v is Ellipsis or _plain_data(v) for v in value)
+
+
+def _dereference(ref):
+    return ref()
 
 
 def _replayable_path(prov):
@@ -283,8 +294,7 @@ class CaptureObserver(Observer):
                              "(graph break)", frame)
         if value is None:
             self.guard(NoneGuard(prov, True))
-        elif isinstance(value, _SCALARS) or type(value) in (range, slice) or (
-                type(value) in (tuple, torch.Size) and all(isinstance(v, _SCALARS) for v in value)):
+        elif isinstance(value, _SCALARS) or type(value) in (range, slice) or _plain_data(value):
             self.guard(ValueGuard(prov, value))
         elif isinstance(value, _IDENTITY_TYPES) or isinstance(value, torch.nn.Module):
             if not _library_global(prov) and not self._fresh_binding(value, prov):
@@ -397,7 +407,7 @@ class CaptureObserver(Observer):
             self.need(value, prov)
             return value.item()
         if isinstance(value, _SCALARS + (torch.dtype, torch.device, torch.Size, torch.layout,
-                                          torch.memory_format, type(Ellipsis))):
+                                          torch.memory_format, type(Ellipsis), range)):
             self.need(value, prov)
             return value
         self.unsupported(f"a {type(value).__name__} was passed to a tensor operation")
@@ -770,6 +780,8 @@ class CaptureObserver(Observer):
                 self.need(fn, fn_prov) if isinstance(fn, _IDENTITY_TYPES) else None
         if interpreted:
             return returned
+        if type(fn) is weakref.ref and not args and not kwargs and _replayable_path(fn_prov):
+            return Expr(_dereference, (fn_prov,))  # ``ref()`` of a weak reference held outside (LSTM weights)
         return self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
 
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
