@@ -34,7 +34,6 @@ def test_zip_of_two_lists():
     expect_recompile(stats)
 
 
-@unsupported("map() over tensors is not captured")
 def test_map_with_a_lambda():
     def fn(xs):
         return list(map(lambda t: t.relu() + 1, xs))

@@ -154,7 +154,6 @@ def test_traceback_of_a_user_exception_names_the_user_function():
         raise CaptureShortfall(f"user frame missing from the traceback: {frames}")
 
 
-@unsupported("next() over an iterator of tensors is not captured")
 def test_stop_iteration_from_next_on_an_empty_iterator():
     def fn(xs):
         it = iter(xs)

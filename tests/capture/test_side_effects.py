@@ -393,7 +393,6 @@ def test_inplace_before_a_failing_tensor_op_still_happens():
     expect(stats, fallbacks=0)
 
 
-@unsupported("attribute stores on a tensor are not captured")
 def test_python_attribute_set_on_a_tensor():
     def fn(x):
         x.tag = "seen"
@@ -404,7 +403,6 @@ def test_python_attribute_set_on_a_tensor():
     expect_one_graph(stats)
 
 
-@unsupported("attribute stores on a tensor (p.grad = None) are not captured")
 def test_grad_reset_to_none_inside():
     def fn(p):
         out = p.grad * 2

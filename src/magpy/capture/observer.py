@@ -686,8 +686,11 @@ class CaptureObserver(Observer):
     @_event(None)
     def write_attr(self, obj, obj_prov, name, value, prov):
         self.written[(id(obj), name)] = prov
-        if _is_tensor(obj):
+        if _is_tensor(obj) and (name in rules.TENSOR_STATE_ATTRS or not isinstance(obj_prov, Source)):
+            # (``p.data = …`` would change what the graph reads; a tensor the graph makes has no path)
             self.unsupported(f"setting attribute {name!r} of a tensor")
+        if _is_tensor(obj):
+            self.tensor_input(obj, obj_prov)  # ``p.grad = None``: replayed on the entry's tensor
         if isinstance(obj_prov, (Source, Expr)):
             effect = ("setattr", obj_prov, name, self.template(value, prov))
             effects = self.cap.side_effects
@@ -811,7 +814,11 @@ class CaptureObserver(Observer):
                 arg_provs[0] is not UNKNOWN:
             # a copy of an iterable: the same elements, with their provenance (pairs from zip/items too)
             elements = _elements(self, args[0], arg_provs[0])
-            if elements is not None and len(elements) == len(result):
+            if elements is None:
+                # an iterable MagPy did not follow (``map(f, xs)`` with f interpreted): the tensors the
+                # graph made are known by identity, anything else is of unknown origin
+                elements = [None if _is_tensor(v) and id(v) in self.nodes else UNKNOWN for v in result]
+            if len(elements) == len(result):
                 if any(p is not None for p in elements):
                     self.contents[id(result)] = (result, list(elements))
                 return None
@@ -820,7 +827,11 @@ class CaptureObserver(Observer):
             return self.set_added(result, args[0], arg_provs[0], many=True) if args else None
         if fn is iter and len(args) == 1 and not kwargs:
             return start_iteration(self, args[0], arg_provs[0], result)
-        if fn is next and len(args) == 1 and not kwargs:
+        if fn is next and len(args) in (1, 2) and not kwargs:
+            entry = self.iterators.get(id(args[0]))
+            if len(args) == 2 and entry is not None and entry[0] is args[0] and entry[1] is not None \
+                    and entry[2] >= len(entry[1]):
+                return arg_provs[1]  # exhausted (its length is guarded): the default
             return next_element(self, args[0], arg_provs[0], result)
         if fn is zip and set(kwargs) <= {"strict"} and all(p is None for p in kw_provs.values()):
             kwargs, kw_provs = {}, {}  # strict= only decides whether mismatched lengths raise
@@ -833,6 +844,12 @@ class CaptureObserver(Observer):
                     self.unsupported("getattr() with a default on an object of unknown origin")
                 self.guard(TruthGuard(Expr(hasattr, (arg_provs[0], Const(args[1]))), False))
             return arg_provs[2] if len(args) == 3 else None
+        if fn in (map, filter) and len(args) >= 2 and not kwargs:
+            # the callback runs later, natively driven: let it find the elements' paths by identity
+            for a, p in zip(args[1:], arg_provs[1:]):
+                for v, vp in zip(a, _elements(self, a, p) or []) if hasattr(a, "__len__") else ():
+                    if _replayable_path(vp) and not isinstance(v, _SCALARS):
+                        self.sources_of.setdefault(id(v), (v, vp))
         if fn in (enumerate, zip, reversed) and not kwargs and any(p is not None for p in arg_provs):
             for a, p in zip(args, arg_provs):
                 if p is not None and p is not UNKNOWN:
@@ -911,13 +928,6 @@ class CaptureObserver(Observer):
                                  "from tensors")
             if _is_torch_callable(fn) or fn in rules.GRAPH or fn in rules.TENSOR_BUILTINS:
                 self.record(fn, args, arg_provs, kwargs, kw_provs, result)
-                return None
-            if fn in (list, tuple) and len(args) == 1 and not kwargs and type(result) in (list, tuple):
-                # a copy of a container: the same elements, with their provenance
-                elements = _elements(self, args[0], arg_provs[0])
-                if elements is None or len(elements) != len(result):
-                    self.unsupported(f"{fn.__name__}() of an iterable of unknown contents holding tensors")
-                self.contents[id(result)] = (result, list(elements))
                 return None
             if fn is print:
                 self.unsupported("print() of a tensor (graph break)")

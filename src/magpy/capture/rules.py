@@ -105,7 +105,10 @@ TENSOR_BUILTINS = {sum, abs, pow, divmod} | {v for k, v in vars(operator).items(
 
 #: builtins that may see tensors without computing on them: handled by the provenance rules
 TENSOR_NEUTRAL = {len, isinstance, issubclass, type, id, enumerate, zip, reversed, iter, next, getattr,
-                  hasattr, setattr, callable, hash, dict, set, frozenset}
+                  hasattr, setattr, callable, hash, dict, set, frozenset, map, filter}
+
+#: attributes whose assignment changes what a tensor is (its data, autograd state): not replayed
+TENSOR_STATE_ATTRS = {"data", "requires_grad", "grad_fn", "shape", "dtype", "device", "layout"}
 
 #: Python-level attributes of a tensor that are tensors computed from it (views), not outside state
 TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
