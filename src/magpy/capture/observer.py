@@ -814,11 +814,11 @@ class CaptureObserver(Observer):
                 arg_provs[0] is not UNKNOWN:
             # a copy of an iterable: the same elements, with their provenance (pairs from zip/items too)
             elements = _elements(self, args[0], arg_provs[0])
-            if elements is None:
+            if elements is None and arg_provs[0] is None:
                 # an iterable MagPy did not follow (``map(f, xs)`` with f interpreted): the tensors the
                 # graph made are known by identity, anything else is of unknown origin
                 elements = [None if _is_tensor(v) and id(v) in self.nodes else UNKNOWN for v in result]
-            if len(elements) == len(result):
+            if elements is not None and len(elements) == len(result):
                 if any(p is not None for p in elements):
                     self.contents[id(result)] = (result, list(elements))
                 return None
