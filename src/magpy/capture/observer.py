@@ -143,6 +143,10 @@ def _dereference(ref):
     return ref()
 
 
+def _is_python_code(fn):
+    return type(fn) in (types.FunctionType, types.MethodType, functools.partial)
+
+
 def _replayable_path(prov):
     """A path or pure expression over the entry state (``xs[1]``, ``(xs * 2)[3]``) the entry program can
     evaluate to find a tensor."""
@@ -810,11 +814,10 @@ class CaptureObserver(Observer):
             if any(p is not None for p in elements):
                 self.contents[id(result)] = (result, list(elements))
             return None
-        if fn in (list, tuple) and len(args) == 1 and not kwargs and type(result) is fn and \
-                arg_provs[0] is not UNKNOWN:
+        if fn in (list, tuple) and len(args) == 1 and not kwargs and type(result) is fn:
             # a copy of an iterable: the same elements, with their provenance (pairs from zip/items too)
             elements = _elements(self, args[0], arg_provs[0])
-            if elements is None and arg_provs[0] is None:
+            if elements is None and (arg_provs[0] is None or arg_provs[0] is UNKNOWN):
                 # an iterable MagPy did not follow (``map(f, xs)`` with f interpreted): the tensors the
                 # graph made are known by identity, anything else is of unknown origin
                 elements = [None if _is_tensor(v) and id(v) in self.nodes else UNKNOWN for v in result]
@@ -844,12 +847,13 @@ class CaptureObserver(Observer):
                     self.unsupported("getattr() with a default on an object of unknown origin")
                 self.guard(TruthGuard(Expr(hasattr, (arg_provs[0], Const(args[1]))), False))
             return arg_provs[2] if len(args) == 3 else None
-        if fn in (map, filter) and len(args) >= 2 and not kwargs:
+        if fn in (map, filter) and len(args) >= 2 and not kwargs and _is_python_code(args[0]):
             # the callback runs later, natively driven: let it find the elements' paths by identity
             for a, p in zip(args[1:], arg_provs[1:]):
                 for v, vp in zip(a, _elements(self, a, p) or []) if hasattr(a, "__len__") else ():
                     if _replayable_path(vp) and not isinstance(v, _SCALARS):
                         self.sources_of.setdefault(id(v), (v, vp))
+            return UNKNOWN  # what it yields comes from interpreted code: tensors known by identity only
         if fn in (enumerate, zip, reversed) and not kwargs and any(p is not None for p in arg_provs):
             for a, p in zip(args, arg_provs):
                 if p is not None and p is not UNKNOWN:
