@@ -143,6 +143,12 @@ def _dereference(ref):
     return ref()
 
 
+def _bound_self(fn):
+    """The object a bound method is bound to (None for functions, and for classes, whose ``__self__``
+    is a descriptor of their instances)."""
+    return None if isinstance(fn, type) else getattr(fn, "__self__", None)
+
+
 def _is_python_code(fn):
     return type(fn) in (types.FunctionType, types.MethodType, functools.partial)
 
@@ -858,7 +864,7 @@ class CaptureObserver(Observer):
             for a, p in zip(args, arg_provs):
                 if p is not None and p is not UNKNOWN:
                     self.iterables[p] = a
-        self_obj = getattr(fn, "__self__", None)
+        self_obj = _bound_self(fn)
         if isinstance(fn, types.BuiltinMethodType) and _is_tensor(self_obj):
             name = fn.__name__
             if name in rules.TENSOR_TO_SCALAR and not kwargs:
@@ -1086,7 +1092,7 @@ class CaptureObserver(Observer):
             return Expr(fn, ())  # torch's global state (grad mode, default dtype …): guarded where used
         if all(p is None for p in provs):
             return None
-        self_obj = getattr(fn, "__self__", None)
+        self_obj = _bound_self(fn)
         if fn in _DICT_VIEWS and len(args) == 1 and type(args[0]) in (dict, collections.OrderedDict):
             return Expr(fn, (arg_provs[0] if arg_provs[0] is not None else Const(args[0]),))
         pure = rules.is_pure(fn)
@@ -1131,7 +1137,7 @@ class CaptureObserver(Observer):
         return None
 
     def _mutation(self, fn, args, arg_provs, result):
-        self_obj = getattr(fn, "__self__", None)
+        self_obj = _bound_self(fn)
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):
             target, target_prov, others = self_obj, self.provenance_of(self_obj), arg_provs
         else:
