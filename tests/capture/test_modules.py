@@ -158,6 +158,23 @@ def test_weak_references_and_sliced_item_store():
     expect_recompile(stats)
 
 
+class RunningRange(nn.Module):
+    """Observers of quantized nets: buffers registered and reassigned in forward."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("low", torch.zeros(1))
+
+    def forward(self, x):
+        self.register_buffer("high", x.max().reshape(1), persistent=False)
+        self.low = torch.minimum(self.low, x.min().reshape(1))
+        return (x - self.low) / (self.high - self.low)
+
+
+def test_buffers_registered_and_reassigned_in_forward():
+    stats = differential(twins(model(RunningRange)), fresh(lambda: (t(),)))
+    expect(stats, fallbacks=0)
+
+
 class Children(nn.Module):
     def __init__(self):
         super().__init__()

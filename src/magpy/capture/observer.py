@@ -1152,8 +1152,9 @@ class CaptureObserver(Observer):
             self.need(args[-1], others[0])
             self.cap.side_effects.append(("call", getattr(set, name), [("source", target_prov),
                                                                        ("const", args[-1])], {}))
-            dict.__setitem__(self.contents, id(target), (target, None))
+            dict.__setitem__(self.contents, id(target), (target, None))  # its size and order: unknown
             self.contents.outside.add(id(target))
+            self.set_changes.setdefault(id(target), (target, {}))[1][args[-1]] = name == "add"
             return None
         entry = self.contents.get(id(target))
         inside = entry is not None and entry[0] is target
@@ -1426,6 +1427,14 @@ def _op_is(obs, invert, inputs, provs, outputs):
 
 def _op_contains(obs, invert, inputs, provs, outputs):
     item, container = inputs
+    changed = obs.set_changes.get(id(container))
+    if changed is not None and changed[0] is container and isinstance(provs[1], Source):
+        # an outside set the call added to / discarded from: those items are known, others are as on entry
+        obs.need(item, provs[0])
+        if item in changed[1]:
+            return [None]
+        fn = _not_contains if invert else operator.contains
+        return [Expr(fn, (provs[1], provs[0] if provs[0] is not None else Const(item)))]
     if type(container) is set and provs[1] is None and obs.sets.get(id(container), (None,))[0] is container \
             and _pinned(item, provs[0]) and obs.set_pinned(container):
         return [None]  # membership by identity among objects whose identities replay (a memo set)
@@ -1825,6 +1834,7 @@ def capture(fn, args, kwargs):
     obs.generator_yields = {}
     obs.yielded_values = {}
     obs.pending_objects = []
+    obs.set_changes = {}
     obs.scalar_inputs = {}
     obs.snapshot = False
     obs.sets = {}
