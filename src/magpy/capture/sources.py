@@ -193,6 +193,13 @@ _INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.true
           operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.and_: "&", operator.or_: "|"}
 
 
+_BY_VALUE = (int, float, complex, bool, str, bytes, type(None), range, slice)
+
+
+def _plain(value):
+    return type(value) in _BY_VALUE or (type(value) in (tuple, frozenset) and all(map(_plain, value)))
+
+
 class Const:
     """A constant operand of an ``Expr`` (compared by identity and value)."""
     __slots__ = ("value",)
@@ -204,7 +211,12 @@ class Const:
         return repr(self.value)
 
     def __eq__(self, other):
-        return type(other) is Const and type(other.value) is type(self.value) and other.value == self.value
+        if type(other) is not Const or type(other.value) is not type(self.value):
+            return False
+        if other.value is self.value:
+            return True
+        # plain values compare by value; anything else (a tensor compares elementwise) by identity
+        return _plain(self.value) and _plain(other.value) and bool(other.value == self.value)
 
     def __hash__(self):
         try:
