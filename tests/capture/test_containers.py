@@ -149,6 +149,18 @@ def test_one_tensor_in_every_slot_then_different_ones():
     expect(stats, fallbacks=0)
 
 
+def test_ordered_dict_built_inside_and_returned():
+    def fn(x):
+        out = collections.OrderedDict()
+        out["b"] = x * 2
+        out["a"] = x + 1
+        out.move_to_end("b")
+        return out
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect(stats, fallbacks=0)
+
+
 def test_nested_lists_of_tensors():
     def fn(grid):
         return [[c * r for c in row] for r, row in enumerate(grid)]

@@ -725,10 +725,10 @@ class CaptureObserver(Observer):
             else:
                 del self.contents[id(obj)]
             return
-        if obj_prov is None and prov is not None and type(obj) in (list, dict):
+        if obj_prov is None and prov is not None and type(obj) in (list, dict, collections.OrderedDict):
             # a constant container made inside now holds a value from outside
             self.need(key, key_prov)
-            if type(obj) is dict:
+            if type(obj) is not list:
                 self.contents[id(obj)] = (obj, {**dict.fromkeys(obj), key: prov})
             else:
                 provs = [None] * len(obj)
@@ -999,7 +999,7 @@ class CaptureObserver(Observer):
             obj, prov, parts = self.pending_objects.pop()
             if type(obj) is list:
                 parts.extend(self.template(v, p) for v, p in zip(obj, self._element_provs(obj, prov)))
-            elif type(obj) is dict:
+            elif isinstance(obj, dict):
                 provs = self._dict_provs(obj, prov)
                 parts.extend((k, self.template(v, provs[k])) for k, v in obj.items())
             else:
@@ -1168,6 +1168,10 @@ class CaptureObserver(Observer):
             return None
         if type(target) is list and name == "pop" and inside and type(entry[1]) is list and not others:
             return entry[1].pop() if entry[1] else UNKNOWN
+        if name == "move_to_end" and inside and type(entry[1]) is dict:
+            for a, p in zip(args[-len(others):] if others else (), others):
+                self.need(a, p)  # (which key moves, and to which end)
+            return None  # the same values by key; the order is read from the dict when it is rebuilt
         if not inside and all(p is None for p in others):
             return None  # a constant container changed by constants stays constant
         unknown = dict.fromkeys(target, UNKNOWN) if type(target) is dict else [UNKNOWN] * len(target) \
@@ -1300,20 +1304,22 @@ class CaptureObserver(Observer):
             if node not in self.cap.outputs:
                 self.cap.outputs.append(node)
             return ("output", self.cap.outputs.index(node))
-        if type(value) in (list, tuple, dict) or (isinstance(value, tuple) and hasattr(value, "_fields")):
+        if type(value) in (list, tuple, dict, collections.OrderedDict) or (
+                isinstance(value, tuple) and hasattr(value, "_fields")):
             if isinstance(prov, Source) and self.contents.changed_outside(value):
                 return ("source", prov)  # the entry's own list, which the mock changes the same way
             entry = self.contents.get(id(value))
             if isinstance(prov, Source) and entry is None:
                 return ("source", prov)
-            if type(value) in (list, dict) and not self.snapshot:
+            kind = _CONTAINER_KINDS.get(type(value))
+            if kind is not None and not self.snapshot:
                 # made by the call and maybe changed later on: rebuilt as the call leaves it
                 parts = []
                 self.pending_objects.append((value, prov, parts))
-                return ("dict" if type(value) is dict else "list", parts)
-            if type(value) is dict:
+                return (kind, parts)
+            if isinstance(value, dict):
                 provs = self._dict_provs(value, prov)
-                return ("dict", [(k, self.template(v, provs[k])) for k, v in value.items()])
+                return (kind, [(k, self.template(v, provs[k])) for k, v in value.items()])
             provs = self._element_provs(value, prov)
             parts = [self.template(v, p) for v, p in zip(value, provs)]
             if type(value) is list:
@@ -1562,6 +1568,9 @@ def _op_list_append(obs, n, inputs, provs, outputs):
             obs.contents[id(target)] = (target, [None] * (len(target) - 1) + [provs[0]])
     return None
 
+
+#: template kinds of the containers the mock rebuilds
+_CONTAINER_KINDS = {list: "list", dict: "dict", collections.OrderedDict: "odict"}
 
 _DICT_VIEWS = {dict.keys: "keys", dict.values: "values", dict.items: "items",
                collections.OrderedDict.keys: "keys", collections.OrderedDict.values: "values",

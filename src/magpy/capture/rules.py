@@ -12,6 +12,7 @@ A native (not interpreted) call made by the program is classified here:
   unknown: its result may be used only where no guard is needed.
 """
 import builtins
+import collections
 import functools
 import math
 import operator
@@ -47,6 +48,7 @@ MUTATES = {
     list.reverse, list.__setitem__, list.__delitem__, list.__iadd__,
     dict.update, dict.pop, dict.popitem, dict.setdefault, dict.clear, dict.__setitem__,
     dict.__delitem__, set.add, set.discard, set.remove, set.pop, set.clear, set.update,
+    collections.OrderedDict.move_to_end, collections.OrderedDict.popitem,
 }
 
 #: torch calls with no tensor arguments that still belong in the graph

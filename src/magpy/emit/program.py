@@ -10,6 +10,7 @@
         return <the result rebuilt from graph outputs, paths and constants>
 """
 import builtins
+import collections
 import math
 import operator
 import random
@@ -261,11 +262,15 @@ class _Emitter:
                 self.template(part, seen)
             a.call_end(len(t[2]))
             self._remember(t, seen)
-        elif kind == "dict":
+        elif kind in ("dict", "odict"):
+            if kind == "odict":
+                a.call_begin(collections.OrderedDict)
             for key, part in t[1]:
                 a.const(key)
                 self.template(part, seen)
             a.build_map(len(t[1]))
+            if kind == "odict":
+                a.call_end(1)
             self._remember(t, seen)
         elif kind == "object":
             # a new object of this call: made fresh, remembered before its fields (which may refer
@@ -417,7 +422,7 @@ def _walk(templates):
             stack.extend(t[1])
         elif kind == "namedtuple":
             stack.extend(t[2])
-        elif kind in ("dict", "object"):
+        elif kind in ("dict", "odict", "object"):
             stack.extend(part for _, part in t[-1])
 
 
@@ -503,8 +508,9 @@ def _render_template(t, inside=()):
         return "(" + ", ".join(_render_template(p, inside) for p in t[1]) + ("," if len(t[1]) == 1 else "") + ")"
     if kind == "namedtuple":
         return f"{t[1].__name__}(" + ", ".join(_render_template(p, inside) for p in t[2]) + ")"
-    if kind == "dict":
-        return "{" + ", ".join(f"{k!r}: {_render_template(p, inside)}" for k, p in t[1]) + "}"
+    if kind in ("dict", "odict"):
+        text = "{" + ", ".join(f"{k!r}: {_render_template(p, inside)}" for k, p in t[1]) + "}"
+        return text if kind == "dict" else f"OrderedDict({text})"
     if kind == "set":
         return "{" + ", ".join(_render_template(p, inside) for p in t[1]) + "}" if t[1] else "set()"
     return repr(t)
