@@ -350,3 +350,11 @@ def test_torch_builtin_with_a_differently_named_python_wrapper():
 
     stats = differential(plain(fn), fresh(lambda: (torch.rand(3, 1), torch.rand(1, 4))))
     expect_one_graph(stats)
+
+
+def test_type_conversion_by_tensor_class():
+    def fn(x):
+        return x.type(torch.DoubleTensor) * 2 + x.type(torch.IntTensor)
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)

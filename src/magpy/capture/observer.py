@@ -424,6 +424,11 @@ class CaptureObserver(Observer):
 
     def record(self, fn, args, arg_provs, kwargs, kw_provs, result, method=None):
         """Add ``fn(*args, **kwargs)`` (a tensor op that already ran) to the graph."""
+        if (method == "type" or getattr(fn, "__name__", None) == "type") and len(args) == 2 and \
+                type(args[1]).__name__ == "tensortype":
+            # ``t.type(torch.FloatTensor)``: the same as by name (fx code cannot spell the class)
+            self.need(args[1], arg_provs[1])
+            args, arg_provs = (args[0], f"{args[1].__module__}.{args[1].__name__}"), (arg_provs[0], None)
         gargs = tuple(self.to_graph_arg(a, p) for a, p in zip(args, arg_provs))
         gkwargs = {k: self.to_graph_arg(v, (kw_provs or {}).get(k)) for k, v in (kwargs or {}).items()}
         graph = self.cap.graph
