@@ -358,3 +358,14 @@ def test_type_conversion_by_tensor_class():
 
     stats = differential(plain(fn), fresh(lambda: (t(),)))
     expect_one_graph(stats)
+
+
+def test_sum_accumulated_from_a_python_zero():
+    def fn(xs):
+        loss = 0
+        for x in xs:
+            loss += 0.5 * x.sum()
+        return loss
+
+    stats = differential(plain(fn), fresh(lambda: ([t(), t()],)))
+    expect_one_graph(stats)

@@ -1374,6 +1374,8 @@ def _op_binary(obs, k, inputs, provs, outputs):
     if fn in (operator.add, operator.iadd) and type(a) in (list, tuple) and type(b) is type(a):
         return _op_concat(obs, fn, inputs, provs, outputs[0])
     provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
+    if k >= 13 and not _is_tensor(a) and type(a) not in (list, dict, set):
+        fn = NATIVE_BINARY[k - 13]  # ``n += t`` on an immutable number is ``n = n + t`` (fx cannot write ``0 += t``)
     if _is_tensor(a) or _is_tensor(b) or _is_tensor(outputs[0]):
         obs.record(fn, (a, b), provs, None, None, outputs[0])
         return [None]
