@@ -32,8 +32,6 @@ def test_no_grad_block():
     expect_one_graph(stats)
 
 
-@unsupported("torch.no_grad()/enable_grad() blocks are not captured (their __init__ is an unruled native "
-             "call)")
 def test_enable_grad_inside_no_grad():
     def fn(x, w):
         with torch.no_grad():

@@ -212,7 +212,6 @@ def test_function_defined_inside_the_call():
     expect_one_graph(stats)
 
 
-@unsupported("a builtin's result on Python values has no capture rule, so it cannot be guarded")
 def test_lambda_and_functools_partial():
     def fn(x, alpha):
         act = functools.partial(torch.nn.functional.leaky_relu, negative_slope=alpha)

@@ -816,7 +816,7 @@ class CaptureObserver(Observer):
                 self.contents[id(result.args)] = (result.args, list(arg_provs[1:]))
             if any(p is not None for p in kw_provs.values()):
                 self.contents[id(result.keywords)] = (result.keywords, dict(kw_provs))
-            return self._pure(fn, args[:1], arg_provs[:1], {}, {}, result)
+            return None  # a new object (the function it wraps was guarded where it was read)
         if fn is tuple.__new__ and len(args) == 2 and not kwargs and isinstance(result, tuple):
             # a namedtuple (or other tuple subclass) built from an iterable: the same elements
             elements = _elements(self, args[1], arg_provs[1])
@@ -943,6 +943,8 @@ class CaptureObserver(Observer):
                                  "from tensors")
             if _is_torch_callable(fn) or fn in rules.GRAPH or fn in rules.TENSOR_BUILTINS:
                 self.record(fn, args, arg_provs, kwargs, kw_provs, result)
+                if fn is torch._C._set_grad_enabled and len(args) == 1:
+                    self.grad_mode = arg_provs[0]  # later ``is_grad_enabled()`` reads what was set
                 return None
             if fn is print:
                 self.unsupported("print() of a tensor (graph break)")
@@ -1093,6 +1095,8 @@ class CaptureObserver(Observer):
             return None  # the length of a container made here is fixed by the guards of what filled it
         arg_provs = [None if _library_constant(a, p) else self.effective(a, p) for a, p in zip(args, arg_provs)]
         provs = list(arg_provs) + list(kw_provs.values())
+        if fn is torch.is_grad_enabled and self.grad_mode is not _NOT_WRITTEN:
+            return self.grad_mode  # the program set it: as it set it
         if not args and not kwargs and _is_torch_callable(fn):
             return Expr(fn, ())  # torch's global state (grad mode, default dtype …): guarded where used
         if all(p is None for p in provs):
@@ -1850,6 +1854,7 @@ def capture(fn, args, kwargs):
     obs.generator_yields = {}
     obs.yielded_values = {}
     obs.pending_objects = []
+    obs.grad_mode = _NOT_WRITTEN  # the provenance of the grad mode the program set, once it does
     obs.set_changes = {}
     obs.scalar_inputs = {}
     obs.snapshot = False
