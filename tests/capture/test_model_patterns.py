@@ -141,7 +141,6 @@ class Seq2Seq(nn.Module):
         return torch.stack(logits, 1)
 
 
-@unsupported("iterating over a tensor is not captured")
 def test_seq2seq_greedy_decoding():
     src = lambda: (torch.randint(0, 6, (2, 3)),)  # noqa: E731
     stats = differential(twins(built(Seq2Seq)), fresh(src))

@@ -1661,11 +1661,13 @@ def _elements_of_expr(obs, prov, obj):
 
 
 def start_iteration(obs, obj, prov, it):
-    if _is_tensor(obj):
-        obs.unsupported("iterating over a tensor")
     known = obs.iterators.get(id(it))
     if known is not None and known[0] is it and it is not obj:
-        return None  # a Python __iter__ already made this iterator (and said what it yields)
+        # a Python __iter__ already made this iterator and said what it yields (``Tensor.__iter__``
+        # unbinds the tensor: graph ops)
+        return None
+    if _is_tensor(obj):
+        obs.unsupported("iterating over a tensor")
     if type(obj) is types.GeneratorType and it is obj:
         made = obs.contents.get(id(obj))
         if made is not None and made[0] is obj:
