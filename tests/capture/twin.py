@@ -255,7 +255,8 @@ def _assert_same(got, want, what, seen):
                                                        equal_nan=True)), \
             f"{what}: values differ:\n{got}\neager:\n{want}"
         return
-    assert type(got) is type(want), f"{what}: {type(got).__name__} vs eager {type(want).__name__}"
+    assert type(got) is type(want) or _same_local_class(type(got), type(want)), \
+        f"{what}: {type(got).__name__} vs eager {type(want).__name__}"
     if isinstance(want, torch.nn.Module):
         assert_same(snapshot(got), snapshot(want), f"{what} state", seen)
     elif isinstance(want, (list, tuple)):
@@ -284,6 +285,11 @@ def _assert_same(got, want, what, seen):
         assert_same(_attributes(got), _attributes(want), f"{what} attributes", seen)
     else:
         assert got is want or got == want, f"{what}: {got!r} vs eager {want!r}"
+
+
+def _same_local_class(a, b):
+    """Two runs of a class statement inside the program (each run makes its own class)."""
+    return "<locals>" in a.__qualname__ and a.__qualname__ == b.__qualname__ and a.__module__ == b.__module__
 
 
 def _attributes(obj):

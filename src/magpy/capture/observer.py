@@ -10,6 +10,7 @@ tensor operation a node. Consuming a derived Python value (a branch, a constant 
 op, a returned value) adds the guard that makes the reuse safe. Writes to outside objects become
 side effects replayed after the graph runs.
 """
+import builtins
 import collections
 import functools
 import inspect
@@ -817,6 +818,9 @@ class CaptureObserver(Observer):
             if any(p is not None for p in kw_provs.values()):
                 self.contents[id(result.keywords)] = (result.keywords, dict(kw_provs))
             return None  # a new object (the function it wraps was guarded where it was read)
+        if fn is builtins.__build_class__:
+            self.made[id(result)] = result  # a class made by the call (its body ran interpreted)
+            return None
         if fn is tuple.__new__ and len(args) == 2 and not kwargs and isinstance(result, tuple):
             # a namedtuple (or other tuple subclass) built from an iterable: the same elements
             elements = _elements(self, args[1], arg_provs[1])
@@ -1354,6 +1358,10 @@ class CaptureObserver(Observer):
             return ("source", prov)
         if isinstance(prov, Expr) and isinstance(value, _SCALARS):
             return ("source", prov)  # recomputed by the mock from the entry state (no guard needed)
+        made_class = isinstance(value, type) and self.made.get(id(value)) is value
+        if prov is None and (made_class or self.made.get(id(type(value))) is type(value)):
+            # a later call makes another class: handing out this one (or its instances) would differ
+            self.unsupported("a class made by the call (or an instance of it) leaves it")
         if prov is None and self.made.get(id(value)) is value and _rebuildable(type(value)):
             # a new object of this call: the mock makes a fresh one each call, with the attributes
             # this one holds when capture ends (filled in by ``finish_objects``)
