@@ -220,7 +220,9 @@ def snapshot(value, memo=None):
     elif isinstance(value, np.ndarray):
         out = value.copy()
     elif _attributes(value) is not None and not isinstance(value, (int, float, str, bytes, complex)):
-        out = {"__type__": type(value), **{k: snapshot(v, memo) for k, v in _attributes(value).items()}}
+        tp = type(value)
+        out = {"__type__": (tp.__module__, tp.__qualname__) if "<locals>" in tp.__qualname__ else tp,
+               **{k: snapshot(v, memo) for k, v in _attributes(value).items()}}
     else:
         out = value
     memo[id(value)] = out
