@@ -21,6 +21,7 @@ import types
 import warnings
 import weakref
 
+import numpy as np
 import torch
 from torch import fx
 
@@ -818,6 +819,8 @@ class CaptureObserver(Observer):
             if any(p is not None for p in kw_provs.values()):
                 self.contents[id(result.keywords)] = (result.keywords, dict(kw_provs))
             return None  # a new object (the function it wraps was guarded where it was read)
+        if fn in _FROM_ARRAY and args and type(args[0]).__module__ == "numpy" and _is_tensor(result):
+            return self._tensor_of_array(fn, args, arg_provs, kwargs, kw_provs, result)
         if fn is builtins.__build_class__:
             self.made[id(result)] = result  # a class made by the call (its body ran interpreted)
             return None
@@ -1059,6 +1062,22 @@ class CaptureObserver(Observer):
             return UNKNOWN
         return Expr(_build_set, tuple(p if p is not None else Const(v) for v, p in adds))
 
+    def _tensor_of_array(self, fn, args, arg_provs, kwargs, kw_provs, result):
+        """``torch.from_numpy(a)`` / ``as_tensor`` / ``tensor``: the entry program makes the tensor again from
+        the array's provenance and hands it to the graph as an input."""
+        prov = self.effective(args[0], arg_provs[0])
+        if prov is None:  # an array of constants: copied each time, so the tensor's writes cannot reach it
+            prov = Expr(np.copy, (Const(args[0].copy()),))
+        elif not _replayable_path(prov):
+            self.unsupported(f"{fn.__name__}() of an array of unknown origin")
+        for a, p in zip(args[1:], arg_provs[1:]):
+            self.need(a, p)
+        for k, v in kwargs.items():
+            self.need(v, kw_provs.get(k))
+        make = _with_keywords(fn, kwargs) if kwargs else fn
+        self.tensor_input(result, Expr(make, (prov, *map(Const, args[1:]))))
+        return None
+
     def _offset_guard(self, name, tensor, value):
         """The tensor guard leaves out the storage offset; a program that asks for it depends on it."""
         if name != "storage_offset":
@@ -1112,7 +1131,9 @@ class CaptureObserver(Observer):
         if not pure or any(p is UNKNOWN for p in provs):
             return UNKNOWN
         if kwargs:
-            if any(p is not None for p in kw_provs.values()) or not all(map(_fixed_keyword, kwargs.values())):
+            fixed = all(kw_provs.get(k) is None or (isinstance(v, _IDENTITY_TYPES) and isinstance(kw_provs[k], Source))
+                        for k, v in kwargs.items())  # (a class or function read by path is guarded by identity)
+            if not fixed or not all(map(_fixed_keyword, kwargs.values())):
                 return UNKNOWN
             fn = _with_keywords(fn, kwargs)  # ``sorted(xs, reverse=True)``: the keywords are constants
         if any(type(p) is Traced for p in provs):
@@ -1587,6 +1608,9 @@ def _op_list_append(obs, n, inputs, provs, outputs):
             obs.contents[id(target)] = (target, [None] * (len(target) - 1) + [provs[0]])
     return None
 
+
+#: torch functions that make a tensor from a numpy array
+_FROM_ARRAY = {torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray}
 
 #: template kinds of the containers the mock rebuilds
 _CONTAINER_KINDS = {list: "list", dict: "dict", collections.OrderedDict: "odict"}

@@ -65,6 +65,9 @@ import warnings as _warnings
 REPLAY = {_warnings.warn, print}
 
 #: modules whose native functions only compute (on Python values)
+#: ndarray methods that change the array (or other state) in place
+NUMPY_MUTATING = {"fill", "sort", "partition", "put", "resize", "itemset", "setfield", "setflags", "byteswap",
+                  "dump", "tofile", "__setitem__", "__delitem__", "__setstate__"}
 PURE_MODULES = ("math", "cmath", "operator", "_operator", "itertools", "numpy", "string", "re",
                 "inspect", "typing", "dataclasses", "collections", "keyword")
 #: container methods that only read
@@ -79,6 +82,9 @@ def is_pure(fn):
     if self_obj is not None and isinstance(self_obj, PURE_METHOD_TYPES):
         return True
     owner = getattr(fn, "__objclass__", None)
+    if isinstance(owner, type) and owner.__module__ == "numpy":
+        name = getattr(fn, "__name__", "")  # ndarray methods read, except these
+        return name not in NUMPY_MUTATING and not (name.startswith("__i") and name != "__init__")
     if isinstance(owner, type) and issubclass(owner, PURE_CONTAINER_TYPES + PURE_METHOD_TYPES):
         return fn not in MUTATES and getattr(fn, "__name__", "") not in MUTATING_NAMES
     if self_obj is not None and isinstance(self_obj, PURE_CONTAINER_TYPES):
