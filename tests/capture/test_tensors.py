@@ -1,5 +1,6 @@
 """Tensor programs (the original MagPy's tensor / scalar / inplace feature tests, by behaviour):
 operators with Python scalars, methods, views and indexing, shapes and dtypes, guards on metadata."""
+import itertools
 import operator
 
 import pytest
@@ -369,3 +370,17 @@ def test_sum_accumulated_from_a_python_zero():
 
     stats = differential(plain(fn), fresh(lambda: ([t(), t()],)))
     expect_one_graph(stats)
+
+
+def test_shape_tuple_built_with_repeat_and_stored():
+    class SpatialDropoutShape:
+        noise_shape = None
+
+    def fn(state, x, k):
+        state.noise_shape = x.shape[0], *itertools.repeat(1, x.dim() - 2), x.shape[-1]
+        state.pad = (*itertools.repeat(0, k), 1)
+        return x.new_ones(state.noise_shape) * x
+
+    stats = differential(lambda: (fn, SpatialDropoutShape()),
+                         [(FromEnv(), t(2, 3, 4), 2), (FromEnv(), t(2, 3, 4), 2), (FromEnv(), t(2, 3, 4), 3)])
+    expect_recompile(stats)

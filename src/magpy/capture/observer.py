@@ -14,6 +14,7 @@ import builtins
 import collections
 import functools
 import inspect
+import itertools
 import random as _random
 import sys
 import operator
@@ -1116,6 +1117,9 @@ class CaptureObserver(Observer):
         if fn is len and len(args) == 1 and not kwargs and type(args[0]) in (list, tuple, dict) \
                 and arg_provs[0] is None:
             return None  # the length of a container made here is fixed by the guards of what filled it
+        if fn in (isinstance, type, callable) and args and arg_provs[0] is None and not kwargs and \
+                all(_pinned(a, p) for a, p in zip(args[1:], arg_provs[1:])):
+            return None  # the type of a value the program made itself (whatever its contents came from)
         arg_provs = [None if _library_constant(a, p) else self.effective(a, p) for a, p in zip(args, arg_provs)]
         provs = list(arg_provs) + list(kw_provs.values())
         if fn is torch.is_grad_enabled and self.grad_mode is not _NOT_WRITTEN:
@@ -1551,6 +1555,14 @@ def _op_list_extend_target(obs, target, iterable, prov):
     entry = obs.contents.get(id(target))
     added = _elements(obs, iterable, prov)
     count = len(target) - (len(entry[1]) if entry is not None and entry[0] is target else 0)
+    if added is None and type(prov) is Expr and prov.fn is itertools.repeat and len(prov.args) == 2:
+        # ``[a, *repeat(1, n - 2), b]``: n decided how many; each is the repeated value
+        value, times = prov.args
+        if type(times) is not Const:
+            obs.guard(ValueGuard(times, count))
+        added = [None if type(value) is Const else value] * count
+    elif added is None and prov is None and type(iterable) is itertools.repeat:
+        added = [None] * count  # a constant repeated a constant number of times
     if added is None or (type(iterable) in (list, tuple) and len(added) != len(iterable)):
         added = [UNKNOWN] * count
     if entry is not None and entry[0] is target:
