@@ -384,3 +384,14 @@ def test_shape_tuple_built_with_repeat_and_stored():
     stats = differential(lambda: (fn, SpatialDropoutShape()),
                          [(FromEnv(), t(2, 3, 4), 2), (FromEnv(), t(2, 3, 4), 2), (FromEnv(), t(2, 3, 4), 3)])
     expect_recompile(stats)
+
+
+def test_enumerate_and_zip_over_tensor_rows():
+    def fn(x, y, scales):
+        rows = [r * k for k, r in enumerate(x)]
+        pairs = [a - b * s for a, b, s in zip(x, y, scales)]
+        return torch.stack(rows), torch.stack(pairs)
+
+    stats = differential(plain(fn), [(t(3, 2), t(3, 2), [1.0, 2.0, 3.0]), (t(3, 2), t(3, 2), [1.0, 2.0, 3.0]),
+                                     (t(3, 2), t(3, 2), [1.0, 2.0, 4.0])])
+    expect_recompile(stats)

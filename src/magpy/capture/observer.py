@@ -74,6 +74,16 @@ UNKNOWN = _Unknown()
 _NOT_WRITTEN = object()
 
 
+class _Row:
+    """Provenance of the tensors native code gets by iterating a graph tensor (``enumerate(t)``): row
+    ``index`` of ``t.unbind(0)``, bound to a graph node when the program uses it."""
+    __slots__ = ("rows", "index")
+
+    def __init__(self, rows, index):
+        self.rows = rows
+        self.index = index
+
+
 class Traced:
     """Provenance of a Python value the graph computes from tensor data (``float(t)``, ``t.item()``,
     arithmetic on those): a graph node. It may feed tensor ops, more arithmetic, or the result; a
@@ -375,6 +385,10 @@ class CaptureObserver(Observer):
 
     def node_of(self, tensor, prov=None):
         entry = self.nodes.get(id(tensor))
+        if type(prov) is _Row and (entry is None or entry[0] is not tensor):
+            node = self.cap.graph.call_function(operator.getitem, (prov.rows, prov.index))
+            self.nodes[id(tensor)] = (tensor, node)
+            return node
         if _replayable_path(prov) and (entry is None or entry[0] is not tensor or id(tensor) in self.input_paths):
             return self.tensor_input(tensor, prov)
         if entry is None or entry[0] is not tensor:
@@ -873,6 +887,15 @@ class CaptureObserver(Observer):
                     if _replayable_path(vp) and not isinstance(v, _SCALARS):
                         self.sources_of.setdefault(id(v), (v, vp))
             return UNKNOWN  # what it yields comes from interpreted code: tensors known by identity only
+        if fn in (enumerate, zip) and not kwargs and any(_is_tensor(a) for a in args) and \
+                (fn is zip or len(args) == 1):
+            # ``enumerate(t)`` / ``zip(t, xs)``: the rows of the tensor, paired as they will be yielded
+            parts = [_elements(self, a, p) for a, p in zip(args, arg_provs)]
+            if any(part is None for part in parts):
+                self.unsupported(f"{fn.__name__}() over a tensor and values of unknown origin")
+            rows = [[None, p] for p in parts[0]] if fn is enumerate else [list(r) for r in zip(*parts)]
+            self.contents[id(result)] = (result, [("tuple", r) for r in rows])
+            return None
         if fn in (enumerate, zip, reversed) and not kwargs and any(p is not None for p in arg_provs):
             for a, p in zip(args, arg_provs):
                 if p is not None and p is not UNKNOWN:
@@ -1331,6 +1354,8 @@ class CaptureObserver(Observer):
                 self.cap.outputs.append(prov.node)
             return ("output", self.cap.outputs.index(prov.node))
         if _is_tensor(value):
+            if type(prov) is _Row:
+                self.node_of(value, prov)
             if _replayable_path(prov) and id(value) not in self.nodes:
                 return ("source", prov)
             entry = self.nodes.get(id(value))
@@ -1637,6 +1662,11 @@ _MODULE_SEQUENCE_ITERS = {torch.nn.ModuleList.__iter__, torch.nn.Sequential.__it
 def _elements(obs, obj, prov):
     """Provenance of each element ``iter(obj)`` yields (a pair list for yielded tuples), or None
     when it is unknown."""
+    if _is_tensor(obj) and obj.dim() > 0:
+        # native code iterating a tensor gets its rows (``Tensor.__iter__`` is ``iter(t.unbind(0))``)
+        rows = obs.cap.graph.call_method("unbind", (obs.node_of(obj, prov), 0))
+        obs.cap.op_count += 1
+        return [_Row(rows, k) for k in range(obj.shape[0])]
     if type(obj) is set and obs.sets.get(id(obj), (None,))[0] is obj:
         if not obs.set_pinned(obj):
             return None  # the order of a set of values depends on the values
