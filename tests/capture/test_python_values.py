@@ -239,3 +239,15 @@ def test_tolist_of_a_tensor():
 
     stats = differential(plain(fn), fresh(lambda: (t(3),)))
     expect(stats, fallbacks=0)
+
+
+def test_is_nonzero_reads_tensor_data():
+    # a torch predicate that reads data (not types): its answer cannot be reused for other values
+    def fn(x):
+        if torch.is_nonzero(x.sum()):
+            return x * 2
+        return x - 1
+
+    calls = [(torch.ones(2),), (torch.zeros(2),), (torch.ones(2),)]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=1)

@@ -152,6 +152,11 @@ def _plain_data(value):
         isinstance(v, _SCALARS) or type(v) is slice or v is Ellipsis or _plain_data(v) for v in value)
 
 
+def _same_array(a, b):
+    """The same numpy array value: type, dtype, shape and every element."""
+    return type(a) is np.ndarray and a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b))
+
+
 def _dereference(ref):
     return ref()
 
@@ -199,7 +204,9 @@ def _build_list(*items):
 
 def _hkey(key):
     """A hashable stand-in for a container key (slices hash only from Python 3.12 on)."""
-    return ("slice", key.start, key.stop, key.step) if type(key) is slice else key
+    if type(key) is slice:
+        return ("slice", key.start, key.stop, key.step)
+    return tuple(map(_hkey, key)) if type(key) is tuple else key
 
 
 def _has_own(obj, name):
@@ -325,6 +332,8 @@ class CaptureObserver(Observer):
         elif isinstance(value, (torch.dtype, torch.device)) or (
                 type(value).__module__ == "numpy" and getattr(value, "shape", None) == ()):
             self.guard(ValueGuard(prov, value))  # (numpy scalars: same type, equal value)
+        elif type(value) is np.ndarray:
+            self.guard(TruthGuard(Expr(_same_array, (prov, Const(value.copy()))), True))
         else:
             self.unsupported(f"the program depends on the exact value of a {type(value).__name__} "
                              "read from outside", frame)
@@ -766,6 +775,9 @@ class CaptureObserver(Observer):
             self.cap.side_effects.append(("setitem", obj_prov, key, self.template(value, prov)))
         elif obj_prov is UNKNOWN:
             self.unsupported("an item set on a container of unknown origin")
+        elif prov is not None or (key_prov is not None and self.effective(key, key_prov) is not None):
+            # (an array made here now holds a value from outside: it is no longer a constant)
+            dict.__setitem__(self.contents, id(obj), (obj, None))
 
     @_event(None)
     def write_global(self, frame, name, value, prov):
@@ -963,7 +975,7 @@ class CaptureObserver(Observer):
             if _is_torch_callable(fn) and not makes_tensor and not _holds_tensor(result) \
                     and fn not in rules.GRAPH:
                 name = getattr(fn, "__name__", "")
-                if name.startswith(("is_", "_is", "_has", "has_")) and isinstance(result, bool):
+                if rules.is_type_predicate(fn) and isinstance(result, bool):
                     for a, p in zip(args, arg_provs):  # a predicate of tensor types: the guards fix it
                         if _is_tensor(a):
                             self.node_of(a, p)
@@ -1132,6 +1144,9 @@ class CaptureObserver(Observer):
         return None
 
     def _pure(self, fn, args, arg_provs, kwargs, kw_provs, result):
+        if type(result) is bool and _is_torch_callable(fn) and any(map(_holds_tensor, args)) and \
+                rules.is_type_predicate(fn):
+            return None  # ``has_torch_function(ts)``: decided by tensor types, which the guards fix
         if fn is reversed and len(args) == 1 and not kwargs:
             entry = self.contents.get(id(args[0]))
             if entry is not None and entry[0] is args[0] and type(entry[1]) is list:

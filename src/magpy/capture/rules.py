@@ -115,6 +115,16 @@ TENSOR_BUILTINS = {sum, abs, pow, divmod} | {v for k, v in vars(operator).items(
 TENSOR_NEUTRAL = {len, isinstance, issubclass, type, id, enumerate, zip, reversed, iter, next, getattr,
                   hasattr, setattr, callable, hash, dict, set, frozenset, map, filter}
 
+#: name prefixes of torch predicates over tensors' types (``has_torch_function``, ``is_tensor`` …)
+TENSOR_TYPE_PREDICATES = ("is_", "_is", "_has", "has_")
+#: ... except these, which read tensor data or storage
+TENSOR_DATA_PREDICATES = {"is_nonzero", "is_set_to", "_is_all_true", "_is_any_true"}
+
+
+def is_type_predicate(fn):
+    name = getattr(fn, "__name__", "")
+    return name.startswith(TENSOR_TYPE_PREDICATES) and name not in TENSOR_DATA_PREDICATES
+
 #: attributes whose assignment changes what a tensor is (its data, autograd state): not replayed
 TENSOR_STATE_ATTRS = {"data", "requires_grad", "grad_fn", "shape", "dtype", "device", "layout"}
 
