@@ -809,8 +809,9 @@ class CaptureObserver(Observer):
     def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result, returned):
         self.frame = frame
         interpreted = returned is not NOT_RETURNED
-        if isinstance(fn, type) and not isinstance(result, _SCALARS):
-            self.made[id(result)] = result  # a new object of this call
+        if isinstance(fn, type) and not isinstance(result, _SCALARS) and fn is not type and \
+                not any(result is a for a in args):
+            self.made[id(result)] = result  # a new object of this call (``tuple(t)`` may hand back t)
         if type(result) is types.GeneratorType and returned is NOT_RETURNED:
             driver = result.gi_frame.f_locals.get("frame") if result.gi_frame is not None else None
             if driver is not None and getattr(driver, "vm", None) is self.vm:
@@ -848,8 +849,8 @@ class CaptureObserver(Observer):
             return None  # a new object (the function it wraps was guarded where it was read)
         if fn in _FROM_ARRAY and args and type(args[0]).__module__ == "numpy" and _is_tensor(result):
             return self._tensor_of_array(fn, args, arg_provs, kwargs, kw_provs, result)
-        if fn is builtins.__build_class__:
-            self.made[id(result)] = result  # a class made by the call (its body ran interpreted)
+        if fn is builtins.__build_class__ or (fn is type and len(args) == 3):
+            self.made_classes[id(result)] = result  # a class made by the call
             return None
         if fn is tuple.__new__ and len(args) == 2 and not kwargs and isinstance(result, tuple):
             # a namedtuple (or other tuple subclass) built from an iterable: the same elements
@@ -1423,8 +1424,8 @@ class CaptureObserver(Observer):
             return ("source", prov)
         if isinstance(prov, Expr) and isinstance(value, _SCALARS):
             return ("source", prov)  # recomputed by the mock from the entry state (no guard needed)
-        made_class = isinstance(value, type) and self.made.get(id(value)) is value
-        if prov is None and (made_class or self.made.get(id(type(value))) is type(value)):
+        made_class = isinstance(value, type) and self.made_classes.get(id(value)) is value
+        if prov is None and (made_class or self.made_classes.get(id(type(value))) is type(value)):
             # a later call makes another class: handing out this one (or its instances) would differ
             self.unsupported("a class made by the call (or an instance of it) leaves it")
         if prov is None and self.made.get(id(value)) is value and _rebuildable(type(value)):
@@ -1945,6 +1946,7 @@ def capture(fn, args, kwargs):
     obs.generator_yields = {}
     obs.yielded_values = {}
     obs.pending_objects = []
+    obs.made_classes = {}
     obs.grad_mode = _NOT_WRITTEN  # the provenance of the grad mode the program set, once it does
     obs.set_changes = {}
     obs.scalar_inputs = {}
