@@ -409,7 +409,6 @@ def test_dict_lookup_with_a_tuple_key_built_from_an_argument():
     expect_recompile(stats)
 
 
-@unsupported("a tensor used as a dict key (looked up by identity) ends capture")
 def test_dict_keyed_by_tensors():
     def fn(key, table):
         return table[key] * 2

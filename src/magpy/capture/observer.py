@@ -682,6 +682,11 @@ class CaptureObserver(Observer):
             self.contents[id(value)] = (value, entry[1][key])
             return None
         if _is_tensor(key):
+            if _replayable_path(obj_prov) and _replayable_path(key_prov):
+                self.deref(obj, obj_prov)
+                prov = Expr(operator.getitem, (obj_prov, key_prov))  # looked up by identity, on entry
+                self.on_read(value, prov)
+                return prov
             self.unsupported("a tensor used as a key of a Python container (looked up by identity)")
         if obj_prov is None and key_prov is None and self.effective(key, None) is None:
             return None
