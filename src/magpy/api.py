@@ -43,6 +43,10 @@ class CompiledFunction:
         self.extra_frames = 0     # frames between the user's call and ours (a module wrapper's)
         functools.update_wrapper(self, self.func)
 
+    def __vm_call_instead__(self):
+        """Inside a function MagPy is capturing, this runs as the code it compiles (one graph)."""
+        return self.fn
+
     def __call__(self, *args, **kwargs):
         self.stats.calls += 1
         if self.eager:

@@ -288,8 +288,6 @@ def test_user_generator_function():
     expect_one_graph(stats)
 
 
-@unsupported("a compiled function called inside another is interpreted as MagPy's own wrapper code, not "
-             "inlined")
 def test_compiled_function_called_inside_a_compiled_function():
     import magpy
 

@@ -348,7 +348,8 @@ class CaptureObserver(Observer):
             self.sources_of.setdefault(id(value), (value, prov))
         if _is_tensor(value):
             self.tensor_input(value, prov)
-        elif isinstance(value, (_IDENTITY_TYPES, torch.nn.Module, functools.partial)):
+        elif isinstance(value, (_IDENTITY_TYPES, torch.nn.Module, functools.partial)) or \
+                hasattr(type(value), "__vm_call_instead__"):
             # (a partial's stored arguments are then its first call's: it is immutable in practice)
             if not _library_global(prov) and not self._fresh_binding(value, prov):
                 self.guard(IdGuard(prov, value))

@@ -45,6 +45,9 @@ Computation
     ``bound_self(method, method_prov) -> prov`` — provenance of a bound method's ``__self__``.
     ``unpacked(iterable, prov) -> provs`` / ``unpacked_mapping(mapping, prov) -> {key: prov}`` — the
         provenance of the arguments a ``f(*args, **kwargs)`` call unpacks (one per element).
+Calls through wrappers
+    An object whose class defines ``__vm_call_instead__(self)`` is called as the callable that returns
+    (``magpy.compile``'s functions return their original function, so an enclosing capture sees inside).
 Control
     ``branch(frame, kind, value, prov, taken)`` — a conditional jump decided on ``value``; ``kind`` is
         the canonical jump (``POP_JUMP_IF_TRUE``, ``POP_JUMP_IF_NONE`` …).

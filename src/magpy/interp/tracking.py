@@ -456,6 +456,9 @@ def _returned(vm, caller, fn, result):
         return NOT_RETURNED
     callee = r[0].func
     target = fn
+    instead = getattr(type(target), "__vm_call_instead__", None)
+    if instead is not None:
+        target = instead(target)  # (see ``calls.call``: the wrapper ran this in its place)
     if type(target).__name__ == "method":
         target = target.__func__
     elif type(target).__name__ == "partial":
