@@ -309,3 +309,22 @@ def test_method_shadowed_on_the_instance_is_called():
     calls = [(FromEnv(), t()), (FromEnv(), t()), Call((FromEnv(), t()), before=shadow)]
     stats = differential(lambda: (fn, Doubler(2)), calls, observe=lambda env: env.k)
     expect_recompile(stats)
+
+
+class _Pair:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __iter__(self):
+        return iter((self.a, self.b))
+
+
+def test_unpacking_a_user_iterable_of_python_values_never_goes_stale():
+    # ``a, b = obj`` runs obj.__iter__ natively inside the unpacking: values that came from the
+    # arguments must not be taken for constants (a replay returned the first call's numbers before)
+    def fn(x, n):
+        a, b = _Pair(n, n + 1)
+        return x * a + b
+
+    stats = differential(plain(fn), [(t(), 1), (t(), 1), (t(), 2)])
+    expect(stats, graph_breaks=1)

@@ -1808,8 +1808,16 @@ def _op_unpack(obs, n, inputs, provs, outputs):
     if _is_tensor(seq):
         obs.record(lambda t: tuple(t), (seq,), (prov,), None, None, tuple(reversed(outputs)))
         return [None] * len(outputs)
-    items = obs._element_provs(seq, prov) if type(seq) in (list, tuple) or isinstance(seq, tuple) else \
-        ([None] * len(outputs) if prov is None else [UNKNOWN] * len(outputs))
+    if type(seq) in (list, tuple) or isinstance(seq, tuple):
+        items = obs._element_provs(seq, prov)
+    else:
+        known = obs.contents.get(id(seq)) is not None or id(seq) in obs.iterators or \
+            type(seq) in (dict, range, str, bytes, set, frozenset)
+        items = _elements(obs, seq, prov) if known and prov is not UNKNOWN else None
+        if items is None or len(items) != len(outputs) or any(type(p) is tuple for p in items):
+            # unpacked by code MagPy did not follow (a Python ``__iter__``): tensors the graph made
+            # are known by identity, anything else is of unknown origin
+            items = [None if _is_tensor(v) and id(v) in obs.nodes else UNKNOWN for v in reversed(outputs)]
     if isinstance(prov, Source) and type(seq) in (list, tuple):
         obs.guard(ValueGuard(Expr(len, (prov,)), len(seq)))
     return list(reversed(items[:len(outputs)]))
