@@ -171,6 +171,12 @@ def _is_python_code(fn):
     return type(fn) in (types.FunctionType, types.MethodType, functools.partial)
 
 
+def _user_made(obj):
+    """An instance of a Python class (a ``list`` subclass …): a provenance of None says only that the
+    program made it, not that what it holds is constant."""
+    return bool(type(obj).__flags__ & (1 << 9)) and type(obj) not in (list, tuple, dict, set, frozenset)
+
+
 def _replayable_path(prov):
     """A path or pure expression over the entry state (``xs[1]``, ``(xs * 2)[3]``) the entry program can
     evaluate to find a tensor."""
@@ -1698,8 +1704,10 @@ def _elements(obs, obj, prov):
         return [first.get(id(v), UNKNOWN) for v in obj]
     entry = obs.contents.get(id(obj))
     if entry is not None and entry[0] is obj:
-        return list(entry[1])
+        return list(entry[1]) if entry[1] is not None else None
     if prov is None:
+        if _user_made(obj):
+            return None  # an object of a Python class made here: what it holds may come from outside
         return [None] * len(obj) if hasattr(obj, "__len__") else None
     if prov is UNKNOWN:
         return None
@@ -1769,8 +1777,8 @@ def start_iteration(obs, obj, prov, it):
         if made is not None and made[0] is obj:
             return None  # a generator the VM runs: each step's value comes from its yield
     elements = _elements(obs, obj, prov)
-    if elements is None and prov is None:
-        return None
+    if elements is None and prov is None and not _user_made(obj):
+        return None  # an iterator over constants
     obs.iterators[id(it)] = (it, elements, 0)
     return None if elements is not None else UNKNOWN
 
