@@ -167,7 +167,6 @@ def test_item_returned_to_the_caller():
     expect_one_graph(stats)
 
 
-@unsupported("a tensor converted to a Python value ends capture (no graph break / resume yet)")
 def test_branch_on_a_tensor_value_matches_eager():
     def fn(x):
         if x.sum() > 0:
@@ -250,4 +249,53 @@ def test_is_nonzero_reads_tensor_data():
 
     calls = [(torch.ones(2),), (torch.zeros(2),), (torch.ones(2),)]
     stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=1)
+
+
+def test_branch_on_data_after_an_inplace_update_falls_back():
+    # the condition reads a value an in-place op made: rerunning it in a guard would apply it twice
+    def fn(x, acc):
+        acc.add_(x)
+        if acc.sum() > 0:
+            return x * 2
+        return x - 1
+
+    calls = [(torch.ones(3), torch.zeros(3)), (-torch.ones(3), torch.zeros(3))]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=1)
+
+
+def test_branch_on_an_item_comparison_is_guarded_by_rerunning_it():
+    def fn(x):
+        if x.abs().max().item() > 1.0:
+            return x / x.abs().max()
+        return x
+
+    calls = [(torch.ones(3) * 3,), (torch.ones(3) * 4,), (torch.ones(3) * 0.5,), (torch.ones(3) * 0.25,)]
+    stats = differential(plain(fn), calls)
+    expect(stats, compiles=2, cache_hits=2, fallbacks=0)
+
+
+class _Gate(nn.Module):
+    """BlockDrop's policy: a small net decides whether the block runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.policy = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 1))
+        self.block = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if self.policy(x).mean() > 0:
+            return x + self.block(x)
+        return x
+
+
+def test_policy_branch_is_guarded_in_eval_and_falls_back_in_training():
+    # eval: the guard reruns the policy (pure); training: BatchNorm updates its running stats in place,
+    # so the condition cannot be rerun (one fallback, results still exact)
+    torch.manual_seed(0)
+    inputs = [(torch.randn(3, 4),) for _ in range(4)]
+    stats = differential(twins(_Gate().eval()), inputs)
+    expect(stats, fallbacks=0)
+    stats = differential(twins(_Gate().train()), inputs)
     expect(stats, fallbacks=1)

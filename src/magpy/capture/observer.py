@@ -30,7 +30,7 @@ from ..errors import Unsupported
 from ..interp import Observer, VM, register_lookaside
 from ..interp.tracking import NOT_RETURNED
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
-from . import rules, vf
+from . import predicates, rules, vf
 from .guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard
 from .sources import Source, ArgSource, GlobalSource, AttrSource, ItemSource, CellSource, DrawSource, Expr, \
     Const, mentions_draw
@@ -1337,7 +1337,7 @@ class CaptureObserver(Observer):
         if _is_tensor(value):
             if kind in ("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"):
                 return
-            self.unsupported("a branch on a tensor's value (graph break)", frame)
+            return self.data_branch(self.node_of(value, prov), bool(value), frame)
         if kind in ("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"):
             if prov is None or type(prov) is Traced:
                 return  # a constant, an object made by the program, or a number the graph computes
@@ -1353,11 +1353,25 @@ class CaptureObserver(Observer):
         if prov is UNKNOWN:
             self.unsupported("a branch on a value computed by a call MagPy has no rule for", frame)
         if type(prov) is Traced:
-            self.unsupported("a branch on a Python value computed from tensor data (graph break)", frame)
+            return self.data_branch(prov.node, bool(value), frame)
         if type(value) is bool or isinstance(value, _SCALARS):
             self.guard(ValueGuard(prov, value) if type(value) is not bool else TruthGuard(prov, value))
         else:
             self.guard(TruthGuard(prov, bool(value)))
+
+    def data_branch(self, node, truth, frame):
+        """A branch on tensor data: guarded by rerunning the condition (``predicates``; one guard for all
+        of the call's conditions, made by ``guard_conditions`` at the end)."""
+        if predicates.cut(self.cap.graph, [node], self.cap.inputs) is None:
+            self.unsupported("a branch on tensor data that depends on an in-place or random op (graph break)",
+                             frame)
+        self.conditions.append((node, truth))
+
+    def guard_conditions(self):
+        if self.conditions:
+            nodes, truths = zip(*self.conditions)
+            graph, sources = predicates.cut(self.cap.graph, nodes, self.cap.inputs)
+            self.guard(ValueGuard(Expr(predicates.holds, (Const(graph), *sources)), tuple(truths)))
 
     # ---- results and stored values ------------------------------------------------------------------------
     def template(self, value, prov):
@@ -1968,6 +1982,7 @@ def capture(fn, args, kwargs):
     obs.generator_yields = {}
     obs.yielded_values = {}
     obs.pending_objects = []
+    obs.conditions = []
     obs.made_classes = {}
     obs.grad_mode = _NOT_WRITTEN  # the provenance of the grad mode the program set, once it does
     obs.set_changes = {}
@@ -1989,6 +2004,7 @@ def capture(fn, args, kwargs):
     except Exception as exc:  # noqa: BLE001 - a bug of ours must not become the user's error
         obs.cap.unsupported = obs.cap.unsupported or Unsupported(
             f"internal capture error in finish_objects: {type(exc).__name__}: {exc}")
+    obs.guard_conditions()
     _drop_implied(obs.cap.guards)
     paths = tuple(source for source, value in obs.cap.inputs if _is_tensor(value))
     if len(paths) > 1:

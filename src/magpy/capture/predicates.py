@@ -1,0 +1,69 @@
+"""Branches on tensor data, kept inside one graph: the guard recomputes the condition.
+
+``if x.sum() > 0:`` decides which code runs, so a cache entry holds only for calls where the condition
+comes out the same. Instead of giving up, capture cuts from the graph the nodes the condition depends on
+(a *predicate graph*), and the entry's guard runs it on the call's own inputs and compares its truth
+with the first call's. Another outcome misses the entry and captures the other path as its own graph.
+
+Only pure computations can be run twice (once in the guard, once in the graph): a condition that
+depends on an in-place update or on a random op is not cut.
+"""
+import operator
+
+import torch
+from torch import fx
+
+#: words in the name of an op that changes state or draws random numbers (cannot be rerun in a guard)
+_IMPURE_WORDS = ("rand", "dropout", "bernoulli", "multinomial", "normal_", "uniform_", "exponential_",
+                 "poisson", "seed")
+
+
+def _name(node):
+    target = node.target
+    return target if isinstance(target, str) else getattr(target, "__name__", "")
+
+
+def _impure(node):
+    if node.op not in ("call_function", "call_method"):
+        return False
+    name = _name(node)
+    if "batch_norm" in name or "instance_norm" in name:
+        # in training mode these update their running statistics in place (the flag is argument 5 of
+        # torch.batch_norm / F.batch_norm / instance_norm)
+        return (len(node.args) > 5 and node.args[5] is True) or node.kwargs.get("training") is True
+    if node.target in (operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv):
+        return True
+    if name.endswith("_") and not name.endswith("__"):
+        return True  # an in-place tensor method
+    return any(word in name for word in _IMPURE_WORDS) or "out" in node.kwargs
+
+
+def cut(graph, nodes, inputs):
+    """The predicate graph computing ``tuple(bool(n) for n in nodes)`` from the placeholders it needs,
+    with their sources (from ``inputs``, the capture's (source, example) list); None when a condition
+    cannot be rerun. One graph for all the call's conditions: the guard runs shared work once."""
+    needed, stack = set(), list(nodes)
+    while stack:
+        n = stack.pop()
+        if n in needed:
+            continue
+        if _impure(n):
+            return None
+        needed.add(n)
+        stack.extend(n.all_input_nodes)
+    sub = fx.Graph()
+    env, sources = {}, []
+    for n in graph.nodes:
+        if n not in needed:
+            continue
+        if n.op == "placeholder":
+            sources.append(inputs[int(n.name[2:])][0])
+        env[n] = sub.node_copy(n, lambda x: env[x])
+    sub.output(tuple(sub.call_function(bool, (env[n],)) for n in nodes))
+    return fx.GraphModule(torch.nn.Module(), sub), tuple(sources)
+
+
+def holds(predicate, *inputs):
+    """Run a predicate graph on this call's values (no autograd: it only decides a branch)."""
+    with torch.no_grad():
+        return predicate(*inputs)
