@@ -61,6 +61,20 @@ def call(vm, fn, args, kwargs):
     return native_call(vm, fn, args, kwargs)
 
 
+def plain_native(fn):
+    """Does :func:`call` run ``fn`` natively whatever the arguments, for as long as no lookaside is
+    registered? (A built-in function or method, or a built-in class whose metaclass is ``type``.)"""
+    tp = type(fn)
+    if tp.__flags__ & _HEAPTYPE or tp is FunctionType or tp is MethodType:
+        return False
+    if tp is type and fn.__flags__ & _HEAPTYPE:
+        return False
+    try:
+        return fn not in LOOKASIDE
+    except TypeError:
+        return False
+
+
 def _prepend(vm, value, prov, known=False):
     """An argument the call adds in front (self, partial arguments) gets its provenance in front too."""
     provs = vm.call_provs

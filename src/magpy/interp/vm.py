@@ -8,7 +8,7 @@ offset if asked, push the exception, jump). ``RETURN_*`` handlers leave the loop
 """
 import sys
 
-from .decode import decode
+from .decode import decode, _cache as _decoded
 from .errors import InterpreterError
 from .frame import Frame, NULL, ExcState, Suspend, YIELD  # noqa: F401
 
@@ -97,6 +97,13 @@ class VM:
     # ---- function entry ------------------------------------------------------------------------
     def call_function(self, func, args, kwargs):
         """Interpret a call of the Python function ``func``."""
+        # the common case first: no observer, a plain function called with exactly its positional
+        # parameters (decoded.plain_arity says which code objects qualify; -1 for none)
+        code = func.__code__
+        decoded = _decoded.get(id(code))
+        if decoded is not None and decoded.code is code and len(args) == decoded.plain_arity \
+                and not kwargs and self.observer is None and func not in _PY_LOOKASIDE:
+            return self.resume(Frame(self, decoded, func, func.__globals__, [*args, *decoded.null_tail]))
         special = _PY_LOOKASIDE.get(func)
         if special is not None:
             self.call_provs = None
@@ -211,6 +218,9 @@ class VM:
             except Suspend:
                 raise
             except BaseException as exc:
+                if frame.fault >= 0:  # a compiled block says which of its instructions raised
+                    i = frame.fault
+                    frame.fault = -1
                 if isinstance(exc, InterpreterError):
                     raise
                 if type(exc) in _SUSPECT and _is_internal_failure(exc):
