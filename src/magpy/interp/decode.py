@@ -38,7 +38,8 @@ class Decoded:
 
     __slots__ = ("code", "instrs", "names", "handler_at", "linenos", "delegating_yield",
                  "nlocalsplus", "localsplus_names", "free_start", "flags", "tracked", "internal", "unfused",
-                 "simple_args", "null_tail", "offsets", "bound_args", "plain_arity")
+                 "simple_args", "null_tail", "none_tail", "offsets", "bound_args", "plain_arity", "targets",
+                 "tracked_handlers")
 
     def __init__(self, code):
         self.code = code
@@ -50,6 +51,7 @@ class Decoded:
         self.simple_args = not code.co_flags & 0x0C and not code.co_kwonlyargcount
         from .frame import NULL
         self.null_tail = (NULL,) * (self.nlocalsplus - code.co_argcount)
+        self.none_tail = (None,) * (self.nlocalsplus - code.co_argcount)  # their provenance
         self.tracked = None  # the provenance-tracking instruction list, built on first use
         # the VM's own Python code (frame proxies, callback wrappers) always runs natively
         self.internal = code.co_filename.startswith(_PACKAGE_DIR)
@@ -344,9 +346,10 @@ def decode(code):
     # parameters never deleted are bound whenever the frame runs (compiled blocks skip their check)
     deleted = {ins.arg for ins in kept if ins.opname in ("DELETE_FAST", "LOAD_FAST_AND_CLEAR")}
     d.bound_args = frozenset(range(_parameter_count(code))) - deleted
+    d.targets = frozenset(ctx.targets)
     if not d.internal:
         from .blocks import compile_blocks
-        d.instrs = compile_blocks(d, ctx.targets)
+        d.instrs = compile_blocks(d, d.instrs)
     _cache[id(code)] = d
     return d
 
