@@ -7,7 +7,7 @@ runs through its tracked handler. Moves (locals, constants, stack shuffles) are 
 blocks (``block_ops``): the tracked emitter carries the provenance along.
 """
 from .blocks import TRACKED_TEMPLATES, TEMPLATES
-from .block_ops import _attr
+from .block_ops import _attr, _BRANCH_TESTS
 
 
 def tracked(*names):
@@ -116,14 +116,6 @@ def _store_subscr(e, arg, k):
     e.emit(f"else: set_item({e.vm}, {obj}, {key}, {value}, ({oprov}, {kprov}, {prov}))")
     e.emit(f"obs.write_item({obj}, {oprov}, {key}, {kprov}, {value}, {prov})")
     return True
-
-
-_BRANCH_TESTS = {
-    "POP_JUMP_IF_TRUE": "{x} is True or ({x} is not False and truth_of(f, {x}))",
-    "POP_JUMP_IF_FALSE": "{x} is False or ({x} is not True and not truth_of(f, {x}))",
-    "POP_JUMP_IF_NONE": "{x} is None",
-    "POP_JUMP_IF_NOT_NONE": "{x} is not None",
-}
 
 
 def _branch(name):
