@@ -15,6 +15,8 @@ _type_call = type.__call__
 _object_new = object.__new__
 _object_init = object.__init__
 _partial = functools.partial
+_BuiltinFunction = type(len)
+_Module = type(functools)
 
 
 def call(vm, fn, args, kwargs):
@@ -64,6 +66,22 @@ def call(vm, fn, args, kwargs):
                 _prepend(vm, fn, provs[2] if len(provs) > 2 else None, known=True)
             return vm.call_function(f, (fn, *args), kwargs)
     return native_call(vm, fn, args, kwargs)
+
+
+def plain_native(fn):
+    """Does :func:`call` run ``fn`` natively whatever the arguments, for as long as no lookaside is
+    registered, and may a call site keep it? (A built-in function of a module, or a built-in class
+    whose metaclass is ``type``; not a bound built-in method: keeping it would keep its object alive.)"""
+    tp = type(fn)
+    if tp is type:
+        if fn.__flags__ & _HEAPTYPE:
+            return False
+    elif tp is not _BuiltinFunction or not isinstance(fn.__self__, (_Module, type(None))):
+        return False
+    try:
+        return fn not in LOOKASIDE
+    except TypeError:
+        return False
 
 
 def _prepend(vm, value, prov, known=False):

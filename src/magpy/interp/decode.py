@@ -27,12 +27,19 @@ def handler(*names):
     return register
 
 
+_CO_OPTIMIZED = 0x01
+#: flags of code that needs more than the fast call path: optimized locals missing, generators,
+#: coroutines (native and generator-based), async generators
+_NOT_PLAIN = _CO_OPTIMIZED | 0x20 | 0x80 | 0x100 | 0x200
+
+
 class Decoded:
     """A code object decoded for the VM."""
 
     __slots__ = ("code", "instrs", "names", "handler_at", "linenos", "delegating_yield",
                  "nlocalsplus", "localsplus_names", "free_start", "flags", "tracked", "internal", "unfused",
-                 "simple_args", "null_tail", "offsets")
+                 "simple_args", "null_tail", "none_tail", "offsets", "bound_args", "plain_arity", "targets",
+                 "tracked_handlers")
 
     def __init__(self, code):
         self.code = code
@@ -44,9 +51,14 @@ class Decoded:
         self.simple_args = not code.co_flags & 0x0C and not code.co_kwonlyargcount
         from .frame import NULL
         self.null_tail = (NULL,) * (self.nlocalsplus - code.co_argcount)
+        self.none_tail = (None,) * (self.nlocalsplus - code.co_argcount)  # their provenance
         self.tracked = None  # the provenance-tracking instruction list, built on first use
         # the VM's own Python code (frame proxies, callback wrappers) always runs natively
         self.internal = code.co_filename.startswith(_PACKAGE_DIR)
+        # how many positional arguments a call needs to take the VM's fast path (-1: never): a
+        # plain function (not a generator or coroutine, optimized locals) without special parameters
+        plain = self.simple_args and not self.internal and (code.co_flags & _NOT_PLAIN) == _CO_OPTIMIZED
+        self.plain_arity = code.co_argcount if plain else -1
 
 
 def _localsplus_names(code):
@@ -331,8 +343,20 @@ def decode(code):
     d.delegating_yield = delegating
     d.unfused = instrs
     d.instrs = _fuse(instrs, names, handler_at, ctx.targets)
+    # parameters never deleted are bound whenever the frame runs (compiled blocks skip their check)
+    deleted = {ins.arg for ins in kept if ins.opname in ("DELETE_FAST", "LOAD_FAST_AND_CLEAR")}
+    d.bound_args = frozenset(range(_parameter_count(code))) - deleted
+    d.targets = frozenset(ctx.targets)
+    if not d.internal:
+        from .blocks import compile_blocks
+        d.instrs = compile_blocks(d, d.instrs)
     _cache[id(code)] = d
     return d
+
+
+def _parameter_count(code):
+    flags = code.co_flags
+    return code.co_argcount + code.co_kwonlyargcount + bool(flags & 0x04) + bool(flags & 0x08)
 
 
 _DROPPED = frozenset({"RESUME", "PRECALL", "EXTENDED_ARG", "CACHE", "NOP"})

@@ -44,6 +44,7 @@ class Frame:
     pstack = None
     locals_snapshot = None
     _builtins = None
+    fault = -1   # index of the instruction that raised inside a compiled block (see blocks.py)
 
     def __init__(self, vm, decoded, func, globals_, locals_, names=None):
         self.vm = vm

@@ -17,14 +17,20 @@ from types import FunctionType, MethodType
 
 from .frame import NULL
 
+_HEAPTYPE = 1 << 9
+
 LOOKASIDE = {}
 #: the entries whose target is a Python function (checked where such calls are interpreted)
 PY_LOOKASIDE = {}
+#: called after each registration (compiled call sites forget the callables they took as native)
+ON_REGISTER = []
 
 
 def register_lookaside(target, handler):
     """Make the VM run ``handler(vm, args, kwargs)`` whenever user code calls ``target``."""
     LOOKASIDE[target] = handler
+    for hook in ON_REGISTER:
+        hook()
     if type(target) is FunctionType:
         PY_LOOKASIDE[target] = handler
     return handler
@@ -110,6 +116,8 @@ def _len(vm, args, kwargs):
     prov = _first_prov(vm)
     if len(args) != 1 or kwargs:
         return len(*args, **kwargs)
+    if not type(args[0]).__flags__ & _HEAPTYPE:
+        return len(args[0])
     from .protocols import length
     return length(vm, args[0], prov)
 

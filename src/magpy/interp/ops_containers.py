@@ -150,9 +150,16 @@ def unpack_sequence(f, n, i):
     if (tp is tuple or tp is list) and len(seq) == n:
         stack.extend(seq[::-1])
         return i + 1
+    stack.extend(unpack_items(f.vm, seq, n)[::-1])
+    return i + 1
+
+
+def unpack_items(vm, seq, n):
+    """The ``n`` items of ``seq`` as a list, or CPython's error for the wrong count or type."""
+    tp = type(seq)
     if not _iterable(tp):
         raise TypeError(f"cannot unpack non-iterable {tp.__name__} object")
-    it = protocols.get_iter(f.vm, seq)
+    it = protocols.get_iter(vm, seq)
     items = []
     for v in it:
         items.append(v)
@@ -160,8 +167,7 @@ def unpack_sequence(f, n, i):
             raise ValueError(f"too many values to unpack (expected {n})")
     if len(items) < n:
         raise ValueError(f"not enough values to unpack (expected {n}, got {len(items)})")
-    stack.extend(items[::-1])
-    return i + 1
+    return items
 
 
 @handler("UNPACK_EX")

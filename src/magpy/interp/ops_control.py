@@ -76,13 +76,23 @@ def get_iter(f, arg, i):
     return i + 1
 
 
-@handler("FOR_ITER")
-def for_iter(f, exit_index, i):
-    it = f.stack[-1]
+#: what :func:`next_value` returns for an exhausted iterator
+STOP = object()
+
+
+def next_value(f, it):
+    """The next value of ``it`` (a Python ``__next__`` interpreted), or STOP."""
     nxt = python_slot(type(it), "__next__") if type(it).__flags__ & _HEAPTYPE else None
     try:
-        v = next(it) if nxt is None else f.vm.call_function(nxt, (it,), None)
+        return next(it) if nxt is None else f.vm.call_function(nxt, (it,), None)
     except StopIteration:
+        return STOP
+
+
+@handler("FOR_ITER")
+def for_iter(f, exit_index, i):
+    v = next_value(f, f.stack[-1])
+    if v is STOP:
         f.stack.pop()
         return exit_index
     f.stack.append(v)

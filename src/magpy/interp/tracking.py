@@ -13,6 +13,11 @@ decoded instruction is wrapped once (per code object) by the rule of its canonic
 """
 from .frame import NULL
 from . import protocols
+from .calls import call
+from .decode import HANDLERS
+from .ops_calls import _call_ex
+from .ops_control import for_iter
+from .ops_stack import load_fast_check, delete_fast, make_cell
 
 TRACKED = {}   # canonical name -> tracked handler (same signature as a plain handler)
 
@@ -90,12 +95,17 @@ EFFECTS = {"LIST_APPEND", "SET_ADD", "MAP_ADD", "LIST_EXTEND", "SET_UPDATE", "DI
 
 
 def tracked_instrs(decoded):
-    """The provenance-tracking instruction list of a decoded code object (built once)."""
+    """The provenance-tracking instruction list of a decoded code object (built once), with runs
+    of instructions compiled into blocks (see blocks.py)."""
     out = []
     for (fn, arg), name in zip(decoded.unfused, decoded.names):
         special = TRACKED.get(name)
         out.append((special, arg) if special is not None else (generic(fn, name, arg), arg))
-    return out
+    decoded.tracked_handlers = out
+    if decoded.internal:
+        return out
+    from .blocks import compile_blocks
+    return compile_blocks(decoded, out, tracked=True)
 
 
 def sync(frame):
@@ -113,7 +123,6 @@ def sync(frame):
 
 @tracked("LOAD_FAST", "LOAD_FAST_CHECK")
 def t_load_fast(f, arg, i):
-    from .ops_stack import load_fast_check
     load_fast_check(f, arg, i)
     f.pstack.append(f.plocals[arg])
     return i + 1
@@ -158,7 +167,6 @@ def t_store_fast_store_fast(f, arg, i):
 
 @tracked("DELETE_FAST")
 def t_delete_fast(f, arg, i):
-    from .ops_stack import delete_fast
     delete_fast(f, arg, i)
     f.plocals[arg] = None
     return i + 1
@@ -201,7 +209,6 @@ def t_swap(f, arg, i):
 
 @tracked("MAKE_CELL")
 def t_make_cell(f, arg, i):
-    from .ops_stack import make_cell
     nxt = make_cell(f, arg, i)
     cell = f.locals[arg]
     f.vm.observer.new_cell(f, cell, f.decoded.localsplus_names[arg], f.plocals[arg])
@@ -210,7 +217,6 @@ def t_make_cell(f, arg, i):
 
 @tracked("COPY_FREE_VARS", "NOP")
 def t_no_stack(f, arg, i):
-    from .decode import HANDLERS
     return HANDLERS[f.decoded.names[i]](f, arg, i)
 
 
@@ -227,19 +233,21 @@ def _push_read(f, prov):
     f.pstack.append(prov)
 
 
-def _read_after(name):
-    """Tracked form of a handler that pushes values read from outside (globals, names, cells)."""
+def _read_after(name, pops=0):
+    """Tracked form of a handler that pushes values read from outside (globals, names, cells);
+    ``pops``: how many values it pops first (their provenance is popped by the caller)."""
+    is_global = name.startswith("LOAD_GLOBAL") or name in ("LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")
+
     def wrap(f, arg, i):
-        from .decode import HANDLERS
         stack = f.stack
-        base = len(stack)
+        pstack = f.pstack
+        base = len(stack) - pops
         nxt = HANDLERS[name](f, arg, i)
         obs = f.vm.observer
-        pstack = f.pstack
         for v in stack[base:]:
             if v is NULL:
                 pstack.append(None)
-            elif name.startswith("LOAD_GLOBAL") or name in ("LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"):
+            elif is_global:
                 pstack.append(obs.read_global(f, arg, v))
             else:
                 pstack.append(obs.read_cell(f, f.locals[arg], f.decoded.localsplus_names[arg], v))
@@ -255,14 +263,24 @@ for _name in ("LOAD_GLOBAL", "LOAD_GLOBAL_NULL_BEFORE", "LOAD_GLOBAL_NULL_AFTER"
 @tracked("LOAD_FROM_DICT_OR_DEREF", "LOAD_FROM_DICT_OR_GLOBALS")
 def t_load_from_dict(f, arg, i):
     f.pstack.pop()
-    return _read_after(f.decoded.names[i])(f, arg, i)
+    return _read_after(f.decoded.names[i], pops=1)(f, arg, i)
+
+
+@tracked("LOAD_SUPER_ATTR", "LOAD_SUPER_METHOD", "LOAD_SUPER_METHOD_313")
+def t_load_super(f, arg, i):
+    """``super().name``: the three inputs' provenance leaves with them; what is pushed carries none
+    (as before this handler existed, less the provenance stack falling out of step)."""
+    pstack = f.pstack
+    del pstack[len(pstack) - 3:]
+    nxt = HANDLERS[f.decoded.names[i]](f, arg, i)
+    pstack.extend([None] * (len(f.stack) - len(pstack)))
+    return nxt
 
 
 @tracked("STORE_GLOBAL", "STORE_NAME")
 def t_store_global(f, name, i):
     value = f.stack[-1]
     prov = f.pstack.pop()
-    from .decode import HANDLERS
     nxt = HANDLERS[f.decoded.names[i]](f, name, i)
     f.vm.observer.write_global(f, name, value, prov)
     return nxt
@@ -381,7 +399,6 @@ def t_delete_subscr(f, arg, i):
 
 def _t_branch(name):
     def run(f, target, i):
-        from .decode import HANDLERS
         value = f.stack[-1]
         prov = f.pstack.pop()
         nxt = HANDLERS[name](f, target, i)
@@ -410,7 +427,6 @@ def t_get_iter(f, arg, i):
 
 @tracked("FOR_ITER")
 def t_for_iter(f, exit_index, i):
-    from .ops_control import for_iter
     it = f.stack[-1]
     iprov = f.pstack[-1]
     nxt = for_iter(f, exit_index, i)
@@ -424,7 +440,6 @@ def t_for_iter(f, exit_index, i):
 
 @tracked("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE")
 def t_return(f, arg, i):
-    from .decode import HANDLERS
     name = f.decoded.names[i]
     if name == "RETURN_CONST":
         value, prov = arg, None
@@ -479,7 +494,6 @@ _PROTOCOL_BUILTINS = {len, iter, next, getattr, hasattr}
 def _t_call(layout):
     """layout: '312' ([NULL|meth, callable|self, *args] + KW_NAMES), '313', '313kw' (CALL_KW)."""
     def run(f, argc, i):
-        from .calls import call
         stack, pstack = f.stack, f.pstack
         kwnames = ()
         if layout == "313kw":
@@ -526,7 +540,6 @@ TRACKED["CALL_KW"] = _t_call("313kw")
 def _t_call_ex(layout):
     """CALL_FUNCTION_EX: the observer says what the provenance of each unpacked argument is."""
     def run(f, has_kwargs, i):
-        from .ops_calls import _call_ex
         stack, pstack = f.stack, f.pstack
         kwargs = stack.pop() if has_kwargs else None
         kwprov = pstack.pop() if has_kwargs else None

@@ -8,7 +8,8 @@ offset if asked, push the exception, jump). ``RETURN_*`` handlers leave the loop
 """
 import sys
 
-from .decode import decode
+from .decode import decode, _cache as _decoded
+from .binding import bind_provenance
 from .errors import InterpreterError
 from .frame import Frame, NULL, ExcState, Suspend, YIELD  # noqa: F401
 
@@ -97,6 +98,25 @@ class VM:
     # ---- function entry ------------------------------------------------------------------------
     def call_function(self, func, args, kwargs):
         """Interpret a call of the Python function ``func``."""
+        # the common case first: no observer, a plain function called with exactly its positional
+        # parameters (decoded.plain_arity says which code objects qualify; -1 for none)
+        code = func.__code__
+        decoded = _decoded.get(id(code))
+        if decoded is not None and decoded.code is code and len(args) == decoded.plain_arity \
+                and not kwargs and func not in _PY_LOOKASIDE:
+            frame = Frame(self, decoded, func, func.__globals__, [*args, *decoded.null_tail])
+            if self.observer is None:
+                return self.resume(frame, None, decoded.instrs)
+            provs = self.call_provs
+            if provs is not None and not provs[1] and len(provs[0]) == len(args):
+                # an interpreted CALL followed every argument: they bind in order (bind_provenance's
+                # own first case)
+                self.call_provs = None
+                frame.pstack = []
+                frame.plocals = [*provs[0], *decoded.none_tail]
+            else:
+                self._track_arguments(frame, func, decoded, args)
+            return self.run_frame(frame)
         special = _PY_LOOKASIDE.get(func)
         if special is not None:
             self.call_provs = None
@@ -128,7 +148,6 @@ class VM:
         provs, self.call_provs = self.call_provs, None
         frame.pstack = []
         if provs is not None:
-            from .binding import bind_provenance
             positional = tuple(provs[0])
             if len(positional) < len(args):  # the caller could not follow every argument
                 opaque = self.observer.opaque
@@ -163,10 +182,13 @@ class VM:
             observer.leave_frame(frame, value, None)
         return value
 
-    def resume(self, frame, throw=None):
+    def resume(self, frame, throw=None, plain=None):
         """Run ``frame`` from ``frame.index`` until it returns (value) or yields (raises Suspend).
 
         ``throw``: an exception to raise at the current instruction first (generator throw()).
+        ``plain``: the frame's instruction list, given for a new frame of a plain function run
+        without an observer: it starts in a bare dispatch loop, and only an exception moves it to
+        :meth:`execute` (which routes it as raised at the same instruction).
         """
         frame.back = self.frame
         self.frame = frame
@@ -174,7 +196,20 @@ class VM:
         try:
             if self.depth > self.user_limit:
                 raise RecursionError("maximum recursion depth exceeded")
-            return self.execute(frame, throw)
+            if plain is None:
+                return self.execute(frame, throw)
+            i = 0
+            try:
+                while i >= 0:
+                    fn, arg = plain[i]
+                    i = fn(frame, arg, i)
+                return frame.result
+            except BaseException as exc:
+                frame.index = i
+                raised = exc
+            # outside the except clause: a native raise while it is active would take `raised`
+            # as its __context__
+            return self.execute(frame, raised)
         finally:
             self.depth -= 1
             self.frame = frame.back
@@ -186,13 +221,12 @@ class VM:
         else:
             instrs = decoded.tracked
             if instrs is None:
-                from .tracking import tracked_instrs
                 instrs = decoded.tracked = tracked_instrs(decoded)
             if frame.pstack is None:
                 frame.pstack = []
                 frame.plocals = [None] * decoded.nlocalsplus
-            from .tracking import sync
-            sync(frame)
+            if len(frame.pstack) != len(frame.stack):
+                sync(frame)
         handler_at = decoded.handler_at
         i = frame.index
         pending = throw
@@ -211,6 +245,9 @@ class VM:
             except Suspend:
                 raise
             except BaseException as exc:
+                if frame.fault >= 0:  # a compiled block says which of its instructions raised
+                    i = frame.fault
+                    frame.fault = -1
                 if isinstance(exc, InterpreterError):
                     raise
                 if type(exc) in _SUSPECT and _is_internal_failure(exc):
@@ -286,6 +323,8 @@ def internal_error(frame, exc):
     err.__cause__ = exc
     return err
 
+
+from .tracking import tracked_instrs, sync  # noqa: E402  (after the handler modules it wraps)
 
 # handler modules register themselves in decode.HANDLERS on import
 from . import ops_stack, ops_operators, ops_calls, ops_control, ops_containers, ops_exceptions, ops_generators, ops_fused  # noqa: E402,F401,E501
