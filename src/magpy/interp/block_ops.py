@@ -225,6 +225,12 @@ def _plain_test(e, *exprs):
 _NOT_CONST = object()
 
 
+def _provs(e):
+    """``, (pa, pb)``: the operands' provenance for a Python dunder, in an observed block (else empty)."""
+    provs = getattr(e, "operand_provs", None)
+    return f", {provs}" if provs else ""
+
+
 @template("BINARY_OP")
 def _binary_op(e, op, k):
     b = e.pop()
@@ -236,7 +242,7 @@ def _binary_op(e, op, k):
         fast = f"{out} = {a}; {out} {symbol}= {b}"
     else:
         fast = f"{out} = {a} {symbol} {b}"
-    e.guarded(k, _plain_test(e, a, b), fast, f"{out} = binary_op({e.vm}, {a}, {b}, {op})")
+    e.guarded(k, _plain_test(e, a, b), fast, f"{out} = binary_op({e.vm}, {a}, {b}, {op}{_provs(e)})")
     e.push(out)
     return True
 
@@ -247,7 +253,7 @@ def _compare(e, op, k):
     e.at(k)
     out = e.fresh()
     e.guarded(k, _plain_test(e, a, b), f"{out} = {a} {_COMPARE_SYMBOLS[op]} {b}",
-              f"{out} = compare_op({e.vm}, {a}, {b}, {op})")
+              f"{out} = compare_op({e.vm}, {a}, {b}, {op}{_provs(e)})")
     return out
 
 

@@ -26,9 +26,12 @@ def _operation(name, inputs):
     def run(e, arg, k):
         entries = [e.pop() for _ in range(inputs)]
         entries.reverse()
+        if inputs == 2:  # (a Python operator dunder receives its operands' provenance)
+            e.operand_provs = f"({entries[0][1]}, {entries[1][1]})"
         with e.values_only([v for v, _ in entries]):
             plain(e, arg, k)
             out = e.virtual[-1]
+        e.operand_provs = None
         provs = ", ".join(p for _, p in entries)
         values = ", ".join(v for v, _ in entries)
         ps = e.fresh()
