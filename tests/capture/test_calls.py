@@ -328,3 +328,15 @@ def test_current_frame_line_number_is_live():
 
     stats = differential(plain(fn), fresh(lambda: (t(),)))
     expect(stats, fallbacks=0)
+
+
+def test_partial_of_a_torch_builtin_called_on_tensors():
+    conv = functools.partial(torch.conv2d, padding=1, stride=1)
+
+    def fn(x, w, s):
+        dilated = functools.partial(torch.nn.functional.conv2d, dilation=s)
+        return conv(x, w) + dilated(x, w, padding=s)
+
+    stats = differential(plain(fn), [(t(1, 2, 5, 5), t(3, 2, 3, 3), 1), (t(1, 2, 5, 5), t(3, 2, 3, 3), 1),
+                                     (t(1, 2, 5, 5), t(3, 2, 3, 3), 2)])
+    expect(stats, fallbacks=0)

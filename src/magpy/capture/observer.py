@@ -845,8 +845,18 @@ class CaptureObserver(Observer):
         return self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
 
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
+        try:
+            hash(fn)
+        except TypeError:
+            self.unsupported(f"{type(fn).__name__} (an unhashable callable) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING:
             return None
+        if type(fn) is functools.partial and _is_torch_callable(fn.func):
+            # a partial of a torch function (``partial(F.conv2d, stride=2)``): the function, all arguments
+            stored = self._element_provs(fn.args, None)
+            stored_kw = self._dict_provs(fn.keywords, None)
+            return self.native_result(frame, fn.func, (*fn.args, *args), [*stored, *arg_provs],
+                                      {**fn.keywords, **kwargs}, {**stored_kw, **kw_provs}, result)
         if isinstance(fn, type) and _python_constructed(fn):
             return None  # a new object whose __new__/__init__ ran interpreted (their effects were seen)
         if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__init__" and not args and not kwargs \
