@@ -514,6 +514,19 @@ class CaptureObserver(Observer):
                 provs.append(Traced(item))
         self.contents[id(values)] = (values, provs)
 
+    def by_identity(self, values):
+        """Provenance of values that came through code MagPy did not follow: the tensors the graph made
+        are known by identity, anything else is of unknown origin."""
+        return [None if _is_tensor(v) and id(v) in self.nodes else UNKNOWN for v in values]
+
+    def holds(self, container, elements):
+        """``container`` (made here) holds values of these provenances; False when they do not fit it."""
+        if elements is None or len(elements) != len(container):
+            return False
+        if any(p is not None for p in elements):
+            self.contents[id(container)] = (container, list(elements))
+        return True
+
     def traced_op(self, fn, inputs, provs):
         """``fn`` over Python values some of which the graph computes: one more graph node."""
         args = tuple(p.node if type(p) is Traced else self.to_graph_arg(v, p) for v, p in zip(inputs, provs))
@@ -876,22 +889,15 @@ class CaptureObserver(Observer):
             return None
         if fn is tuple.__new__ and len(args) == 2 and not kwargs and isinstance(result, tuple):
             # a namedtuple (or other tuple subclass) built from an iterable: the same elements
-            elements = _elements(self, args[1], arg_provs[1])
-            if elements is None or len(elements) != len(result):
+            if not self.holds(result, _elements(self, args[1], arg_provs[1])):
                 self.unsupported(f"a {type(result).__name__} built from values of unknown origin")
-            if any(p is not None for p in elements):
-                self.contents[id(result)] = (result, list(elements))
             return None
         if fn in (list, tuple) and len(args) == 1 and not kwargs and type(result) is fn:
             # a copy of an iterable: the same elements, with their provenance (pairs from zip/items too)
             elements = _elements(self, args[0], arg_provs[0])
             if elements is None and (arg_provs[0] is None or arg_provs[0] is UNKNOWN):
-                # an iterable MagPy did not follow (``map(f, xs)`` with f interpreted): the tensors the
-                # graph made are known by identity, anything else is of unknown origin
-                elements = [None if _is_tensor(v) and id(v) in self.nodes else UNKNOWN for v in result]
-            if elements is not None and len(elements) == len(result):
-                if any(p is not None for p in elements):
-                    self.contents[id(result)] = (result, list(elements))
+                elements = self.by_identity(result)  # (``map(f, xs)`` with f interpreted)
+            if self.holds(result, elements):
                 return None
         if fn is set and len(args) <= 1 and not kwargs and type(result) is set:
             self.sets[id(result)] = (result, [])  # tracked element by element from here on
@@ -1178,7 +1184,7 @@ class CaptureObserver(Observer):
         if fn is len and len(args) == 1 and not kwargs and type(args[0]) in (list, tuple, dict) \
                 and arg_provs[0] is None:
             return None  # the length of a container made here is fixed by the guards of what filled it
-        if fn in (isinstance, type, callable) and args and arg_provs[0] is None and not kwargs and \
+        if fn in _TYPE_QUERIES and args and arg_provs[0] is None and not kwargs and \
                 all(_pinned(a, p) for a, p in zip(args[1:], arg_provs[1:])):
             return None  # the type of a value the program made itself (whatever its contents came from)
         arg_provs = [None if _library_constant(a, p) else self.effective(a, p) for a, p in zip(args, arg_provs)]
@@ -1202,7 +1208,7 @@ class CaptureObserver(Observer):
                 return UNKNOWN
             fn = _with_keywords(fn, kwargs)  # ``sorted(xs, reverse=True)``: the keywords are constants
         if any(type(p) is Traced for p in provs):
-            if fn in (isinstance, issubclass, type, callable):
+            if fn in _TYPE_QUERIES:
                 return None  # a number the graph computes has the type its tensor's (guarded) dtype gives
             return self.traced_op(fn, args, arg_provs)  # ``math.sqrt(t.item())``: computed in the graph
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):
@@ -1372,7 +1378,7 @@ class CaptureObserver(Observer):
     def data_branch(self, node, truth, frame):
         """A branch on tensor data: guarded by rerunning the condition (``predicates``; one guard for all
         of the call's conditions, made by ``guard_conditions`` at the end)."""
-        if predicates.cut(self.cap.graph, [node], self.cap.inputs) is None:
+        if predicates.ancestry([node]) is None:
             self.unsupported("a branch on tensor data that depends on an in-place or random op (graph break)",
                              frame)
         self.conditions.append((node, truth))
@@ -1506,11 +1512,8 @@ def _op_concat(obs, fn, inputs, provs, result):
         _op_list_extend_target(obs, a, b, provs[1])
         return [provs[0]]
     left, right = _elements(obs, a, provs[0]), _elements(obs, b, provs[1])
-    if left is None or right is None:
-        return [UNKNOWN]
-    if any(p is not None for p in left + right):
-        obs.contents[id(result)] = (result, left + right)
-    return [None]
+    both = left + right if left is not None and right is not None else None
+    return [None if obs.holds(result, both) else UNKNOWN]
 
 
 def _op_compare(obs, k, inputs, provs, outputs):
@@ -1586,12 +1589,7 @@ def _op_build(kind):
 
 def _op_list_to_tuple(obs, arg, inputs, provs, outputs):
     """``(a, *rest)``: the tuple holds the list's elements, with their provenance."""
-    elements = _elements(obs, inputs[0], provs[0])
-    if elements is None or len(elements) != len(outputs[0]):
-        return [UNKNOWN]
-    if any(p is not None for p in elements):
-        obs.contents[id(outputs[0])] = (outputs[0], list(elements))
-    return [None]
+    return [None if obs.holds(outputs[0], _elements(obs, inputs[0], provs[0])) else UNKNOWN]
 
 
 def _op_build_map(obs, n, inputs, provs, outputs):
@@ -1697,6 +1695,9 @@ def _op_list_append(obs, n, inputs, provs, outputs):
             obs.contents[id(target)] = (target, [None] * (len(target) - 1) + [provs[0]])
     return None
 
+
+#: builtins whose answer depends only on their arguments' types
+_TYPE_QUERIES = (isinstance, issubclass, type, callable)
 
 #: torch functions that make a tensor from a numpy array
 _FROM_ARRAY = {torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray}
@@ -1847,9 +1848,7 @@ def _op_unpack(obs, n, inputs, provs, outputs):
             type(seq) in (dict, range, str, bytes, set, frozenset)
         items = _elements(obs, seq, prov) if known and prov is not UNKNOWN else None
         if items is None or len(items) != len(outputs) or any(type(p) is tuple for p in items):
-            # unpacked by code MagPy did not follow (a Python ``__iter__``): tensors the graph made
-            # are known by identity, anything else is of unknown origin
-            items = [None if _is_tensor(v) and id(v) in obs.nodes else UNKNOWN for v in reversed(outputs)]
+            items = obs.by_identity(reversed(outputs))  # unpacked by a Python ``__iter__``
     if isinstance(prov, Source) and type(seq) in (list, tuple):
         obs.guard(ValueGuard(Expr(len, (prov,)), len(seq)))
     return list(reversed(items[:len(outputs)]))

@@ -38,10 +38,9 @@ def _impure(node):
     return any(word in name for word in _IMPURE_WORDS) or "out" in node.kwargs
 
 
-def cut(graph, nodes, inputs):
-    """The predicate graph computing ``tuple(bool(n) for n in nodes)`` from the placeholders it needs,
-    with their sources (from ``inputs``, the capture's (source, example) list); None when a condition
-    cannot be rerun. One graph for all the call's conditions: the guard runs shared work once."""
+def ancestry(nodes):
+    """The nodes the conditions ``nodes`` are computed from (themselves included), or None when one of
+    them cannot be rerun."""
     needed, stack = set(), list(nodes)
     while stack:
         n = stack.pop()
@@ -51,6 +50,16 @@ def cut(graph, nodes, inputs):
             return None
         needed.add(n)
         stack.extend(n.all_input_nodes)
+    return needed
+
+
+def cut(graph, nodes, inputs):
+    """The predicate graph computing ``tuple(bool(n) for n in nodes)`` from the placeholders it needs,
+    with their sources (from ``inputs``, the capture's (source, example) list); None when a condition
+    cannot be rerun. One graph for all the call's conditions: the guard runs shared work once."""
+    needed = ancestry(nodes)
+    if needed is None:
+        return None
     sub = fx.Graph()
     env, sources = {}, []
     for n in graph.nodes:

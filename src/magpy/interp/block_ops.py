@@ -306,11 +306,16 @@ for _name in _UNARY:
     TEMPLATES[_name] = (lambda name: lambda e, arg, k: _unary(e, name, k))(_name)
 
 
+def _truth(e, x):
+    """``bool(x)`` with Python ``__bool__``/``__len__`` interpreted (bools themselves pass straight)."""
+    return f"{x} if {x} is True or {x} is False else truth({e.vm}, {x})"
+
+
 @template("UNARY_NOT")
 def _unary_not(e, arg, k):
     x = e.pop()
     e.at(k)
-    e.push_new(f"not ({x} if {x} is True or {x} is False else truth({e.vm}, {x}))")
+    e.push_new(f"not ({_truth(e, x)})")
     return True
 
 
@@ -318,7 +323,7 @@ def _unary_not(e, arg, k):
 def _to_bool(e, arg, k):
     x = e.pop()
     e.at(k)
-    e.push_new(f"{x} if {x} is True or {x} is False else truth({e.vm}, {x})")
+    e.push_new(_truth(e, x))
     return True
 
 
