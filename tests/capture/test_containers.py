@@ -314,7 +314,7 @@ def test_namedtuple_output():
     expect_one_graph(stats)
 
 
-@unsupported("namedtuples built inside the call are not captured")
+@unsupported("namedtuple._replace() rebuilds through map(kwds.pop, fields, self), which capture does not follow")
 def test_namedtuple_replace_and_unpack():
     def fn(p):
         q = p._replace(right=p.right + 1)
