@@ -3,14 +3,17 @@
 
 Prints one table: for each workload, CPython's time, the VM's time, and their ratio — without an
 observer, with the base ``Observer`` (every event a no-op: what observation costs the VM itself),
-and with an observer that gives values provenance and logs every event (what capture pays):
+with an observer that gives every value a provenance and logs every event, and under MagPy's own
+capture (``magpy.capture.capture`` whole: its observer, guards, graph and the mock's templates —
+what a first compiled call pays; needs torch):
 
 - ``records``: a pure-Python loop in the style of pystone — objects with attributes, int
   arithmetic, function and method calls, string operations, list indexing;
 - ``transformer``: the forward of a small two-layer transformer written with torch ops, at a
   size where Python overhead dominates (skipped without torch).
 
-Targets (the VM's design): at most 25x on ``records`` without an observer, at most 40x with one;
+Targets (the VM's design): at most 25x on ``records`` without an observer, at most 40x with a
+recording one;
 the script exits with status 1 when a target is missed.
 Each VM run is paired with CPython runs filling the same wall time, so both see the same machine
 load; the ratio is the median over the pairs (the best-over-best ratio is printed too).
@@ -29,8 +32,9 @@ import time
 from pathlib import Path
 
 # Without an observer, with the base Observer (every event a no-op: the VM's own cost of
-# observation), and with a recording one.
-OBSERVERS = ("none", "no-op", "recording")
+# observation), with a recording one, and with MagPy's own capture (needs torch): what compiling
+# such a program costs on its first call (guards, graph and mock included).
+OBSERVERS = ("none", "no-op", "recording", "capture")
 TARGETS = {("records", "none"): 25.0, ("records", "recording"): 40.0}
 
 
@@ -284,20 +288,39 @@ def rows(repeats):
     for name, fn, args in workloads:
         expected = fn(*args)
         for observed in OBSERVERS:
-            observer = {"none": lambda: None, "no-op": interp.Observer,
-                        "recording": lambda: recording_observer(interp)}[observed]()
-            vm = interp.VM(observer=observer)
-
-            def through_vm():
-                if hasattr(observer, "events"):
-                    observer.events.clear()
-                return vm.call(fn, *args)
-
+            observer, through_vm = runner(interp, observed, fn, args)
+            if through_vm is None:
+                print(f"{name} under {observed}: skipped (no torch)")
+                continue
             result = through_vm()
             assert same(result, expected), f"{name}: the VM computed {result!r}, not {expected!r}"
             natives, vms, ratios = measure_pair(lambda: fn(*args), through_vm, repeats)
             events = len(observer.events) if hasattr(observer, "events") else None
             yield name, observed, natives, vms, ratios, events
+
+
+def runner(interp, observed, fn, args):
+    """(observer, a function running ``fn(*args)`` under it), or (None, None) when it needs torch."""
+    if observed == "capture":
+        try:
+            from magpy.capture.observer import capture
+        except ImportError:
+            return None, None
+
+        def captured():
+            result, exc, cap = capture(fn, args, {})
+            assert exc is None and cap.unsupported is None, cap.unsupported
+            return result
+        return None, captured
+    observer = {"none": lambda: None, "no-op": interp.Observer,
+                "recording": lambda: recording_observer(interp)}[observed]()
+    vm = interp.VM(observer=observer)
+
+    def through_vm():
+        if hasattr(observer, "events"):
+            observer.events.clear()
+        return vm.call(fn, *args)
+    return observer, through_vm
 
 
 def table(repeats):
@@ -322,18 +345,16 @@ def table(repeats):
 
 
 def profile_handlers(observed, top=25):
-    """VM time per function of magpy.interp while it runs the records workload."""
+    """Time per function of magpy.interp (and magpy.capture) while the VM runs the records workload."""
     interp = _interp()
-    observer = {"none": lambda: None, "no-op": interp.Observer,
-                "recording": lambda: recording_observer(interp)}[observed]()
-    vm = interp.VM(observer=observer)
-    vm.call(records)
+    _, through_vm = runner(interp, observed, records, ())
+    through_vm()
     profiler = cProfile.Profile()
     profiler.enable()
-    vm.call(records)
+    through_vm()
     profiler.disable()
     stats = pstats.Stats(profiler)
-    package = str(Path(interp.__file__).parent)
+    package = str(Path(interp.__file__).parent.parent)
     per_function = [(tottime, calls, f"{Path(file).name}:{func}")
                     for (file, line, func), (_, calls, tottime, _, _) in stats.stats.items()
                     if file.startswith(package)]

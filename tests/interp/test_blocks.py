@@ -261,3 +261,36 @@ def test_a_second_call_on_the_fast_path_matches_cpython(program):
     exception must be routed exactly as on the first call (no native exception context leaks in)."""
     oracle.check(program, interp.run)
     oracle.check(program, interp.run)
+
+
+def _constants_then_argument(n):
+    total = 0
+    for k in range(4):          # a range without provenance: its items are constants
+        total = total * 3 + k   # constant arithmetic: no event
+        if total > 5:           # a branch on a constant: no event
+            total -= 1
+    return total + n            # an argument takes part: reported
+
+
+class ArgumentsOnly(Recorder):
+    """Logs as Recorder does, but only arguments get a provenance (as capture gives none to values
+    the program makes from constants)."""
+
+    def call_result(self, *args):
+        super().call_result(*args)
+
+    def operation(self, frame, opname, arg, inputs, input_provs, outputs):
+        super().operation(frame, opname, arg, inputs, input_provs, outputs)
+        return [None] * len(outputs)
+
+
+@pytest.mark.parametrize("with_blocks", [True, False], ids=["blocks", "handlers"])
+def test_operations_on_constants_stay_quiet(with_blocks):
+    recorder = ArgumentsOnly()
+    with contextlib.nullcontext() if with_blocks else blocks_off():
+        result = interp.VM(observer=recorder).call(_constants_then_argument, 10)
+    assert result == _constants_then_argument(10)
+    ops = [e for e in recorder.events if e[0] in ("op", "branch")]
+    # GET_ITER (a range is not a scalar) and the addition of the argument only
+    assert [e[1] for e in ops] == ["GET_ITER", "BINARY_OP"], ops
+    assert ops[-1][2] == (None, ("arg", "n"))

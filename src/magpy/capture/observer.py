@@ -282,7 +282,7 @@ class _Contents(dict):
         return id(obj) in self.grown or id(obj) in self.outside
 
     def get(self, key, default=None):
-        grown = self.grown.pop(key, None)
+        grown = self.grown.pop(key, None) if self.grown else None
         if grown is not None:
             target, prov, n, added = grown
             self.observer.guard(ValueGuard(Expr(len, (prov,)), n))
@@ -298,6 +298,9 @@ class CaptureObserver(Observer):
         self.contents = _Contents(self)  # id(container made inside) -> (container, element provs)
         self.written = {}         # (id(obj), name) -> prov of the value the program stored there
         self.input_paths = {}     # id(graph input tensor) -> the path it was first read by
+        # outside reads already guarded: (id(globals), name) -> (value, prov) and
+        # (id(obj), name) -> (obj, value, obj_prov, prov)
+        self.reads = {}
         self.frame = None         # the innermost frame an event came from (for messages)
         self.root = None
 
@@ -607,8 +610,13 @@ class CaptureObserver(Observer):
         written = self.written.get((id(frame.globals), name), _NOT_WRITTEN)
         if written is not _NOT_WRITTEN:
             return written
+        key = (id(frame.globals), name)
+        seen = self.reads.get(key)
+        if seen is not None and seen[0] is value:
+            return seen[1]  # read before and unchanged: its guards are in place
         prov = GlobalSource(frame.globals, name)
         self.on_read(value, prov)
+        self.reads[key] = (value, prov)
         return prov
 
     @_event(None)
@@ -643,14 +651,18 @@ class CaptureObserver(Observer):
         if obj_prov is UNKNOWN or type(obj_prov) is Traced:
             return UNKNOWN
         if isinstance(obj_prov, Source):
+            key = (id(obj), name)
+            seen = self.reads.get(key)
+            if seen is not None and seen[0] is obj and seen[1] is value and seen[2] is obj_prov:
+                return seen[3]  # the same read by the same path again: its guards are in place
             self.sources_of.setdefault(id(obj), (obj, obj_prov))  # (a method read here binds to obj)
+            self.deref(obj, obj_prov)
+            prov = AttrSource(obj_prov, name)
+            self.on_read(value, prov)
+            self.reads[key] = (obj, value, obj_prov, prov)
+            return prov
         self.deref(obj, obj_prov)
-        if isinstance(obj, types.ModuleType) and isinstance(obj_prov, Source):
-            prov = AttrSource(obj_prov, name)
-        elif isinstance(obj_prov, Source):
-            prov = AttrSource(obj_prov, name)
-        else:
-            prov = Expr(getattr, (obj_prov, Const(name)))
+        prov = Expr(getattr, (obj_prov, Const(name)))
         self.on_read(value, prov)
         return prov
 
@@ -973,9 +985,6 @@ class CaptureObserver(Observer):
             return self.scalar_of(fn, args, arg_provs, result)
         if fn in (float, int, bool, complex) and args and _is_tensor(args[0]):
             self.unsupported(f"{fn.__name__}(tensor) turns tensor data into a Python value (graph break)")
-        flat = list(args) + list(kwargs.values())
-        has_tensor = any(_is_tensor(a) or (type(a) in (list, tuple) and any(_is_tensor(x) for x in a))
-                         for a in flat)
         makes_tensor = _is_tensor(result) or (isinstance(result, (tuple, list)) and
                                                 any(_is_tensor(x) for x in result))
         module = getattr(fn, "__module__", None) or ""
@@ -994,6 +1003,9 @@ class CaptureObserver(Observer):
                                    and getattr(type(self_obj), getattr(fn, "__name__", ""), None)
                                    in rules.MUTATES):
             return self._mutation(fn, args, arg_provs, result)
+        # (after the mutations: ``xs.append(x)`` must not scan a long list each time)
+        has_tensor = any(_is_tensor(a) or (type(a) in (list, tuple) and any(_is_tensor(x) for x in a))
+                         for a in (*args, *kwargs.values()))
         if has_tensor and getattr(fn, "__name__", "") == "apply" and isinstance(self_obj, type) \
                 and issubclass(self_obj, torch.autograd.Function):
             # a custom autograd.Function: one graph op (its forward and backward run as written)

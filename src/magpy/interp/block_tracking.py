@@ -35,8 +35,11 @@ def _operation(name, inputs):
         provs = ", ".join(p for _, p in entries)
         values = ", ".join(v for v, _ in entries)
         ps = e.fresh()
-        e.emit(f"{ps} = obs.operation(f, {name!r}, {e.arg(k)}, [{values}], [{provs}], [{out}])")
-        e.emit(f"if {ps} is not None: {ps} = {ps}[0]")
+        quiet = " and ".join(f"{p} is None and type({v}) in CONSTANT_SCALARS" for v, p in entries)
+        e.emit(f"if {quiet}: {ps} = None")
+        e.emit("else:")
+        e.emit(f"    {ps} = obs.operation(f, {name!r}, {e.arg(k)}, [{values}], [{provs}], [{out}])")
+        e.emit(f"    if {ps} is not None: {ps} = {ps}[0]")
         e.push(out, ps)
         return True
     return run
@@ -127,7 +130,8 @@ def _branch(name):
         e.at(k)
         taken = e.fresh()
         e.emit(f"{taken} = {_BRANCH_TESTS[name].format(x=value)}")
-        e.emit(f"obs.branch(f, {name!r}, {value}, {prov}, {taken})")
+        e.emit(f"if {prov} is not None or type({value}) not in CONSTANT_SCALARS:")
+        e.emit(f"    obs.branch(f, {name!r}, {value}, {prov}, {taken})")
         e.emit(f"if {taken}:")
         e.leave(target, "    ")
         return True
@@ -144,8 +148,10 @@ def _for_iter(e, exit_index, k):
     e.at(k)
     value = e.next_or_leave(it, exit_index)
     ps = e.fresh()
-    e.emit(f"{ps} = obs.operation(f, 'FOR_ITER', None, [{it}], [{iprov}], [{value}])")
-    e.emit(f"{ps} = {ps}[0] if {ps} else None")
+    e.emit(f"if {iprov} is None and type({it}) in CONSTANT_ITERATORS: {ps} = None")
+    e.emit("else:")
+    e.emit(f"    {ps} = obs.operation(f, 'FOR_ITER', None, [{it}], [{iprov}], [{value}])")
+    e.emit(f"    {ps} = {ps}[0] if {ps} else None")
     e.push(value, ps)
     return True
 

@@ -39,6 +39,7 @@ from .ops_operators import PLAIN
 from .ops_stack import _unbound_local, _global
 from .protocols import _HEAPTYPE, _NATIVE_ATTR, _NATIVE_SETATTR
 from .tracking import NOT_RETURNED, _computed
+from .observer import CONSTANT_SCALARS, CONSTANT_ITERATORS
 
 #: the shortest run worth a generated function
 MIN_LENGTH = 2
@@ -64,6 +65,7 @@ _RUNTIME = {
     "get_iter": protocols.get_iter, "next_value": next_value, "unpack_items": unpack_items,
     "call": call, "plain_native": plain_native,
     "NOT_RETURNED": NOT_RETURNED, "computed_by": _computed,
+    "CONSTANT_SCALARS": CONSTANT_SCALARS, "CONSTANT_ITERATORS": CONSTANT_ITERATORS,
 }
 
 

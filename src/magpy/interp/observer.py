@@ -53,7 +53,23 @@ Control
         the canonical jump (``POP_JUMP_IF_TRUE``, ``POP_JUMP_IF_NONE`` …).
     ``return_value(frame, value, prov)`` — the frame returns ``value``.
     ``yielded(frame, value, prov)`` — a generator frame yields ``value``.
+
+Constants stay quiet: an operator (``QUIET_OPS``) or a branch whose operands are all constant scalars
+(exact ``CONSTANT_SCALARS`` types) without provenance, and a ``FOR_ITER`` step of a ``range`` or ``str``
+iterator without provenance, report no event: what they make is a constant scalar again, with
+provenance ``None``. (Most of a program's arithmetic is on such values; an observer that wanted them
+would learn nothing it could not compute itself.)
 """
+
+#: exact types of the values the VM treats as constants when they carry no provenance
+CONSTANT_SCALARS = frozenset({int, float, bool, str, bytes, complex, type(None)})
+#: iterators whose items are constant scalars when the iterator carries no provenance
+CONSTANT_ITERATORS = frozenset({type(iter(range(0))), type(iter(range(1 << 64))), type(iter(""))})
+#: instructions whose event is left out when all their operands are provenance-free constant scalars
+QUIET_OPS = frozenset({"BINARY_OP", "COMPARE_OP", "COMPARE_OP_BOOL", "IS_OP", "CONTAINS_OP",
+                       "UNARY_NEGATIVE", "UNARY_INVERT", "UNARY_POSITIVE", "UNARY_NOT", "TO_BOOL",
+                       "FORMAT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE",
+                       "BUILD_STRING"})
 
 
 class Observer:

@@ -15,6 +15,7 @@ from .frame import NULL
 from . import protocols
 from .calls import call
 from .decode import HANDLERS
+from .observer import CONSTANT_SCALARS, CONSTANT_ITERATORS, QUIET_OPS
 from .ops_calls import _call_ex
 from .ops_control import for_iter
 from .ops_stack import load_fast_check, delete_fast, make_cell
@@ -78,7 +79,9 @@ def generic(fn, name, arg):
         nxt = fn(f, arg, i)
         del pstack[base:]
         n = len(stack) - base
-        if n > 0:
+        if quiet and _constants(inputs, in_provs):
+            pstack.extend([None] * n)
+        elif n > 0:
             outputs = stack[base:]
             provs = f.vm.observer.operation(f, name, arg, inputs, in_provs, outputs)
             pstack.extend(provs if provs is not None else [None] * n)
@@ -86,7 +89,16 @@ def generic(fn, name, arg):
             f.vm.observer.operation(f, name, arg, inputs, in_provs, [])
         return nxt
     effect = name in EFFECTS
+    quiet = name in QUIET_OPS
     return run
+
+
+def _constants(values, provs):
+    """Whether every value is a constant scalar without provenance (such operations stay quiet)."""
+    for value, prov in zip(values, provs):
+        if prov is not None or type(value) not in CONSTANT_SCALARS:
+            return False
+    return True
 
 
 #: instructions that change a container below them on the stack (the observer must hear of them)
@@ -404,7 +416,8 @@ def _t_branch(name):
         nxt = HANDLERS[name](f, target, i)
         if len(f.stack) > len(f.pstack):  # JUMP_IF_*_OR_POP kept the value
             f.pstack.append(prov)
-        f.vm.observer.branch(f, name, value, prov, nxt == target)
+        if prov is not None or type(value) not in CONSTANT_SCALARS:
+            f.vm.observer.branch(f, name, value, prov, nxt == target)
         return nxt
     return run
 
@@ -432,6 +445,8 @@ def t_for_iter(f, exit_index, i):
     nxt = for_iter(f, exit_index, i)
     if nxt == exit_index:
         f.pstack.pop()
+    elif iprov is None and type(it) in CONSTANT_ITERATORS:
+        f.pstack.append(None)
     else:
         provs = f.vm.observer.operation(f, "FOR_ITER", None, [it], [iprov], [f.stack[-1]])
         f.pstack.append(provs[0] if provs else None)
