@@ -340,3 +340,20 @@ def test_partial_of_a_torch_builtin_called_on_tensors():
     stats = differential(plain(fn), [(t(1, 2, 5, 5), t(3, 2, 3, 3), 1), (t(1, 2, 5, 5), t(3, 2, 3, 3), 1),
                                      (t(1, 2, 5, 5), t(3, 2, 3, 3), 2)])
     expect(stats, fallbacks=0)
+
+
+# ---- TorchScript functions (their Python source runs in the capture) -------------------------------
+
+@torch.jit.script
+def _crop_to(a: torch.Tensor, b: torch.Tensor):
+    if a.shape[-1] == b.shape[-1]:
+        return a
+    return a[..., : b.shape[-1]]
+
+
+def test_a_torchscript_function_joins_the_graph():
+    def fn(x, y):
+        return _crop_to(x, y).relu() + y
+
+    stats = differential(plain(fn), [(t(2, 5), t(2, 3)), (t(2, 5), t(2, 3)), (t(2, 3), t(2, 3))])
+    expect_recompile(stats)

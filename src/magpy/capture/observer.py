@@ -27,8 +27,9 @@ import torch
 from torch import fx
 
 from ..errors import Unsupported
-from ..interp import Observer, VM, register_lookaside
+from ..interp import Observer, VM, register_lookaside, register_call_instead
 from ..interp.tracking import NOT_RETURNED
+from ..interp.lookaside import CALL_INSTEAD
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
 from . import predicates, rules, vf
 from .guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard
@@ -358,7 +359,7 @@ class CaptureObserver(Observer):
         if _is_tensor(value):
             self.tensor_input(value, prov)
         elif isinstance(value, (_IDENTITY_TYPES, torch.nn.Module, functools.partial)) or \
-                hasattr(type(value), "__vm_call_instead__"):
+                hasattr(type(value), "__vm_call_instead__") or type(value) in CALL_INSTEAD:
             # (a partial's stored arguments are then its first call's: it is immutable in practice)
             if not _library_global(prov) and not self._fresh_binding(value, prov):
                 self.guard(IdGuard(prov, value))
@@ -840,6 +841,73 @@ class CaptureObserver(Observer):
     def delete_item(self, obj, obj_prov, key, key_prov):
         if _is_tensor(obj) or obj_prov is not None:
             self.unsupported("deleting an item of an outside container")
+
+    # ---- exceptions ------------------------------------------------------------------------------------
+    # An exception the call catches itself is replayable when raising it was decided by what the
+    # guards fix: a ``raise`` statement reached by guarded control flow, a pure native call on guarded
+    # arguments, ``next`` on an iterator whose length is known, a missing key of a guarded mapping.
+    # ``raises``: id(exc) -> (exc, determined, provenance it is caught with).
+
+    @_event(None)
+    def raise_statement(self, frame, value, prov):
+        self.raising = (value, prov)
+
+    @_event(None)
+    def call_raised(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, exc):
+        known = self.raises.get(id(exc))
+        if known is None or known[0] is not exc:  # (else judged where it arose: a frame of the callee)
+            self.raises[id(exc)] = (exc, self._call_raise_determined(fn, args, arg_provs, kwargs or {},
+                                                                     kw_provs or {}), UNKNOWN)
+
+    def _call_raise_determined(self, fn, args, arg_provs, kwargs, kw_provs):
+        if fn is next and len(args) == 1 and not kwargs:
+            it = args[0]
+            entry = self.iterators.get(id(it))
+            if entry is not None and entry[0] is it and entry[1] is not None:
+                return entry[2] >= len(entry[1])  # its length is guarded
+            made = self.contents.get(id(it))
+            return type(it) is types.GeneratorType and made is not None and made[0] is it
+        if type(args) not in (tuple, list) or not rules.is_pure(fn):
+            return False  # (``f(*x)`` of a non-iterable ``x`` raises before any call)
+        values = (*args, *kwargs.values())
+        if any(_holds_tensor(v) for v in values):
+            return False
+        for value, prov in zip(values, (*arg_provs, *kw_provs.values())):
+            self.need(value, prov)  # the same arguments raise the same way
+        return True
+
+    @_event(None)
+    def item_raised(self, obj, obj_prov, key, key_prov, exc):
+        determined = False
+        if type(obj) in (dict, list, tuple) and not _holds_tensor(key) and type(key) is not slice:
+            self.need(key, key_prov)
+            if obj_prov is None:
+                determined = self.effective(obj, None) is None  # made here from constants
+            elif isinstance(obj_prov, Source):
+                self.deref(obj, obj_prov)
+                self.guard(TruthGuard(Expr(operator.contains, (obj_prov, Const(key))), False)
+                           if type(obj) is dict else ValueGuard(Expr(len, (obj_prov,)), len(obj)))
+                determined = True
+        self.raises[id(exc)] = (exc, determined, UNKNOWN)
+
+    @_event(UNKNOWN)
+    def raised(self, frame, exc, opname, caught):
+        known = self.raises.get(id(exc))
+        if known is None or known[0] is not exc:
+            raising = self.raising
+            if opname == "RAISE_VARARGS" and raising is not None and raising[0] is exc:
+                known = (exc, True, raising[1])
+            elif opname == "RAISE_VARARGS" and raising is not None and raising[0] is type(exc):
+                known = (exc, True, None)  # (``raise KeyError``: the VM made it from constants)
+            elif type(exc) is GeneratorExit:
+                known = (exc, True, None)  # a generator of the call closed where the program drops it
+            else:
+                known = (exc, False, UNKNOWN)
+            self.raises[id(exc)] = known
+        if caught and not known[1]:
+            self.unsupported(f"a {type(exc).__name__} raised by {opname} is caught inside the call (what "
+                             "makes it raise is not guarded)", frame)
+        return known[2]
 
     # ---- calls -----------------------------------------------------------------------------------------
     @_event(None)
@@ -1916,6 +1984,20 @@ def _op_binary_slice(obs, arg, inputs, provs, outputs):
     return [obs.read_item(obj, provs[0], key, key_prov, outputs[0])]
 
 
+def _op_push_exc_info(obs, arg, inputs, provs, outputs):
+    return [None, provs[0]]  # (the exception handled before: restored by POP_EXCEPT)
+
+
+def _op_check_exc_match(obs, arg, inputs, provs, outputs):
+    """``except E:``: which way it goes depends on the exception's type, fixed where it was raised."""
+    exc = obs.frame.stack[-2]
+    known = obs.raises.get(id(exc))
+    if known is None or known[0] is not exc or not known[1]:
+        return [UNKNOWN]
+    obs.need(inputs[0], provs[0])
+    return [None]
+
+
 _OPERATIONS = {
     "BINARY_OP": _op_binary,
     "COMPARE_OP": _op_compare,
@@ -1949,6 +2031,8 @@ _OPERATIONS = {
     "BUILD_STRING": _op_build_string,
     "BUILD_SLICE": _op_build_slice,
     "BINARY_SLICE": _op_binary_slice,
+    "PUSH_EXC_INFO": _op_push_exc_info,
+    "CHECK_EXC_MATCH": _op_check_exc_match,
 }
 #: opcodes that may see tensors without computing on them
 _TENSOR_NEUTRAL = {"BUILD_SLICE", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "BUILD_SET", "LIST_APPEND",
@@ -1972,6 +2056,10 @@ def _run_natively(target):
 
 for _target in (inspect.signature,):
     register_lookaside(_target, _run_natively(_target))
+
+# A TorchScript function runs as the Python function it was scripted from (the same semantics, and
+# its tensor ops then join the graph); TorchScript keeps that function for torch's own compiler.
+register_call_instead(torch.jit.ScriptFunction, lambda f: getattr(f, "_torchdynamo_inline", None))
 
 #: bookkeeping functions torch's own compiler installs (Dynamo tags every new nn.Module in its
 #: ``__init__``): run natively, and nothing to replay
@@ -2010,6 +2098,8 @@ def capture(fn, args, kwargs):
     obs.scalar_inputs = {}
     obs.snapshot = False
     obs.sets = {}
+    obs.raises = {}
+    obs.raising = None
     vm = VM(observer=obs)
     obs.vm = vm
     try:

@@ -10,11 +10,12 @@ Public names:
     VM(observer=None)                    a reusable interpreter; ``vm.call(fn, *args, **kwargs)``
     Observer                             base class of the observation interface (see observer.py)
     register_lookaside(target, handler)  make calls to ``target`` run ``handler(vm, args, kwargs)`` instead
+    register_call_instead(cls, unwrap)   calls of ``cls`` instances run ``unwrap(instance)`` (when not None)
     InterpreterError                     an internal failure of the VM; names the user's file and line
 """
 from .errors import InterpreterError
 from .observer import Observer
 from .vm import VM, run
-from .lookaside import register_lookaside
+from .lookaside import register_lookaside, register_call_instead
 
-__all__ = ["run", "VM", "Observer", "register_lookaside", "InterpreterError"]
+__all__ = ["run", "VM", "Observer", "register_lookaside", "register_call_instead", "InterpreterError"]

@@ -106,8 +106,12 @@ def _binary_subscr(e, arg, k):
     obj, oprov = e.pop()
     e.at(k)
     value = e.fresh()
-    e.emit(f"if type({obj}) in PLAIN: {value} = {obj}[{key}]")
-    e.emit(f"else: {value} = get_item({e.vm}, {obj}, {key}, ({oprov}, {kprov}))")
+    e.emit("try:")
+    e.emit(f"    if type({obj}) in PLAIN: {value} = {obj}[{key}]")
+    e.emit(f"    else: {value} = get_item({e.vm}, {obj}, {key}, ({oprov}, {kprov}))")
+    e.emit("except Exception as exc:")
+    e.emit(f"    obs.item_raised({obj}, {oprov}, {key}, {kprov}, exc)")
+    e.emit("    raise")
     e.push(value, e.fresh_code(f"obs.read_item({obj}, {oprov}, {key}, {kprov}, {value})"))
     return True
 

@@ -8,7 +8,7 @@ built-in types) is called natively and reported to the observer.
 import functools
 from types import FunctionType, MethodType
 
-from .lookaside import LOOKASIDE
+from .lookaside import LOOKASIDE, called_instead
 from .protocols import lookup, _HEAPTYPE
 
 _type_call = type.__call__
@@ -53,12 +53,12 @@ def call(vm, fn, args, kwargs):
     if tp.__flags__ & _HEAPTYPE or tp is type:
         if isinstance(fn, type):
             return _instantiate(vm, fn, args, kwargs, provs)
-        instead = getattr(tp, "__vm_call_instead__", None)
-        if instead is not None:
+        target = called_instead(fn)
+        if target is not None:
             # a wrapper that asks to be seen through (a compiled function: its original code runs here)
             if provs is not None:
                 vm.call_provs = (provs[0], provs[1], None)
-            return call(vm, instead(fn), args, kwargs)
+            return call(vm, target, args, kwargs)
         f = lookup(tp, "__call__")
         if type(f) is FunctionType:
             if provs is not None:

@@ -36,6 +36,25 @@ def register_lookaside(target, handler):
     return handler
 
 
+#: type -> ``unwrap(callable) -> the callable to run instead, or None`` (see ``register_call_instead``)
+CALL_INSTEAD = {}
+
+
+def register_call_instead(cls, unwrap):
+    """Calls of instances of ``cls`` run ``unwrap(instance)`` in their place when that returns a
+    callable (a wrapper whose Python original the VM can follow: a TorchScript function's source
+    function), as ``__vm_call_instead__`` does for classes that define it."""
+    CALL_INSTEAD[cls] = unwrap
+
+
+def called_instead(fn):
+    """The callable the VM runs in place of ``fn`` (``register_call_instead``, ``__vm_call_instead__``),
+    or None."""
+    tp = type(fn)
+    instead = CALL_INSTEAD.get(tp) or getattr(tp, "__vm_call_instead__", None)
+    return instead(fn) if instead is not None else None
+
+
 def lookaside(*targets):
     def register(fn):
         for t in targets:

@@ -53,6 +53,14 @@ Control
         the canonical jump (``POP_JUMP_IF_TRUE``, ``POP_JUMP_IF_NONE`` …).
     ``return_value(frame, value, prov)`` — the frame returns ``value``.
     ``yielded(frame, value, prov)`` — a generator frame yields ``value``.
+Exceptions
+    ``call_raised(frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, exc)`` — a call made by a CALL
+        instruction raised ``exc`` (from the callee's own frames, if interpreted, or natively).
+    ``item_raised(obj, obj_prov, key, key_prov, exc)`` — ``obj[key]`` raised ``exc``.
+    ``raise_statement(frame, value, prov)`` — a ``raise`` statement is about to raise ``value``.
+    ``raised(frame, exc, opname, caught) -> prov`` — ``exc`` passes through an interpreted frame, raised
+        by its instruction ``opname`` (the canonical name: ``CALL`` for one raised by a callee);
+        ``caught``: a handler of this frame takes it, with the returned provenance.
 
 Constants stay quiet: an operator (``QUIET_OPS``) or a branch whose operands are all constant scalars
 (exact ``CONSTANT_SCALARS`` types) without provenance, and a ``FOR_ITER`` step of a ``range`` or ``str``
@@ -155,3 +163,15 @@ class Observer:
 
     def yielded(self, frame, value, prov):
         pass
+
+    def call_raised(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, exc):
+        pass
+
+    def item_raised(self, obj, obj_prov, key, key_prov, exc):
+        pass
+
+    def raise_statement(self, frame, value, prov):
+        pass
+
+    def raised(self, frame, exc, opname, caught):
+        return None

@@ -14,10 +14,12 @@ decoded instruction is wrapped once (per code object) by the rule of its canonic
 from .frame import NULL
 from . import protocols
 from .calls import call
+from .lookaside import called_instead
 from .decode import HANDLERS
 from .observer import CONSTANT_SCALARS, CONSTANT_ITERATORS, QUIET_OPS
 from .ops_calls import _call_ex
 from .ops_control import for_iter
+from .ops_exceptions import raise_varargs
 from .ops_stack import load_fast_check, delete_fast, make_cell
 
 TRACKED = {}   # canonical name -> tracked handler (same signature as a plain handler)
@@ -375,13 +377,24 @@ def t_delete_attr(f, name, i):
     return i + 1
 
 
+@tracked("RAISE_VARARGS")
+def t_raise(f, argc, i):
+    if argc:  # (the raised value lies under its cause)
+        f.vm.observer.raise_statement(f, f.stack[-argc], f.pstack[-argc])
+    return raise_varargs(f, argc, i)
+
+
 @tracked("BINARY_SUBSCR")
 def t_binary_subscr(f, arg, i):
     key = f.stack.pop()
     kprov = f.pstack.pop()
     obj = f.stack[-1]
     oprov = f.pstack[-1]
-    value = protocols.get_item(f.vm, obj, key, (oprov, kprov))
+    try:
+        value = protocols.get_item(f.vm, obj, key, (oprov, kprov))
+    except Exception as exc:
+        f.vm.observer.item_raised(obj, oprov, key, kprov, exc)
+        raise
     f.stack[-1] = value
     f.pstack[-1] = f.vm.observer.read_item(obj, oprov, key, kprov, value)
     return i + 1
@@ -485,10 +498,7 @@ def _returned(vm, caller, fn, result):
     if r is None or r[1] is not result or r[0].back is not caller:
         return NOT_RETURNED
     callee = r[0].func
-    target = fn
-    instead = getattr(type(target), "__vm_call_instead__", None)
-    if instead is not None:
-        target = instead(target)  # (see ``calls.call``: the wrapper ran this in its place)
+    target = called_instead(fn) or fn  # (see ``calls.call``: a wrapper runs another in its place)
     if type(target).__name__ == "method":
         target = target.__func__
     elif type(target).__name__ == "partial":
@@ -538,7 +548,12 @@ def _t_call(layout):
         f.index = i
         vm.call_provs = (tuple(aprovs), kw_provs or {}, fprov)
         vm.returned = None
-        result = call(vm, fn, args, kwargs)
+        try:
+            result = call(vm, fn, args, kwargs)
+        except Exception as exc:
+            vm.call_provs = None
+            vm.observer.call_raised(f, fn, fprov, args, aprovs, kwargs, kw_provs, exc)
+            raise
         vm.call_provs = None
         stack.append(result)
         pstack.append(vm.observer.call_result(f, fn, fprov, args, aprovs, kwargs, kw_provs, result,
@@ -574,7 +589,12 @@ def _t_call_ex(layout):
         f.index = i
         vm.call_provs = (provs, kw_provs, fprov)
         vm.returned = None
-        result = _call_ex(f, fn, callargs, kwargs)
+        try:
+            result = _call_ex(f, fn, callargs, kwargs)
+        except Exception as exc:
+            vm.call_provs = None
+            obs.call_raised(f, fn, fprov, callargs, provs, kwargs, kw_provs, exc)
+            raise
         vm.call_provs = None
         stack.append(result)
         args = tuple(callargs)

@@ -257,12 +257,15 @@ class VM:
                     _chain_context(exc, self.current_exception())
                 self.reraising = None
                 target = handler_at[i] if i < len(handler_at) else None
+                prov = None
+                if self.observer is not None:
+                    prov = self.observer.raised(frame, exc, decoded.names[i], target is not None)
                 if target is None:
                     frame.index = i
                     raise
-                i = self._unwind(frame, exc, i, target)
+                i = self._unwind(frame, exc, i, target, prov)
 
-    def _unwind(self, frame, exc, i, target):
+    def _unwind(self, frame, exc, i, target, prov=None):
         index, depth, lasti = target
         stack = frame.stack
         del stack[depth:]
@@ -272,7 +275,8 @@ class VM:
         if frame.pstack is not None:
             p = frame.pstack
             del p[depth:]
-            p.extend([None] * (len(stack) - depth))
+            p.extend([None] * (len(stack) - depth - 1))
+            p.append(prov)
         return index
 
 
