@@ -395,3 +395,41 @@ def test_enumerate_and_zip_over_tensor_rows():
     stats = differential(plain(fn), [(t(3, 2), t(3, 2), [1.0, 2.0, 3.0]), (t(3, 2), t(3, 2), [1.0, 2.0, 3.0]),
                                      (t(3, 2), t(3, 2), [1.0, 2.0, 4.0])])
     expect_recompile(stats)
+
+
+# ---- library corners met in real models ---------------------------------------------------------------
+
+def test_a_branch_on_torch_equal_is_guarded_by_rerunning_it():
+    def fn(q, k):
+        if torch.equal(q, k):
+            return q * 2       # self-attention: one projection serves both
+        return q - k
+
+    same = t()
+    calls = [(same, same.clone()), (t(), t()), (same, same.clone()), (t(), t())]
+    stats = differential(plain(fn), calls)
+    expect(stats, compiles=2, fallbacks=0)
+
+
+def test_einsum_of_three_operands_reads_torch_backends_flags():
+    def fn(a, b, c):
+        return torch.einsum("ij,jk,kl->il", a, b, c)
+
+    stats = differential(plain(fn), fresh(lambda: (t(2, 3), t(3, 4), t(4, 5))))
+    expect_one_graph(stats)
+
+
+class _FixedEncoding(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pe = torch.randn(4, 3)
+
+    def forward(self, x):
+        # (a new Parameter of a constant table, made on every call)
+        return x + torch.nn.Parameter(self.pe, requires_grad=False)
+
+
+def test_a_parameter_made_in_forward():
+    torch.manual_seed(0)
+    stats = differential(twins(_FixedEncoding()), fresh(lambda: (t(4, 3),)))
+    expect_one_graph(stats)

@@ -370,7 +370,13 @@ class CaptureObserver(Observer):
     def _fresh_binding(self, value, prov):
         """``obj.method`` of a native method: a new bound object on every read, fixed by ``obj``'s type
         guard (``deref``) rather than by identity."""
-        if type(value) is not types.BuiltinMethodType or type(prov) is not AttrSource:
+        if type(value) is not types.BuiltinMethodType:
+            return False
+        if type(prov) is Expr and prov.fn is getattr and not isinstance(value.__self__, types.ModuleType):
+            # ``m.group`` of a value an expression recomputes (``PATTERN.search(s)``): its type decides
+            self.guard(TypeGuard(prov.args[0], type(value.__self__)))
+            return True
+        if type(prov) is not AttrSource:
             return False
         known = self.sources_of.get(id(value.__self__))
         return known is not None and known[0] is value.__self__ and known[1] == prov.base \
@@ -658,11 +664,15 @@ class CaptureObserver(Observer):
                 return seen[3]  # the same read by the same path again: its guards are in place
             self.sources_of.setdefault(id(obj), (obj, obj_prov))  # (a method read here binds to obj)
             self.deref(obj, obj_prov)
+            if type(value) is types.BuiltinMethodType and value.__self__ is obj:
+                self.bound_from[id(value)] = (value, obj_prov)  # (its calls depend on obj: ``_pure``)
             prov = AttrSource(obj_prov, name)
             self.on_read(value, prov)
             self.reads[key] = (obj, value, obj_prov, prov)
             return prov
         self.deref(obj, obj_prov)
+        if type(value) is types.BuiltinMethodType and value.__self__ is obj:
+            self.bound_from[id(value)] = (value, obj_prov)
         prov = Expr(getattr, (obj_prov, Const(name)))
         self.on_read(value, prov)
         return prov
@@ -913,6 +923,7 @@ class CaptureObserver(Observer):
     @_event(None)
     def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result, returned):
         self.frame = frame
+        self.call_fn_prov = fn_prov
         interpreted = returned is not NOT_RETURNED
         if isinstance(fn, type) and not isinstance(result, _SCALARS) and fn is not type and \
                 not any(result is a for a in args):
@@ -1022,6 +1033,14 @@ class CaptureObserver(Observer):
                 if p is not None and p is not UNKNOWN:
                     self.iterables[p] = a
         self_obj = _bound_self(fn)
+        if getattr(fn, "__name__", None) == "__getattribute__" and self_obj is not None and len(args) == 1 \
+                and type(args[0]) is str and not kwargs and not _is_tensor(self_obj):
+            # ``m.__getattribute__(name)`` (torch.backends' module proxies): reading the attribute
+            self.need(args[0], arg_provs[0])
+            method_prov = self.call_fn_prov  # (None: read from a constant, as library globals are)
+            obj_prov = method_prov.base if type(method_prov) is AttrSource else \
+                None if method_prov is None else self.provenance_of(self_obj)
+            return self.read_attr(self_obj, obj_prov, args[0], result)
         if isinstance(fn, types.BuiltinMethodType) and _is_tensor(self_obj):
             name = fn.__name__
             if name in rules.TENSOR_TO_SCALAR and not kwargs:
@@ -1050,6 +1069,14 @@ class CaptureObserver(Observer):
             self.record(None, args, arg_provs, kwargs, kw_provs, result, method=fn.__name__)
             return None
         if fn in rules.SCALAR_OF_TENSOR and len(args) == 1 and not kwargs and _is_tensor(args[0]):
+            return self.scalar_of(fn, args, arg_provs, result)
+        if fn is torch._C.TensorBase._make_subclass and len(args) >= 2 and isinstance(args[0], type) \
+                and _is_tensor(args[1]):
+            # ``nn.Parameter(t)`` made in ``forward``: a new leaf sharing t's data, made again each call
+            self.need(args[0], arg_provs[0])
+            make = vf.calling(functools.partial(fn, args[0]), f"make_{args[0].__name__}")
+            return self.record(make, args[1:], arg_provs[1:], kwargs, kw_provs, result) and None
+        if fn in rules.TENSOR_PREDICATES and not kwargs and all(_is_tensor(a) for a in args):
             return self.scalar_of(fn, args, arg_provs, result)
         if fn in (float, int, bool, complex) and args and _is_tensor(args[0]):
             self.unsupported(f"{fn.__name__}(tensor) turns tensor data into a Python value (graph break)")
@@ -1267,6 +1294,20 @@ class CaptureObserver(Observer):
         if fn in _TYPE_QUERIES and args and arg_provs[0] is None and not kwargs and \
                 all(_pinned(a, p) for a, p in zip(args[1:], arg_provs[1:])):
             return None  # the type of a value the program made itself (whatever its contents came from)
+        self_obj = _bound_self(fn)
+        method_prov, self.call_fn_prov = self.call_fn_prov, None
+        unbound = getattr(type(self_obj), getattr(fn, "__name__", ""), None) if self_obj is not None else None
+        if unbound is not None and method_prov is not None and not isinstance(self_obj, types.ModuleType):
+            # a method bound to a value that has a provenance: the result depends on that value too.
+            # The call is the class's function on the value's provenance (``m.group(1)`` of
+            # ``m = PATTERN.search(s)`` is ``Match.group(PATTERN.search(s), 1)``). (A builtin whose
+            # ``__self__`` has no such method — pybind's function records — is a plain function.)
+            bound = self.bound_from.get(id(fn))
+            base = bound[1] if bound is not None and bound[0] is fn else UNKNOWN
+            if base is UNKNOWN or base is None or type(base) is Traced:
+                return UNKNOWN
+            self.guard(TypeGuard(base, type(self_obj)))
+            return self._pure(unbound, (self_obj, *args), (base, *arg_provs), kwargs, kw_provs, result)
         arg_provs = [None if _library_constant(a, p) else self.effective(a, p) for a, p in zip(args, arg_provs)]
         provs = list(arg_provs) + list(kw_provs.values())
         if fn is torch.is_grad_enabled and self.grad_mode is not _NOT_WRITTEN:
@@ -1275,7 +1316,6 @@ class CaptureObserver(Observer):
             return Expr(fn, ())  # torch's global state (grad mode, default dtype …): guarded where used
         if all(p is None for p in provs):
             return None
-        self_obj = _bound_self(fn)
         if fn in _DICT_VIEWS and len(args) == 1 and type(args[0]) in (dict, collections.OrderedDict):
             return Expr(fn, (arg_provs[0] if arg_provs[0] is not None else Const(args[0]),))
         pure = rules.is_pure(fn)
@@ -1292,8 +1332,10 @@ class CaptureObserver(Observer):
                 return None  # a number the graph computes has the type its tensor's (guarded) dtype gives
             return self.traced_op(fn, args, arg_provs)  # ``math.sqrt(t.item())``: computed in the graph
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):
-            # a bound method of an immutable value: call the unbound method on the value's provenance
-            return UNKNOWN
+            if not isinstance(self_obj, rules.PURE_METHOD_TYPES):
+                return UNKNOWN
+            # a method of an immutable value read from a constant (``PATTERN.search(s)``): the bound
+            # method is a constant too
         operands = tuple(p if p is not None else Const(a) for a, p in zip(args, arg_provs))
         for a, p in zip(args, arg_provs):
             if _is_tensor(a):
@@ -2099,6 +2141,8 @@ def capture(fn, args, kwargs):
     obs.snapshot = False
     obs.sets = {}
     obs.raises = {}
+    obs.call_fn_prov = None
+    obs.bound_from = {}       # id(bound builtin method) -> (method, provenance of the object it is bound to)
     obs.raising = None
     vm = VM(observer=obs)
     obs.vm = vm

@@ -16,6 +16,7 @@ import collections
 import functools
 import math
 import operator
+import re
 
 import torch
 
@@ -40,7 +41,7 @@ PURE = {
 }
 #: methods of immutable built-in types are pure too (str.upper, tuple.index …)
 PURE_METHOD_TYPES = (str, bytes, int, float, complex, tuple, frozenset, type(None), bool, range,
-                     torch.Size, torch.dtype, torch.device)
+                     torch.Size, torch.dtype, torch.device, re.Pattern, re.Match)
 
 #: container methods that mutate their first argument
 MUTATES = {
@@ -136,9 +137,12 @@ TENSOR_TO_PYTHON = {"item", "tolist", "numpy", "__bool__", "__int__", "__float__
                     "__len__"}
 #: of those, the ones whose Python result can stay inside the graph (as long as it only feeds tensor
 #: ops, arithmetic, or the result): the graph computes it again on every call
-TENSOR_TO_SCALAR = {"item", "tolist", "__int__", "__float__", "__index__"}
+TENSOR_TO_SCALAR = {"item", "tolist", "__int__", "__float__", "__index__", "equal", "allclose",
+                    "is_nonzero"}
 #: builtins that turn a tensor into a Python scalar the graph can compute
 SCALAR_OF_TENSOR = {float, int}
+#: torch functions answering a question about tensor data with a Python bool the graph can compute
+TENSOR_PREDICATES = {torch.equal, torch.allclose, torch.is_nonzero}
 
 BUILTIN_IDS = {id(v) for v in vars(builtins).values()}
 
