@@ -267,6 +267,45 @@ def test_branch_on_data_after_an_inplace_update_falls_back():
     expect(stats, fallbacks=1)
 
 
+def test_assert_on_random_data_is_checked_after_the_graph():
+    # (pyGAT: the condition cannot be rerun in a guard — it would draw again — so the graph computes it)
+    def fn(x):
+        h = torch.nn.functional.dropout(x, 0.5, training=True)
+        assert not torch.isnan(h).any()
+        return h * 2
+
+    stats = differential(plain(fn), fresh(lambda: (torch.randn(4, 3),)))
+    expect_one_graph(stats)
+
+
+def test_a_branch_on_random_data_takes_the_path_eager_takes():
+    # the outcome changes from call to call: a check that fails puts the generator back and the call
+    # finds (or captures) the entry of the other path, drawing the same numbers eager draws
+    def fn(x):
+        mask = torch.rand(2) > 0.5
+        if mask.all():
+            return x * 2, mask
+        return x - 1, mask
+
+    torch.manual_seed(0)
+    stats = differential(plain(fn), [(torch.ones(2),) for _ in range(12)])
+    expect(stats, fallbacks=0)
+    assert stats.compiles >= 2, stats    # both paths were taken, each has its entry
+
+
+def test_branch_on_random_data_with_an_inplace_update_falls_back():
+    # the graph writes into an input: a failed check could not be undone
+    def fn(x, acc):
+        acc.add_(1)
+        if (torch.rand(3) > 0.5).any():
+            return x * 2
+        return x
+
+    calls = [(torch.ones(3), torch.zeros(3)), (torch.ones(3), torch.zeros(3))]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=1)
+
+
 def test_branch_on_an_item_comparison_is_guarded_by_rerunning_it():
     def fn(x):
         if x.abs().max().item() > 1.0:

@@ -266,6 +266,7 @@ class Capture:
         self.op_count = 0
         self.draws = []           # (native random function, constant arguments) per draw, in order
         self.host_values = False  # the graph computes or takes Python numbers (not only tensors)
+        self.checks = []          # (output index, truth): conditions on random data, checked after the graph
 
 
 class _Contents(dict):
@@ -1501,11 +1502,22 @@ class CaptureObserver(Observer):
         """A branch on tensor data: guarded by rerunning the condition (``predicates``; one guard for all
         of the call's conditions, made by ``guard_conditions`` at the end)."""
         if predicates.ancestry([node]) is None:
-            self.unsupported("a branch on tensor data that depends on an in-place or random op (graph break)",
-                             frame)
+            self.checks.append((node, truth, frame))  # (random: checked after the graph runs, if it can be)
+            return
         self.conditions.append((node, truth))
 
     def guard_conditions(self):
+        cap = self.cap
+        if self.checks and cap.unsupported is None:
+            frame = self.checks[0][2]
+            if not predicates.checkable(cap.graph) or cap.pre_graph and cap.side_effects[:cap.pre_graph]:
+                cap.unsupported = Unsupported("a branch on tensor data that depends on an in-place op (graph "
+                                              "break)", frame.filename, frame.lineno)
+                return
+            for node, truth, _ in self.checks:
+                cap.outputs.append(cap.graph.call_function(bool, (node,)))
+                cap.checks.append((len(cap.outputs) - 1, truth))
+            cap.host_values = True
         if self.conditions:
             nodes, truths = zip(*self.conditions)
             graph, sources = predicates.cut(self.cap.graph, nodes, self.cap.inputs)
@@ -1652,8 +1664,10 @@ def _op_unary(fn):
     def op(obs, arg, inputs, provs, outputs):
         provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
         if _is_tensor(inputs[0]):
-            if fn is operator.not_:
-                obs.unsupported("`not` on a tensor (graph break)")
+            if fn in (operator.not_, operator.truth):
+                # ``not t``: a Python bool of tensor data, computed by the graph (a branch on it is
+                # guarded by rerunning it)
+                return [obs.scalar_of(fn, inputs, provs, outputs[0])]
             obs.record(fn, inputs, provs, None, None, outputs[0])
             return [None]
         return [_derive(fn, inputs, provs, obs)]
@@ -2048,6 +2062,7 @@ _OPERATIONS = {
     "UNARY_POSITIVE": _op_unary(operator.pos),
     "UNARY_INVERT": _op_unary(operator.invert),
     "UNARY_NOT": _op_unary(operator.not_),
+    "TO_BOOL": _op_unary(operator.truth),
     "IS_OP": _op_is,
     "CONTAINS_OP": _op_contains,
     "BUILD_TUPLE": _op_build(tuple),
@@ -2144,6 +2159,7 @@ def capture(fn, args, kwargs):
     obs.call_fn_prov = None
     obs.bound_from = {}       # id(bound builtin method) -> (method, provenance of the object it is bound to)
     obs.raising = None
+    obs.checks = []           # (node, truth, frame) of branches on random data
     vm = VM(observer=obs)
     obs.vm = vm
     try:

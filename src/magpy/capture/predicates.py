@@ -6,7 +6,10 @@ comes out the same. Instead of giving up, capture cuts from the graph the nodes 
 with the first call's. Another outcome misses the entry and captures the other path as its own graph.
 
 Only pure computations can be run twice (once in the guard, once in the graph): a condition that
-depends on an in-place update or on a random op is not cut.
+depends on an in-place update or on a random op is not cut. A condition on random numbers (``assert
+not torch.isnan(dropout(x)).any()``) is *checked* instead: the graph computes it as one more output, and
+when it comes out otherwise the entry undoes what the graph did — only the random generators' state,
+so only graphs whose other ops are pure qualify (``checkable``) — and misses.
 """
 import operator
 
@@ -16,6 +19,12 @@ from torch import fx
 #: words in the name of an op that changes state or draws random numbers (cannot be rerun in a guard)
 _IMPURE_WORDS = ("rand", "dropout", "bernoulli", "multinomial", "normal_", "uniform_", "exponential_",
                  "poisson", "seed")
+
+
+#: operator functions that write into their first operand
+_WRITES = {operator.setitem, operator.delitem, operator.iadd, operator.iand, operator.ifloordiv,
+           operator.ilshift, operator.imatmul, operator.imod, operator.imul, operator.ior, operator.ipow,
+           operator.irshift, operator.isub, operator.itruediv, operator.ixor, operator.iconcat}
 
 
 def _name(node):
@@ -31,11 +40,30 @@ def _impure(node):
         # in training mode these update their running statistics in place (the flag is argument 5 of
         # torch.batch_norm / F.batch_norm / instance_norm)
         return (len(node.args) > 5 and node.args[5] is True) or node.kwargs.get("training") is True
-    if node.target in (operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv):
+    if node.target in _WRITES:
         return True
+    if node.op == "call_function" and getattr(node.target, "__module__", None) == "_operator":
+        return False  # (``operator.not_``, ``and_``: pure, whatever their names end with)
     if name.endswith("_") and not name.endswith("__"):
         return True  # an in-place tensor method
     return any(word in name for word in _IMPURE_WORDS) or "out" in node.kwargs
+
+
+_RANDOM_WORDS = ("rand", "dropout", "bernoulli", "multinomial", "normal", "uniform", "exponential",
+                 "poisson")
+
+
+def _draws_only(node):
+    """An op whose only effect is advancing a random generator (not writing into a tensor)."""
+    name = _name(node)
+    in_place = name.endswith("_") or "out" in node.kwargs or node.kwargs.get("inplace") is True or \
+        ("dropout" in name and len(node.args) > 3 and node.args[3] is True)
+    return not in_place and any(word in name for word in _RANDOM_WORDS)
+
+
+def checkable(graph):
+    """Can a run of this graph be undone by restoring the random generators (no op writes state)?"""
+    return all(not _impure(n) or _draws_only(n) for n in graph.nodes)
 
 
 def ancestry(nodes):

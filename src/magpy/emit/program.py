@@ -354,12 +354,18 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     before = [e for e in cap.side_effects[:cap.pre_graph] if not _uses_outputs(e)]
     after = [e for e in cap.side_effects if not any(e is b for b in before)]
     _side_effects(em, before, seen)
+    if cap.checks:
+        a.call_begin(_rng_state)
+        a.call_end(0)
+        a.store_fast("rng_state")
     if cap.outputs or cap.op_count:
         a.call_begin(graph_fn)
         for source, _ in cap.inputs:
             em.expr(source)
         a.call_end(len(cap.inputs))
         a.store_fast("out")
+    if cap.checks:
+        _check_outputs(a, cap)
     _side_effects(em, after, seen)
     em.template(cap.result_template, seen)
     result = em.temp()
@@ -388,6 +394,41 @@ def _tensor_checker(guards):
     for g in guards:
         g.example = None  # the checker keeps what it needs; the first call's tensors can go
     return checker.check
+
+
+def _rng_state():
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    return torch.get_rng_state(), cuda
+
+
+def _set_rng_state(state):
+    cpu, cuda = state
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+
+
+def _check_outputs(a, cap):
+    """Conditions on random data the graph computed: another outcome undoes the run (the graph only drew
+    random numbers: its generators go back) and misses, so the call takes the path it really takes."""
+    passed, failed = a.label(), a.label()
+    for index, truth in cap.checks:
+        a.load_fast("out")
+        a.const(index)
+        a.item()
+        a.const(truth)
+        a.is_()
+        a.jump_if_false(failed)
+    a.emit("JUMP_FORWARD", passed)
+    a.place(failed)
+    a.call_begin(_set_rng_state)
+    a.load_fast("rng_state")
+    a.call_end(1)
+    a.pop()
+    _restore_random(a, cap)
+    a.const(MISS)
+    a.ret()
+    a.place(passed)
 
 
 def _restore_random(a, cap):
@@ -475,6 +516,7 @@ def render(cap, guards):
     if cap.outputs or cap.op_count:
         inputs = ", ".join(src.render() for src, _ in cap.inputs)
         lines.append(f"mock:\n  out = graph({inputs})   # {cap.op_count} ops, {len(cap.outputs)} outputs")
+        lines += [f"  out[{k}] is {truth} (else: random generators back, miss)" for k, truth in cap.checks]
     else:
         lines.append("mock:")
     for kind, target, key, value in cap.side_effects:
