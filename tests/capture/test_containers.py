@@ -1,6 +1,7 @@
 """Lists, tuples, dicts, sets, namedtuples and dataclasses as inputs and outputs; aliasing kept."""
 import collections
 import dataclasses
+import itertools
 
 import torch
 
@@ -423,3 +424,21 @@ def test_dict_keyed_by_tensors():
 
     stats = differential(lambda: (fn, Keys()), [call("a"), call("a"), call("b")], observe=lambda env: None)
     expect(stats, fallbacks=0)
+
+
+# ---- itertools over tensors --------------------------------------------------------------------------
+
+def test_combinations_of_tensor_slices_and_of_indices():
+    # (rec-pangu's bilinear interaction layers: three spellings of the same pairs)
+    layers = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(3)])
+
+    def fn(x):
+        parts = torch.split(x, 1, dim=1)
+        a = [u * v for u, v in itertools.combinations(parts, 2)]
+        b = [layers[i](parts[i]) * parts[j] for i, j in itertools.combinations(range(len(parts)), 2)]
+        c = [layers[i](pair[0]) * pair[1] for i, pair in enumerate(itertools.combinations(parts, 2))]
+        d = [u - v for u, v in itertools.product(parts[:2], parts[1:])]
+        return torch.cat(a + b + c + d, dim=1)
+
+    stats = differential(plain(fn), fresh(lambda: (torch.randn(2, 3, 4),)))
+    expect_one_graph(stats)

@@ -949,6 +949,32 @@ class CaptureObserver(Observer):
             return Expr(_dereference, (fn_prov,))  # ``ref()`` of a weak reference held outside (LSTM weights)
         return self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
 
+    def _known_contents(self, obj):
+        """An iterator made here whose elements' provenance is listed (not a container: those are
+        handled by their own paths)."""
+        if type(obj) in (list, tuple, dict, set, types.GeneratorType):
+            return False  # (a generator's entry lists what it yielded so far)
+        entry = self.contents.get(id(obj))
+        return entry is not None and entry[0] is obj and type(entry[1]) is list
+
+    def _combinatoric(self, fn, args, arg_provs, kwargs, kw_provs, result):
+        """``combinations(ts, 2)``, ``product(xs, ys)`` … over values with known provenance: the tuples it
+        will yield, each element with its provenance (the same function over their indices)."""
+        count = len(args) if fn is itertools.product else 1
+        for value, prov in [*zip(args[count:], arg_provs[count:]), *((kwargs[k], kw_provs.get(k)) for k in kwargs)]:
+            self.need(value, prov)  # (r, repeat)
+        parts = [_elements(self, a, p) for a, p in zip(args[:count], arg_provs[:count])]
+        if any(part is None for part in parts):
+            self.unsupported(f"{fn.__name__}() over tensors and values of unknown origin")
+        indices = fn(*(range(len(part)) for part in parts), *args[count:], **kwargs)
+        if fn is itertools.product:
+            parts = parts * kwargs.get("repeat", 1)
+            rows = [[parts[k][i] for k, i in enumerate(row)] for row in indices]
+        else:
+            rows = [[parts[0][i] for i in row] for row in indices]
+        self.contents[id(result)] = (result, [("tuple", r) for r in rows])
+        return None
+
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
         try:
             hash(fn)
@@ -1020,15 +1046,18 @@ class CaptureObserver(Observer):
                     if _replayable_path(vp) and not isinstance(v, _SCALARS):
                         self.sources_of.setdefault(id(v), (v, vp))
             return UNKNOWN  # what it yields comes from interpreted code: tensors known by identity only
-        if fn in (enumerate, zip) and not kwargs and any(_is_tensor(a) for a in args) and \
-                (fn is zip or len(args) == 1):
-            # ``enumerate(t)`` / ``zip(t, xs)``: the rows of the tensor, paired as they will be yielded
+        if fn in (enumerate, zip) and not kwargs and (fn is zip or len(args) == 1) and \
+                any(_is_tensor(a) or self._known_contents(a) for a in args):
+            # ``enumerate(t)`` / ``zip(t, xs)``: the rows of the tensor (or the tuples an iterator made
+            # here yields: ``enumerate(combinations(ts, 2))``), paired as they will be yielded
             parts = [_elements(self, a, p) for a, p in zip(args, arg_provs)]
             if any(part is None for part in parts):
                 self.unsupported(f"{fn.__name__}() over a tensor and values of unknown origin")
             rows = [[None, p] for p in parts[0]] if fn is enumerate else [list(r) for r in zip(*parts)]
             self.contents[id(result)] = (result, [("tuple", r) for r in rows])
             return None
+        if fn in _COMBINATORICS and args and set(kwargs) <= {"repeat"}:
+            return self._combinatoric(fn, args, arg_provs, kwargs, kw_provs, result)
         if fn in (enumerate, zip, reversed) and not kwargs and any(p is not None for p in arg_provs):
             for a, p in zip(args, arg_provs):
                 if p is not None and p is not UNKNOWN:
@@ -1960,10 +1989,18 @@ def next_element(obs, it, prov, value):
     obs.iterators[id(it)] = (it, items, k + 1)
     if items is None or k >= len(items):
         return UNKNOWN
-    element = items[k]
+    return _unfold(obs, value, items[k])
+
+
+def _unfold(obs, value, element):
+    """The provenance of a yielded ``value`` given its element entry: a ("tuple", provs) entry (what zip,
+    enumerate and combinations yield, nested for ``enumerate(zip(…))``) lists the tuple's contents."""
     if type(element) is tuple and element and element[0] == "tuple":
-        if any(p is not None for p in element[1]):
-            obs.contents[id(value)] = (value, list(element[1]))
+        if not isinstance(value, tuple) or len(value) != len(element[1]):
+            return UNKNOWN
+        provs = [_unfold(obs, v, p) for v, p in zip(value, element[1])]
+        if any(p is not None for p in provs):
+            obs.contents[id(value)] = (value, provs)
         return None
     return element
 
@@ -2052,6 +2089,11 @@ def _op_check_exc_match(obs, arg, inputs, provs, outputs):
         return [UNKNOWN]
     obs.need(inputs[0], provs[0])
     return [None]
+
+
+#: itertools functions yielding tuples of their arguments' elements (``_combinatoric``)
+_COMBINATORICS = {itertools.combinations, itertools.permutations, itertools.combinations_with_replacement,
+                  itertools.product}
 
 
 _OPERATIONS = {
