@@ -428,3 +428,27 @@ def test_nested_modules_with_the_magpy_backend():
         pytest.skip(f"the magpy backend does not import: {exc}")
     stats = differential(twins(model(Nested).eval()), fresh(lambda: (t(),)), backend="magpy")
     expect_one_graph(stats)
+
+
+class _MaskedConv(nn.Conv2d):
+    """PixelCNN's masked convolution: masks its own weight in place on every call."""
+
+    def __init__(self):
+        super().__init__(2, 2, 3, padding=1)
+        self.register_buffer("mask", torch.ones_like(self.weight.data))
+        self.mask[:, :, 1, 2:] = 0
+        self.mask[:, :, 2:] = 0
+
+    def forward(self, x):
+        self.weight.data *= self.mask
+        return super().forward(x)
+
+
+def test_weight_masked_in_place_through_data():
+    torch.manual_seed(0)
+    # (between calls the weight is reset unmasked: each later call must mask it again)
+    calls = [Call((torch.randn(1, 2, 5, 5),), before=lambda m, v=float(k + 1): m.weight.data.fill_(v))
+             for k in range(3)]
+    stats = differential(twins(_MaskedConv()), calls,
+                         observe=lambda m: {k: v.clone() for k, v in m.state_dict().items()})
+    expect_one_graph(stats)

@@ -775,6 +775,8 @@ class CaptureObserver(Observer):
 
     @_event(None)
     def write_attr(self, obj, obj_prov, name, value, prov):
+        if name == "data" and _is_tensor(obj) and self._own_data(obj, value):
+            return  # ``p.data *= mask``: the in-place op changed p; storing its own data back changes nothing
         self.written[(id(obj), name)] = prov
         if _is_tensor(obj) and (name in rules.TENSOR_STATE_ATTRS or not isinstance(obj_prov, Source)):
             # (``p.data = …`` would change what the graph reads; a tensor the graph makes has no path)
@@ -948,6 +950,16 @@ class CaptureObserver(Observer):
         if type(fn) is weakref.ref and not args and not kwargs and _replayable_path(fn_prov):
             return Expr(_dereference, (fn_prov,))  # ``ref()`` of a weak reference held outside (LSTM weights)
         return self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
+
+    def _own_data(self, tensor, value):
+        """Is ``value`` the graph's ``tensor.data`` (after in-place ops on it)?"""
+        entry, own = self.nodes.get(id(value)), self.nodes.get(id(tensor))
+        if entry is None or entry[0] is not value or own is None or own[0] is not tensor:
+            return False
+        node = entry[1]
+        while node.op in ("call_function", "call_method") and node.args and predicates.writes(node):
+            node = node.args[0]  # (an in-place op returns the tensor it changed)
+        return node.op == "call_function" and node.target is getattr and node.args == (own[1], "data")
 
     def _known_contents(self, obj):
         """An iterator made here whose elements' provenance is listed (not a container: those are

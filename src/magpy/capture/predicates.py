@@ -32,6 +32,13 @@ def _name(node):
     return target if isinstance(target, str) else getattr(target, "__name__", "")
 
 
+def writes(node):
+    """Does this op write into its first argument (an in-place tensor method or operator)?"""
+    name = _name(node)
+    return node.target in _WRITES or (node.op == "call_method" and name.endswith("_") and
+                                      not name.endswith("__"))
+
+
 def _impure(node):
     if node.op not in ("call_function", "call_method"):
         return False
