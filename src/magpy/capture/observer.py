@@ -283,14 +283,20 @@ class _Contents(dict):
     def changed_outside(self, obj):
         return id(obj) in self.grown or id(obj) in self.outside
 
-    def get(self, key, default=None):
-        grown = self.grown.pop(key, None) if self.grown else None
+    def grow(self, key, entry):
+        self.grown[key] = entry
+        self.get = self._get_grown  # (until then lookups are the dict's own: capture makes very many)
+
+    def _get_grown(self, key, default=None):
+        grown = self.grown.pop(key, None)
         if grown is not None:
             target, prov, n, added = grown
             self.observer.guard(ValueGuard(Expr(len, (prov,)), n))
             self[key] = (target, [ItemSource(prov, k) for k in range(n)] + added)
             self.outside.add(key)
-        return super().get(key, default)
+            if not self.grown:
+                del self.get
+        return dict.get(self, key, default)
 
 
 class CaptureObserver(Observer):
@@ -940,11 +946,15 @@ class CaptureObserver(Observer):
                 self.yielded_values[id(result)] = values
                 return None
         if fn_prov is not None:
-            self.on_read(fn, fn_prov)
-            if fn_prov is UNKNOWN:
-                self.unsupported("calling an object of unknown origin")
-            if not isinstance(fn, (types.FunctionType, types.MethodType)):
-                self.need(fn, fn_prov) if isinstance(fn, _IDENTITY_TYPES) else None
+            key = ("call", id(fn))
+            seen = self.reads.get(key)
+            if seen is None or seen[0] is not fn or seen[1] is not fn_prov:  # (else guarded already)
+                self.on_read(fn, fn_prov)
+                if fn_prov is UNKNOWN:
+                    self.unsupported("calling an object of unknown origin")
+                if not isinstance(fn, (types.FunctionType, types.MethodType)):
+                    self.need(fn, fn_prov) if isinstance(fn, _IDENTITY_TYPES) else None
+                self.reads[key] = (fn, fn_prov)
         if interpreted:
             return returned
         if type(fn) is weakref.ref and not args and not kwargs and _replayable_path(fn_prov):
@@ -1402,7 +1412,7 @@ class CaptureObserver(Observer):
         elif grown is not None and grown[0] is target:
             grown[3].extend(added)
         else:
-            self.contents.grown[id(target)] = (target, prov, len(target) - len(added), list(added))
+            self.contents.grow(id(target), (target, prov, len(target) - len(added), list(added)))
         return None
 
     def _mutation(self, fn, args, arg_provs, result):
