@@ -9,9 +9,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 try:
-    from .twin import fresh, differential, expect, expect_one_graph, twins, unsupported
+    from .twin import fresh, differential, expect, expect_one_graph, plain, twins, unsupported
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
-    from twin import fresh, differential, expect, expect_one_graph, twins, unsupported
+    from twin import fresh, differential, expect, expect_one_graph, plain, twins, unsupported
 
 
 def built(cls, *args):
@@ -252,4 +252,18 @@ class QuantReLU(nn.Module):
 
 def test_quantized_float_of_tensor_and_inplace_chain():
     stats = differential(twins(QuantReLU()), fresh(lambda: (torch.randn(2, 3),)))
+    expect_one_graph(stats)
+
+
+def test_a_policy_samples_actions_from_categorical_distributions():
+    # (AutoDL's controller: validated distribution arguments, lazily computed probabilities, sampling)
+    from torch.distributions import Categorical
+
+    def fn(logits):
+        by_logits = Categorical(logits=logits)
+        by_probs = Categorical(probs=logits.softmax(-1))
+        a, b = by_logits.sample(), by_probs.sample()
+        return a, b, by_logits.log_prob(a) + by_probs.log_prob(b), by_logits.entropy()
+
+    stats = differential(plain(fn), fresh(lambda: (torch.randn(2, 5),)))
     expect_one_graph(stats)

@@ -294,3 +294,38 @@ def test_operations_on_constants_stay_quiet(with_blocks):
     # GET_ITER (a range is not a scalar) and the addition of the argument only
     assert [e[1] for e in ops] == ["GET_ITER", "BINARY_OP"], ops
     assert ops[-1][2] == (None, ("arg", "n"))
+
+
+class _Lazy:
+    """A non-data descriptor computing its value on first use (torch.distributions' lazy_property)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __get__(self, obj, owner):
+        value = self.fn(obj)
+        obj.__dict__[self.fn.__name__] = value
+        return value
+
+
+class _WithLazy:
+    @_Lazy
+    def size(self):
+        return 7
+
+
+def _lazy_after_shadowed():
+    first = _WithLazy()
+    first.__dict__["size"] = 1     # this instance shadows the descriptor ...
+    total = 0
+    for obj in (first, _WithLazy()):
+        total += obj.size          # ... the second one runs its Python __get__
+    return total
+
+
+@pytest.mark.parametrize("with_blocks", [True, False], ids=["blocks", "handlers"])
+def test_a_python_getter_shadowed_on_one_instance_still_runs_on_another(with_blocks):
+    recorder = Recorder()
+    with contextlib.nullcontext() if with_blocks else blocks_off():
+        assert interp.VM(observer=recorder).call(_lazy_after_shadowed) == 8
+    assert ("enter", "size") in recorder.events

@@ -104,6 +104,7 @@ def load_attr(vm, obj, name, prov=None):
                 raise
         return call_slot(vm, hook, obj, name)
     desc = lookup(tp, name)
+    cacheable = True
     if desc is not MISSING:
         dt = type(desc)
         if dt is property:
@@ -117,9 +118,13 @@ def load_attr(vm, obj, name, prov=None):
                 if data or not _in_instance_dict(obj, name):
                     _with(vm, p and (None, prov, None))
                     return _attr_with_hook(vm, tp, obj, name, vm.call_function, get, (desc, obj, tp), p)
+                # shadowed by this instance's own value: another instance may run the Python __get__
+                # (a lazy property computed on first use), so the decision holds for this read only
+                cacheable = False
     hook = lookup(tp, "__getattr__")
     if type(hook) is not FunctionType:
-        _NATIVE_ATTR.add((tp, name))
+        if cacheable:
+            _NATIVE_ATTR.add((tp, name))
         return getattr(obj, name)
     try:
         return ga(obj, name) if ga is not _object_getattribute and ga is not MISSING else _object_getattribute(obj, name)
