@@ -205,7 +205,7 @@ def recording_observer(interp):
             self.events.append(("attr", obj_prov, name))
             return ("attr", obj_prov, name)
 
-        def read_item(self, obj, obj_prov, key, key_prov, value):
+        def read_item(self, obj, obj_prov, key, key_prov, value, computed=None):
             self.events.append(("item", obj_prov, key_prov))
             return ("item", obj_prov, key_prov)
 

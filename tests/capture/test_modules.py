@@ -452,3 +452,23 @@ def test_weight_masked_in_place_through_data():
     stats = differential(twins(_MaskedConv()), calls,
                          observe=lambda m: {k: v.clone() for k, v in m.state_dict().items()})
     expect_one_graph(stats)
+
+
+class _Reversed(nn.Module):
+    """butterfly's factor stack, applied last to first through a slice of its ModuleList."""
+
+    def __init__(self):
+        super().__init__()
+        self.factors = nn.ModuleList([nn.Linear(3, 3) for _ in range(3)])
+
+    def forward(self, x):
+        for factor in self.factors[::-1]:
+            x = factor(x)
+        return x
+
+
+def test_a_slice_of_a_module_list_made_in_forward():
+    # (the slice is a new ModuleList on every call: what it holds is guarded, not its identity)
+    torch.manual_seed(0)
+    stats = differential(twins(_Reversed()), fresh(lambda: (torch.randn(2, 3),)))
+    expect_one_graph(stats)

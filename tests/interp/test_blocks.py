@@ -64,8 +64,8 @@ class Recorder(interp.Observer):
     def read_method(self, obj, obj_prov, name, function):
         self._log("method", obj_prov, name)
 
-    def read_item(self, obj, obj_prov, key, key_prov, value):
-        self._log("item", obj_prov, key_prov)
+    def read_item(self, obj, obj_prov, key, key_prov, value, computed=None):
+        self._log("item", obj_prov, key_prov, repr(computed)[:40])
         return ("item", obj_prov, key_prov)
 
     def write_global(self, frame, name, value, prov):

@@ -247,6 +247,33 @@ def _pinned(value, prov):
         isinstance(value, _IDENTITY_TYPES + (torch.nn.Module,)) and isinstance(prov, Source))
 
 
+def _fixed_by_construction(e):
+    """Does expression ``e`` ask only what a container built by the entry program always answers the
+    same (its length, a dict's keys): no guard needed."""
+    if type(e) is not Expr or not e.args or type(e.args[0]) is not Expr:
+        return False
+    built = e.args[0].fn
+    return (e.fn is len and built in (_build_list, _build_tuple, _build_dict)) or \
+        (built is _build_dict and (e.fn is tuple or (e.fn is operator.contains and type(e.args[1]) is Const)))
+
+
+def _item_of(prov, key):
+    """The provenance of ``value[key]`` for a value of provenance ``prov``; an item of a container the
+    entry program would build (``_build_dict(keys, *values)``) is that element's own provenance."""
+    if isinstance(prov, Source):
+        return ItemSource(prov, key)
+    if type(prov) is Expr and prov.fn in (_build_list, _build_tuple) and type(key) is int and \
+            -len(prov.args) <= key < len(prov.args):
+        return prov.args[key]
+    if type(prov) is Expr and prov.fn is _build_dict and type(prov.args[0]) is Const:
+        keys = prov.args[0].value
+        try:
+            return prov.args[1 + keys.index(key)]
+        except ValueError:
+            pass
+    return Expr(operator.getitem, (prov, Const(key)))
+
+
 def _build_dict(keys, *values):
     return dict(zip(keys, values))
 
@@ -325,7 +352,8 @@ class CaptureObserver(Observer):
 
     # ---- guards ------------------------------------------------------------------------------------
     def guard(self, g):
-        self.cap.guards.setdefault(g.key(), g)
+        if not _fixed_by_construction(g.expr):
+            self.cap.guards.setdefault(g.key(), g)
 
     def need(self, value, prov, frame=None):
         """The program depends on ``value`` exactly (a branch, a graph constant, a stored value)."""
@@ -574,7 +602,7 @@ class CaptureObserver(Observer):
             # is guarded and each element is that expression indexed
             self.guard(ValueGuard(Expr(len, (prov,)), len(container)))
             if isinstance(container, (tuple, list)):
-                return [Expr(operator.getitem, (prov, Const(k))) for k in range(len(container))]
+                return [_item_of(prov, k) for k in range(len(container))]
         return [UNKNOWN] * len(container)
 
     def _dict_provs(self, d, prov):
@@ -671,14 +699,14 @@ class CaptureObserver(Observer):
                 return seen[3]  # the same read by the same path again: its guards are in place
             self.sources_of.setdefault(id(obj), (obj, obj_prov))  # (a method read here binds to obj)
             self.deref(obj, obj_prov)
-            if type(value) is types.BuiltinMethodType and value.__self__ is obj:
-                self.bound_from[id(value)] = (value, obj_prov)  # (its calls depend on obj: ``_pure``)
+            if type(value) in _BOUND_METHODS and value.__self__ is obj:
+                self.bound_from[id(value)] = (value, obj_prov)  # (calls depend on obj: ``_pure``, ``bound_self``)
             prov = AttrSource(obj_prov, name)
             self.on_read(value, prov)
             self.reads[key] = (obj, value, obj_prov, prov)
             return prov
         self.deref(obj, obj_prov)
-        if type(value) is types.BuiltinMethodType and value.__self__ is obj:
+        if type(value) in _BOUND_METHODS and value.__self__ is obj:
             self.bound_from[id(value)] = (value, obj_prov)
         prov = Expr(getattr, (obj_prov, Const(name)))
         self.on_read(value, prov)
@@ -715,7 +743,12 @@ class CaptureObserver(Observer):
             self.guard(TruthGuard(Expr(_has_own, (obj_prov, Const(name))), False))
 
     @_event(None)
-    def read_item(self, obj, obj_prov, key, key_prov, value):
+    def read_item(self, obj, obj_prov, key, key_prov, value, computed=NOT_RETURNED):
+        if computed is not NOT_RETURNED:
+            # a Python __getitem__ computed it (``module_list[::-1]``): its own reads were followed
+            if _is_tensor(value) and id(value) not in self.nodes and isinstance(computed, Source):
+                self.tensor_input(value, computed)
+            return computed
         if _is_tensor(obj):
             self.record(operator.getitem, (obj, key), (obj_prov, key_prov), None, None, value)
             return None
@@ -756,8 +789,7 @@ class CaptureObserver(Observer):
             obj_prov = self.effective(obj, None) or Const(obj)  # a container made from constants
             if obj_prov is UNKNOWN:
                 return UNKNOWN
-        prov = ItemSource(obj_prov, key) if isinstance(obj_prov, Source) else \
-            Expr(operator.getitem, (obj_prov, Const(key)))
+        prov = _item_of(obj_prov, key)
         self.on_read(value, prov)
         return prov
 
@@ -972,9 +1004,9 @@ class CaptureObserver(Observer):
         return node.op == "call_function" and node.target is getattr and node.args == (own[1], "data")
 
     def _known_contents(self, obj):
-        """An iterator made here whose elements' provenance is listed (not a container: those are
-        handled by their own paths)."""
-        if type(obj) in (list, tuple, dict, set, types.GeneratorType):
+        """A list, tuple or iterator made here whose elements' provenance is listed (snapshot as a
+        list's own iteration is: ``start_iteration``)."""
+        if type(obj) in (dict, set, types.GeneratorType):
             return False  # (a generator's entry lists what it yielded so far)
         entry = self.contents.get(id(obj))
         return entry is not None and entry[0] is obj and type(entry[1]) is list
@@ -1475,6 +1507,9 @@ class CaptureObserver(Observer):
 
     @_event(UNKNOWN)
     def bound_self(self, method, method_prov):
+        bound = self.bound_from.get(id(method))
+        if bound is not None and bound[0] is method:
+            return bound[1]  # ``obj.method`` bound by an attribute read seen here: self is obj
         if type(method_prov) is AttrSource:
             known = self.sources_of.get(id(method.__self__))
             if known is not None and known[0] is method.__self__ and known[1] == method_prov.base:
@@ -1925,7 +1960,7 @@ def _elements(obs, obj, prov):
         return None
     if isinstance(obj, (list, tuple)):
         obs.guard(ValueGuard(Expr(len, (prov,)), len(obj)))
-        return [ItemSource(prov, k) if isinstance(prov, Source) else Expr(operator.getitem, (prov, Const(k)))
+        return [_item_of(prov, k)
                 for k in range(len(obj))]
     if type(obj) is dict:
         obs.guard(ValueGuard(Expr(tuple, (prov,)), tuple(obj)))
@@ -1947,8 +1982,7 @@ def _elements(obs, obj, prov):
         d = obj.mapping
         obs.guard(ValueGuard(Expr(tuple, (dprov,)), tuple(d)))
         kind = _DICT_VIEWS[prov.fn]
-        item = (lambda k: ItemSource(dprov, k)) if isinstance(dprov, Source) else \
-            (lambda k: Expr(operator.getitem, (dprov, Const(k))))
+        item = functools.partial(_item_of, dprov)
         if kind == "keys":
             return [None] * len(d)
         if kind == "values":
@@ -2112,6 +2146,8 @@ def _op_check_exc_match(obs, arg, inputs, provs, outputs):
     obs.need(inputs[0], provs[0])
     return [None]
 
+
+_BOUND_METHODS = (types.MethodType, types.BuiltinMethodType)
 
 #: itertools functions yielding tuples of their arguments' elements (``_combinatoric``)
 _COMBINATORICS = {itertools.combinations, itertools.permutations, itertools.combinations_with_replacement,

@@ -106,13 +106,17 @@ def _binary_subscr(e, arg, k):
     obj, oprov = e.pop()
     e.at(k)
     value = e.fresh()
+    e.emit("computed = NOT_RETURNED")
     e.emit("try:")
     e.emit(f"    if type({obj}) in PLAIN: {value} = {obj}[{key}]")
-    e.emit(f"    else: {value} = get_item({e.vm}, {obj}, {key}, ({oprov}, {kprov}))")
+    e.emit("    else:")
+    e.emit(f"        {e.vm}.returned = None")
+    e.emit(f"        {value} = get_item({e.vm}, {obj}, {key}, ({oprov}, {kprov}))")
+    e.emit(f"        computed = computed_by({e.vm}, f, {value})")
     e.emit("except Exception as exc:")
     e.emit(f"    obs.item_raised({obj}, {oprov}, {key}, {kprov}, exc)")
     e.emit("    raise")
-    e.push(value, e.fresh_code(f"obs.read_item({obj}, {oprov}, {key}, {kprov}, {value})"))
+    e.push(value, e.fresh_code(f"obs.read_item({obj}, {oprov}, {key}, {kprov}, {value}, computed)"))
     return True
 
 

@@ -21,7 +21,8 @@ Reads from outside the frame
     ``read_attr(obj, obj_prov, name, value, computed) -> prov`` — ``computed``: the provenance Python
         code (a property, ``__getattr__``) returned the value with, else ``tracking.NOT_RETURNED``.
     ``read_method(obj, obj_prov, name, function)`` — ``obj.name(...)`` found ``function`` on the class.
-    ``read_item(obj, obj_prov, key, key_prov, value) -> prov``
+    ``read_item(obj, obj_prov, key, key_prov, value, computed) -> prov`` — ``computed``: as for
+        ``read_attr`` (a Python ``__getitem__`` returned the value with it).
 Writes
     ``write_global(frame, name, value, prov)``, ``write_cell(frame, cell, name, value, prov)``
     ``new_cell(frame, cell, name, prov)`` — MAKE_CELL made ``cell`` holding a value of provenance ``prov``.
@@ -104,7 +105,7 @@ class Observer:
     def read_method(self, obj, obj_prov, name, function):
         pass
 
-    def read_item(self, obj, obj_prov, key, key_prov, value):
+    def read_item(self, obj, obj_prov, key, key_prov, value, computed=None):
         return None
 
     def write_global(self, frame, name, value, prov):

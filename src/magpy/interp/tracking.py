@@ -390,13 +390,15 @@ def t_binary_subscr(f, arg, i):
     kprov = f.pstack.pop()
     obj = f.stack[-1]
     oprov = f.pstack[-1]
+    vm = f.vm
+    vm.returned = None
     try:
-        value = protocols.get_item(f.vm, obj, key, (oprov, kprov))
+        value = protocols.get_item(vm, obj, key, (oprov, kprov))
     except Exception as exc:
-        f.vm.observer.item_raised(obj, oprov, key, kprov, exc)
+        vm.observer.item_raised(obj, oprov, key, kprov, exc)
         raise
     f.stack[-1] = value
-    f.pstack[-1] = f.vm.observer.read_item(obj, oprov, key, kprov, value)
+    f.pstack[-1] = vm.observer.read_item(obj, oprov, key, kprov, value, _computed(vm, f, value))
     return i + 1
 
 
