@@ -267,3 +267,33 @@ def test_a_policy_samples_actions_from_categorical_distributions():
 
     stats = differential(plain(fn), fresh(lambda: (torch.randn(2, 5),)))
     expect_one_graph(stats)
+
+
+class _PackedEncoder(nn.Module):
+    """A text encoder over padded batches (motion-diffusion's TextEncoderBiGRU): lengths from a tensor,
+    a packed bidirectional GRU, and each sample's backward half flipped within its own length."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 3, batch_first=True, bidirectional=True)
+
+    def forward(self, x, lengths):
+        lens = lengths.data.tolist()
+        packed = nn.utils.rnn.pack_padded_sequence(x, lens, batch_first=True)
+        seq, last = self.gru(packed)
+        seq = nn.utils.rnn.pad_packed_sequence(seq, batch_first=True)[0]
+        backward = seq[..., 3:].clone()
+        for i, n in enumerate(lens):
+            backward[i:i + 1, :n] = torch.flip(backward[i:i + 1, :n].clone(), dims=[1])
+        return torch.cat([seq[..., :3], backward], dim=-1), torch.cat([last[0], last[1]], dim=-1)
+
+
+def test_a_packed_gru_over_lengths_read_from_a_tensor():
+    # the lengths decide shapes inside the graph: each call's own lengths are used, not the first's
+    def args(*lengths):
+        return torch.randn(3, 5, 4), torch.tensor(lengths)
+
+    torch.manual_seed(0)
+    calls = [args(5, 3, 2), args(4, 4, 1), args(5, 3, 2)]
+    stats = differential(twins(_PackedEncoder()), calls)
+    expect(stats, fallbacks=0)

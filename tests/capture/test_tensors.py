@@ -433,3 +433,41 @@ def test_a_parameter_made_in_forward():
     torch.manual_seed(0)
     stats = differential(twins(_FixedEncoding()), fresh(lambda: (t(4, 3),)))
     expect_one_graph(stats)
+
+
+# ---- shapes that depend on tensor data --------------------------------------------------------------
+
+def test_the_size_of_a_boolean_mask_selection_is_read_on_every_call():
+    # (how many elements ``x[x > 0]`` holds is data: a size read from it must not be the first call's)
+    def fn(x):
+        y = x[x > 0]
+        return y.sum() / y.shape[0], torch.zeros(len(y)), y.numel() + y.size(0)
+
+    calls = [(torch.tensor([1., 2., -1.]),), (torch.tensor([1., -2., -1.]),), (torch.tensor([1., 2., 3.]),)]
+    stats = differential(plain(fn), calls)
+    expect_one_graph(stats)
+
+
+def test_a_count_of_nonzero_elements_decides_a_branch():
+    def fn(x):
+        idx = x.nonzero()
+        if idx.shape[0] > 2:
+            return x * 2, idx
+        return x - 1, idx
+
+    calls = [(torch.tensor([1., 0., 3., 4.]),), (torch.tensor([0., 0., 3., 0.]),),
+             (torch.tensor([1., 2., 3., 0.]),), (torch.tensor([0., 2., 0., 0.]),)]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=0, compiles=2, cache_hits=2)
+
+
+def test_iterating_over_a_selection_falls_back():
+    def fn(x):
+        total = x.new_zeros(())
+        for v in x[x > 0]:
+            total = total + v * v
+        return total
+
+    calls = [(torch.tensor([1., 2., -1.]),), (torch.tensor([1., 2., 3.]),)]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=1)

@@ -468,10 +468,10 @@ class CaptureObserver(Observer):
             entry = self.contents.get(id(value))
             if entry is not None and entry[0] is value:
                 return [self.to_graph_arg(v, p) for v, p in zip(self.yielded_values[id(value)], entry[1])]
-        if type(value) in (list, tuple):
+        if type(value) in (list, tuple) or (type(value) is torch.Size and id(value) in self.contents):
             items = self._element_provs(value, prov)
             mapped = [self.to_graph_arg(v, p) for v, p in zip(value, items)]
-            return mapped if type(value) is list else tuple(mapped)
+            return mapped if type(value) is list else tuple(mapped)  # (a shape the graph reads: a tuple)
         if type(value) is dict:
             provs = self._dict_provs(value, prov)
             return {k: self.to_graph_arg(v, provs[k]) for k, v in value.items()}
@@ -518,7 +518,55 @@ class CaptureObserver(Observer):
             self.cap.pre_graph = len(self.cap.side_effects)
         self.cap.op_count += 1
         self.bind_result(result, node)
+        if self._shape_from_data(node, method or getattr(fn, "__name__", ""), args):
+            if (method or getattr(fn, "__name__", "")) in rules.SPLITS:
+                # (``unbind``/``split``/``chunk`` of such a tensor: how many tensors come out is data)
+                self.unsupported("a number of tensors that depends on tensor data (graph break)")
+            self.dynamic.add(node)
+            self.dynamic.update(node.users)  # (the items of a tuple result, bound above)
         return node
+
+    def _shape_from_data(self, node, name, args):
+        """Does the shape of what ``node`` computes depend on tensor data (a mask's count, a length the
+        graph computes), so that reading it must happen in the graph on every call?"""
+        inputs = node.all_input_nodes
+        if any(n in self.dynamic for n in inputs):
+            return True
+        if name in rules.DATA_DEPENDENT_SHAPE and (name != "where" or len(args) == 1):
+            return True
+        if name in ("getitem", "__getitem__") and len(args) == 2:
+            keys = args[1] if isinstance(args[1], tuple) else (args[1],)
+            if any(_is_tensor(k) and k.dtype in (torch.bool, torch.uint8) for k in keys):
+                return True  # a boolean mask selects as many elements as it holds
+        numbers = [n for n in inputs if n in self.scalar_nodes]
+        return bool(numbers) and (name not in rules.NUMBER_OPERANDS and
+                                  getattr(node.target, "__module__", None) != "_operator" or
+                                  node.target in (operator.getitem, operator.setitem))
+
+    def dynamic_metadata(self, tensor, name, args, result):
+        """``t.shape`` / ``t.size(k)`` / ``t.numel()`` of a tensor whose shape depends on data: computed by
+        the graph on every call (None when the shape is fixed by the guards)."""
+        entry = self.nodes.get(id(tensor))
+        if entry is None or entry[0] is not tensor or entry[1] not in self.dynamic or \
+                name not in rules.SHAPE_METADATA:
+            return None
+        graph = self.cap.graph
+        if name == "shape":
+            node = graph.call_function(getattr, (entry[1], "shape"))
+        else:
+            node = graph.call_method(name, (entry[1], *(self.to_graph_arg(a, None) for a in args)))
+        self.scalar_nodes.add(node)
+        self.cap.op_count += 1
+        self.cap.host_values = True
+        if isinstance(result, tuple):
+            provs = []
+            for k in range(len(result)):
+                item = graph.call_function(operator.getitem, (node, k))
+                self.scalar_nodes.add(item)
+                provs.append(Traced(item))
+            self.contents[id(result)] = (result, provs)
+            return _SHAPE_TRACED
+        return Traced(node)
 
     def draw(self, fn, args, arg_provs):
         """A draw of the global random generator: re-drawn by the entry program on every call."""
@@ -541,8 +589,12 @@ class CaptureObserver(Observer):
     def scalar_of(self, fn, args, arg_provs, result, method=None):
         """``float(t)``, ``t.item()``, ``t.tolist()``: a graph node whose Python result is traced."""
         node = self.record(fn, args, arg_provs, None, None, None, method=method)
+        self.scalar_nodes.add(node)
         self.cap.host_values = True
         if type(result) is list:
+            entry = self.nodes.get(id(args[0])) if args else None
+            if entry is not None and entry[1] in self.dynamic:
+                self.unsupported("a list as long as tensor data says (tolist() of a data-dependent shape)")
             self._trace_list(result, node)
             return None
         return Traced(node)
@@ -552,6 +604,7 @@ class CaptureObserver(Observer):
         provs = []
         for k, v in enumerate(values):
             item = graph.call_function(operator.getitem, (node, k))
+            self.scalar_nodes.add(item)
             if type(v) is list:
                 self._trace_list(v, item)
                 provs.append(None)
@@ -572,11 +625,21 @@ class CaptureObserver(Observer):
             self.contents[id(container)] = (container, list(elements))
         return True
 
+    def holds_traced(self, value):
+        """A list, tuple (or shape) made here holding a number the graph computes."""
+        if type(value) not in (list, tuple, torch.Size):
+            return False
+        entry = self.contents.get(id(value))
+        return entry is not None and entry[0] is value and type(entry[1]) is list and \
+            any(type(p) is Traced for p in entry[1])
+
     def traced_op(self, fn, inputs, provs):
         """``fn`` over Python values some of which the graph computes: one more graph node."""
         args = tuple(p.node if type(p) is Traced else self.to_graph_arg(v, p) for v, p in zip(inputs, provs))
         self.cap.op_count += 1
-        return Traced(self.cap.graph.call_function(fn, args))
+        node = self.cap.graph.call_function(fn, args)
+        self.scalar_nodes.add(node)
+        return Traced(node)
 
     def bind_result(self, result, node):
         if _is_tensor(result):
@@ -724,6 +787,9 @@ class CaptureObserver(Observer):
         if callable(value) and not isinstance(value, type):
             return None  # a bound method: recorded when called
         if name in rules.TENSOR_METADATA_ATTRS:
+            traced = self.dynamic_metadata(obj, name, (), value)
+            if traced is not None:
+                return None if traced is _SHAPE_TRACED else traced
             return None  # static metadata (shape, dtype, device, requires_grad …): the tensor guard covers it
         if isinstance(obj_prov, Source):
             prov = AttrSource(obj_prov, name)  # e.g. ``p.grad is None``: guarded where it matters
@@ -753,13 +819,13 @@ class CaptureObserver(Observer):
             self.record(operator.getitem, (obj, key), (obj_prov, key_prov), None, None, value)
             return None
         entry = self.contents.get(id(obj))
-        if entry is not None and entry[0] is obj and type(key) is int and type(obj) in (list, tuple):
+        if entry is not None and entry[0] is obj and type(key) is int and type(obj) in (list, tuple, torch.Size):
             self.need(key, key_prov)  # which element it is depends on the index
             try:
                 return entry[1][key]
             except IndexError:
                 return UNKNOWN
-        if entry is not None and entry[0] is obj and type(key) is slice and type(obj) in (list, tuple) \
+        if entry is not None and entry[0] is obj and type(key) is slice and type(obj) in (list, tuple, torch.Size) \
                 and type(entry[1]) is list and len(entry[1]) == len(obj):
             self.need(key, key_prov)  # ``xs[:-1]`` of a list made here: those elements, as they came
             self.contents[id(value)] = (value, entry[1][key])
@@ -832,7 +898,8 @@ class CaptureObserver(Observer):
     @_event(None)
     def write_item(self, obj, obj_prov, key, key_prov, value, prov):
         if _is_tensor(obj):
-            self.need(key, key_prov) if not _is_tensor(key) else None
+            if not _is_tensor(key) and type(key_prov) is not Traced and not self.holds_traced(key):
+                self.need(key, key_prov)  # (bounds the graph computes go in as its nodes)
             self.record(operator.setitem, (obj, key, value), (obj_prov, key_prov, prov), None, None, None)
             return
         entry = self.contents.get(id(obj))
@@ -1133,6 +1200,9 @@ class CaptureObserver(Observer):
                 self.unsupported(f"Tensor.{name}() turns tensor data into a Python value (graph break)")
             if name in rules.TENSOR_METADATA and not _is_tensor(result):
                 self.node_of(self_obj)
+                traced = self.dynamic_metadata(self_obj, name, args, result)
+                if traced is not None:
+                    return None if traced is _SHAPE_TRACED else traced
                 self._offset_guard(name, self_obj, result)
                 return None  # static metadata: the tensor's guard covers it
             if not _holds_tensor(result) and result is not None:
@@ -1144,6 +1214,9 @@ class CaptureObserver(Observer):
                 return self.scalar_of(None, args, arg_provs, result, method=fn.__name__)
             if fn.__name__ in rules.TENSOR_METADATA and not _is_tensor(result):
                 self.node_of(args[0], arg_provs[0])
+                traced = self.dynamic_metadata(args[0], fn.__name__, args[1:], result)
+                if traced is not None:
+                    return None if traced is _SHAPE_TRACED else traced
                 self._offset_guard(fn.__name__, args[0], result)
                 return None
             if not _holds_tensor(result) and result is not None:
@@ -1160,6 +1233,10 @@ class CaptureObserver(Observer):
             self.need(args[0], arg_provs[0])
             make = vf.calling(functools.partial(fn, args[0]), f"make_{args[0].__name__}")
             return self.record(make, args[1:], arg_provs[1:], kwargs, kw_provs, result) and None
+        if fn is len and len(args) == 1 and _is_tensor(args[0]) and not kwargs:
+            traced = self.dynamic_metadata(args[0], "size", (0,), result)  # (else fixed by the guard)
+            if traced is not None:
+                return traced
         if fn in rules.TENSOR_PREDICATES and not kwargs and all(_is_tensor(a) for a in args):
             return self.scalar_of(fn, args, arg_provs, result)
         if fn in (float, int, bool, complex) and args and _is_tensor(args[0]):
@@ -1738,6 +1815,10 @@ def _op_concat(obs, fn, inputs, provs, result):
 
 def _op_compare(obs, k, inputs, provs, outputs):
     a, b = inputs
+    if any(obs.holds_traced(v) for v in inputs):
+        # ``hx.size() != (layers, int(batch_sizes[0]), hidden)``: a tuple holding numbers the graph
+        # computes, compared in the graph
+        return [obs.traced_op(NATIVE_COMPARE[k], inputs, provs)]
     provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     fn = NATIVE_COMPARE[k]
     if _is_tensor(a) or _is_tensor(b) or _is_tensor(outputs[0]):
@@ -1939,6 +2020,8 @@ def _elements(obs, obj, prov):
     when it is unknown."""
     if _is_tensor(obj) and obj.dim() > 0:
         # native code iterating a tensor gets its rows (``Tensor.__iter__`` is ``iter(t.unbind(0))``)
+        if obs.node_of(obj, prov) in obs.dynamic:
+            obs.unsupported("iterating over a tensor whose length depends on its data")
         rows = obs.cap.graph.call_method("unbind", (obs.node_of(obj, prov), 0))
         obs.cap.op_count += 1
         return [_Row(rows, k) for k in range(obj.shape[0])]
@@ -2148,6 +2231,7 @@ def _op_check_exc_match(obs, arg, inputs, provs, outputs):
 
 
 _BOUND_METHODS = (types.MethodType, types.BuiltinMethodType)
+_SHAPE_TRACED = object()  # ``dynamic_metadata`` listed a shape's elements in ``contents``
 
 #: itertools functions yielding tuples of their arguments' elements (``_combinatoric``)
 _COMBINATORICS = {itertools.combinations, itertools.permutations, itertools.combinations_with_replacement,
@@ -2260,6 +2344,8 @@ def capture(fn, args, kwargs):
     obs.bound_from = {}       # id(bound builtin method) -> (method, provenance of the object it is bound to)
     obs.raising = None
     obs.checks = []           # (node, truth, frame) of branches on random data
+    obs.dynamic = set()       # graph nodes whose shape depends on tensor data
+    obs.scalar_nodes = set()  # graph nodes computing Python numbers (``t.item()``, a dynamic size)
     vm = VM(observer=obs)
     obs.vm = vm
     try:

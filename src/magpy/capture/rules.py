@@ -146,6 +146,24 @@ TENSOR_PREDICATES = {torch.equal, torch.allclose, torch.is_nonzero}
 
 BUILTIN_IDS = {id(v) for v in vars(builtins).values()}
 
+#: ops whose result's shape depends on tensor data, not only on their inputs' shapes (``where`` with
+#: one argument only)
+DATA_DEPENDENT_SHAPE = {"nonzero", "masked_select", "unique", "unique_consecutive", "_unique", "_unique2",
+                        "argwhere", "_pack_padded_sequence", "repeat_interleave", "bincount", "where"}
+#: ops taking Python numbers as operands, not as sizes: a number the graph computes does not make
+#: their result's shape depend on data
+NUMBER_OPERANDS = {"add", "sub", "mul", "div", "true_divide", "floor_divide", "pow", "rsub", "fmod",
+                   "remainder", "clamp", "clip", "clamp_min", "clamp_max", "masked_fill", "fill_",
+                   "lerp", "maximum", "minimum", "add_", "sub_", "mul_", "div_", "pow_", "clamp_",
+                   "masked_fill_", "full_like", "addcmul", "addcdiv", "threshold", "leaky_relu", "hardtanh",
+                   "softplus", "elu", "celu", "selu", "gelu", "dropout", "scalar_tensor", "tensor",
+                   "as_tensor", "eq", "ne", "lt", "le", "gt", "ge"}
+#: ops splitting a tensor into as many tensors as its size says
+SPLITS = {"unbind", "split", "chunk", "tensor_split", "split_with_sizes", "unsafe_split", "unsafe_chunk",
+          "unsafe_split_with_sizes", "hsplit", "vsplit", "dsplit"}
+#: metadata that follows a tensor's shape (a graph value when the shape depends on data)
+SHAPE_METADATA = {"size", "shape", "numel", "nelement", "stride", "is_contiguous"}
+
 #: tensor methods answering static metadata (covered by the tensor guard: dtype, device, shape, strides)
 TENSOR_METADATA = {"dim", "ndimension", "size", "stride", "numel", "nelement", "is_contiguous",
                    "element_size", "is_floating_point", "is_complex", "get_device", "storage_offset",
