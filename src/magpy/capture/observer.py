@@ -292,7 +292,7 @@ class Capture:
         self.unsupported = None   # an Unsupported, when capture must give up
         self.op_count = 0
         self.draws = []           # (native random function, constant arguments) per draw, in order
-        self.host_values = False  # the graph computes or takes Python numbers (not only tensors)
+        self.host_values = False  # the graph computes or takes Python numbers, or shapes from data
         self.checks = []          # (output index, truth): conditions on random data, checked after the graph
 
 
@@ -524,6 +524,7 @@ class CaptureObserver(Observer):
                 self.unsupported("a number of tensors that depends on tensor data (graph break)")
             self.dynamic.add(node)
             self.dynamic.update(node.users)  # (the items of a tuple result, bound above)
+            self.cap.host_values = True  # (compiling backends plan buffers from the first call's shapes)
         return node
 
     def _shape_from_data(self, node, name, args):
