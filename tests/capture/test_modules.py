@@ -472,3 +472,20 @@ def test_a_slice_of_a_module_list_made_in_forward():
     torch.manual_seed(0)
     stats = differential(twins(_Reversed()), fresh(lambda: (torch.randn(2, 3),)))
     expect_one_graph(stats)
+
+
+class _Parts(nn.Module):
+    """Hawkeye's MELayer: the i-th part of a Sequential (its __getitem__ goes through islice)."""
+
+    def __init__(self):
+        super().__init__()
+        self.parts = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.Sigmoid()) for _ in range(2)])
+
+    def forward(self, x):
+        return [x * self.parts[i](x) for i in range(2)]
+
+
+def test_an_indexed_part_of_a_sequential():
+    torch.manual_seed(0)
+    stats = differential(twins(_Parts()), fresh(lambda: (torch.randn(2, 4),)))
+    expect_one_graph(stats)

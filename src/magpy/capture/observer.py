@@ -811,8 +811,10 @@ class CaptureObserver(Observer):
 
     @_event(None)
     def read_item(self, obj, obj_prov, key, key_prov, value, computed=NOT_RETURNED):
-        if computed is not NOT_RETURNED:
-            # a Python __getitem__ computed it (``module_list[::-1]``): its own reads were followed
+        if computed is not NOT_RETURNED and computed is not UNKNOWN:
+            # a Python __getitem__ computed it (``module_list[::-1]``): its own reads were followed.
+            # (Where they lost track — ``Sequential[i]`` goes through ``islice`` — the item is read by
+            # its path below, as for any container.)
             if _is_tensor(value) and id(value) not in self.nodes and isinstance(computed, Source):
                 self.tensor_input(value, computed)
             return computed
