@@ -1,10 +1,13 @@
 """Tensor programs (the original MagPy's tensor / scalar / inplace feature tests, by behaviour):
 operators with Python scalars, methods, views and indexing, shapes and dtypes, guards on metadata."""
+import gc
 import itertools
 import operator
 
 import pytest
 import torch
+
+import magpy
 
 try:
     from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, unsupported, FromEnv, Call, twins
@@ -471,3 +474,29 @@ def test_iterating_over_a_selection_falls_back():
     calls = [(torch.tensor([1., 2., -1.]),), (torch.tensor([1., 2., 3.]),)]
     stats = differential(plain(fn), calls)
     expect(stats, fallbacks=1)
+
+
+# ---- memory -------------------------------------------------------------------------------------------
+
+_LIVE = []
+
+
+def _count_live_tensors():
+    _LIVE.append(sum(1 for o in gc.get_objects() if isinstance(o, torch.Tensor)))
+
+
+def test_capture_does_not_keep_the_activations_of_the_call_alive():
+    # (eager frees each intermediate as soon as it is consumed; the first, captured call must too, or a
+    # large model runs out of memory on its first call)
+    def fn(x):
+        for _ in range(30):
+            x = torch.relu(x * 1.01 + 0.5)
+        _count_live_tensors()   # (an unknown native call: capture stops here, after the loop)
+        return x
+
+    x = torch.randn(8, 8)
+    _LIVE.clear()
+    fn(x)
+    magpy.compile(fn, backend="eager")(x)
+    eager, captured = _LIVE
+    assert captured <= eager + 10, (eager, captured)

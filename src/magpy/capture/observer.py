@@ -326,10 +326,35 @@ class _Contents(dict):
         return dict.get(self, key, default)
 
 
+class _TensorNodes:
+    """``id(tensor) -> (tensor, node)`` for the tensors the graph computes, holding them weakly: capture
+    must not keep every activation of the call alive (eager frees them as it goes). A dead tensor's
+    entry is gone, so an id used again by a new tensor finds nothing."""
+
+    def __init__(self):
+        self._entries = {}
+
+    def get(self, key, default=None):
+        entry = self._entries.get(key)
+        if entry is None:
+            return default
+        tensor = entry[0]()
+        if tensor is None:
+            del self._entries[key]
+            return default
+        return tensor, entry[1]
+
+    def __setitem__(self, key, value):
+        self._entries[key] = (weakref.ref(value[0]), value[1])
+
+    def __contains__(self, key):
+        return self.get(key) is not None
+
+
 class CaptureObserver(Observer):
     def __init__(self, fn_globals):
         self.cap = Capture()
-        self.nodes = {}           # id(tensor) -> (tensor, node)
+        self.nodes = _TensorNodes()  # id(tensor) -> (tensor, node), weakly
         self.contents = _Contents(self)  # id(container made inside) -> (container, element provs)
         self.written = {}         # (id(obj), name) -> prov of the value the program stored there
         self.input_paths = {}     # id(graph input tensor) -> the path it was first read by
