@@ -226,3 +226,21 @@ def test_attribute_error_on_a_missing_module_attribute():
     calls = fresh(lambda: (t(),))
     stats = differential(twins(M()), calls, raises=True)
     assert all(type(o.error) is AttributeError for o in stats.side.outcomes)
+
+
+def test_a_failure_inside_capture_becomes_a_fallback_not_the_users_error(monkeypatch):
+    from magpy.capture.observer import CaptureObserver
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(CaptureObserver, "record", broken)  # (as a bug of ours in recording an op would)
+
+    def fn(x):
+        return x.relu() + len([1, 2])
+
+    compiled = magpy.compile(fn, backend="eager")
+    x = t()
+    assert torch.equal(compiled(x), fn(x))
+    assert compiled.stats.fallbacks == 1
+    assert "internal capture error" in compiled.stats.reasons[0][0] and "boom" in compiled.stats.reasons[0][0]
