@@ -125,6 +125,34 @@ def test_random_choice_and_shuffle_of_python_values():
     expect(stats, fallbacks=0)
 
 
+class _RandomJitter(nn.Module):
+    """ILSwiss's colour jitter: numpy picks which samples of the batch are transformed."""
+
+    def forward(self, x):
+        chosen = np.random.choice([True, False], len(x), p=[0.5, 0.5])
+        if chosen.sum() > 0:
+            x = x.clone()
+            x[torch.tensor(chosen)] = x[torch.tensor(chosen)] * np.random.uniform(0.5, 1.5)
+        return x
+
+
+def test_numpy_random_draws_are_redrawn_each_call():
+    stats = differential(twins(_RandomJitter()), fresh(lambda: (torch.randn(4, 2),), n=8))
+    expect(stats, fallbacks=0)
+    assert stats.cache_hits >= 1, stats   # later calls reuse entries (each drawing anew)
+
+
+def test_a_numpy_generator_of_the_programs_own_falls_back():
+    rng = np.random.RandomState(0)
+
+    def fn(x):
+        return x * rng.uniform()
+
+    calls = [(torch.ones(2),), (torch.ones(2),)]
+    stats = differential(plain(fn), calls, reset=lambda: rng.seed(0))
+    expect(stats, fallbacks=1)
+
+
 def test_torch_random_ops_redrawn_each_call():
     def fn(x):
         return x + torch.rand_like(x), torch.randn(2) * 0 + torch.randint(0, 5, (2,))
@@ -365,3 +393,18 @@ def test_a_regular_expression_on_a_string_argument_is_guarded_on_it():
 
     stats = differential(plain(fn), [(t(), "2.1"), (t(), "2.1"), (t(), "1.9")])
     expect_recompile(stats)
+
+
+_TABLE = np.arange(4, dtype=np.float32)
+
+
+def test_two_tensors_made_from_one_array_stay_two():
+    # (the entry computes ``torch.tensor(_TABLE)`` once for both: the graph copies it for the second)
+    def fn(x):
+        a = torch.tensor(_TABLE)
+        b = torch.tensor(_TABLE)
+        a.add_(x)
+        return a, b
+
+    stats = differential(plain(fn), fresh(lambda: (torch.randn(4),)))
+    expect_one_graph(stats)

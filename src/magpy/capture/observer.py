@@ -163,8 +163,8 @@ def _python_constructed(cls):
 
 
 def _plain_data(value):
-    """A tuple (or ``torch.Size``) of scalars and such tuples: compared by value in a guard."""
-    return type(value) in (tuple, torch.Size) and all(
+    """A tuple, list (or ``torch.Size``) of scalars and such: compared by value in a guard."""
+    return type(value) in (tuple, list, torch.Size) and all(
         isinstance(v, _SCALARS) or type(v) is slice or v is Ellipsis or _plain_data(v) for v in value)
 
 
@@ -474,9 +474,21 @@ class CaptureObserver(Observer):
                 # reads it once, so a later call must pass the very same object there too
                 self.guard(TruthGuard(Expr(operator.is_, (source, first)), True))
             return entry[1]
-        if not _replayable_path(source):
+        if not _replayable_path(source) and not (type(source) is Expr and mentions_draw(source)):
+            # (an expression over random draws is evaluated by the entry after it drew them)
             self.unsupported("a tensor reached the program by a path MagPy cannot replay")
+        if type(source) is Expr and source in self.computed_inputs:
+            # the same expression computed again (``torch.tensor(a)`` twice): the entry computes it once,
+            # so the graph copies it first thing — two tensors, as eager has, whatever writes to either
+            placeholder = self.computed_inputs[source]
+            with self.cap.graph.inserting_after(placeholder):
+                node = self.cap.graph.call_method("clone", (placeholder,))
+            self.cap.op_count += 1
+            self.nodes[id(tensor)] = (tensor, node)
+            return node
         node = self.cap.graph.placeholder(f"in{len(self.cap.inputs)}")
+        if type(source) is Expr:
+            self.computed_inputs[source] = node
         node.meta["source"] = source.render()
         self.cap.inputs.append((source, tensor))
         self.guard(TensorGuard(source, tensor))
@@ -609,10 +621,15 @@ class CaptureObserver(Observer):
             return _SHAPE_TRACED
         return Traced(node)
 
-    def draw(self, fn, args, arg_provs):
-        """A draw of the global random generator: re-drawn by the entry program on every call."""
+    def draw(self, fn, args, arg_provs, kwargs=None, kw_provs=None):
+        """A draw of Python's or numpy's global random generator: re-drawn by the entry program on every
+        call."""
         for a, p in zip(args, arg_provs):
             self.need(a, p)  # (``getrandbits(k)``: the same k)
+        for k, v in (kwargs or {}).items():
+            self.need(v, (kw_provs or {}).get(k))  # (``choice(xs, n, p=[…])``: the same probabilities)
+        if kwargs:
+            fn = functools.partial(fn, **kwargs)
         self.cap.draws.append((fn, tuple(args)))
         return DrawSource(len(self.cap.draws) - 1)
 
@@ -1336,6 +1353,10 @@ class CaptureObserver(Observer):
                                  "rule for it")
         if self_obj is _random._inst and getattr(fn, "__name__", "") in rules.RANDOM_DRAWS and not kwargs:
             return self.draw(fn, args, arg_provs)
+        if self_obj is rules.NUMPY_RANDOM and getattr(fn, "__name__", "") in rules.NUMPY_DRAWS:
+            return self.draw(fn, args, arg_provs, kwargs, kw_provs)
+        if isinstance(self_obj, (np.random.RandomState, np.random.Generator)):
+            self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws from a numpy generator of the program's own")
         if module.split(".")[0] in rules.RANDOM_MODULES or (self_obj is not None and
                                                            type(self_obj).__module__ == "random"):
             self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws Python random numbers")
@@ -2388,6 +2409,7 @@ def capture(fn, args, kwargs):
     obs.raising = None
     obs.checks = []           # (node, truth, frame) of branches on random data
     obs.dynamic = set()       # graph nodes whose shape depends on tensor data
+    obs.computed_inputs = {}  # Expr -> the placeholder of the tensor the entry computes with it
     obs.scalar_nodes = set()  # graph nodes computing Python numbers (``t.item()``, a dynamic size)
     vm = VM(observer=obs)
     obs.vm = vm

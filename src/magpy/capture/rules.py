@@ -18,6 +18,7 @@ import math
 import operator
 import re
 
+import numpy as np
 import torch
 
 PURE = {
@@ -56,6 +57,15 @@ MUTATES = {
 GRAPH = {torch._C._set_grad_enabled}
 
 RANDOM_MODULES = ("random",)
+#: numpy's global generator (``np.random.choice`` … are its bound methods) and the methods that only draw
+#: from it: re-drawn by the entry program as Python's draws are
+NUMPY_RANDOM = np.random.mtrand._rand
+NUMPY_DRAWS = {"rand", "randn", "randint", "random_integers", "random_sample", "random", "ranf", "sample",
+               "choice", "permutation", "uniform", "normal", "standard_normal", "beta", "binomial",
+               "poisson", "exponential", "gamma", "laplace", "logistic", "lognormal", "multinomial",
+               "dirichlet", "geometric", "gumbel", "pareto", "power", "rayleigh", "triangular",
+               "vonmises", "wald", "weibull", "zipf", "chisquare", "standard_cauchy",
+               "standard_exponential", "standard_gamma", "standard_t"}
 #: the native primitives of Python's global random generator that the entry program re-draws (its
 #: Python-level methods — uniform, randint, choice … — are interpreted down to these)
 RANDOM_DRAWS = {"random", "getrandbits"}

@@ -16,6 +16,7 @@ import operator
 import random
 import types
 
+import numpy as np
 import torch
 
 from ..capture.guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard, order
@@ -309,7 +310,7 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     if cap.draws:
         # the random numbers the first call drew, drawn again (in order) so that guards can check them;
         # a miss puts the generator back for the next entry (or the recompile) to draw the same ones
-        a.call_begin(random.getstate)
+        a.call_begin(_random_states)
         a.call_end(0)
         a.store_fast("random_state")
         for k, (fn, args) in enumerate(cap.draws):
@@ -431,9 +432,19 @@ def _check_outputs(a, cap):
     a.place(passed)
 
 
+def _random_states():
+    """Python's and numpy's global generators (the ones a call's draws come from)."""
+    return random.getstate(), np.random.get_state()
+
+
+def _set_random_states(states):
+    random.setstate(states[0])
+    np.random.set_state(states[1])
+
+
 def _restore_random(a, cap):
     if cap.draws:
-        a.call_begin(random.setstate)
+        a.call_begin(_set_random_states)
         a.load_fast("random_state")
         a.call_end(1)
         a.pop()
