@@ -405,8 +405,8 @@ class CaptureObserver(Observer):
             self.unsupported("a value computed by a call MagPy has no rule for decides the program's "
                              "behaviour", frame)
         if type(prov) is Traced:
-            self.unsupported("a Python value computed from tensor data decides the program's behaviour "
-                             "(graph break)", frame)
+            self.pin(prov, value, frame)
+            return
         if value is None:
             self.guard(NoneGuard(prov, True))
         elif isinstance(value, _SCALARS) or type(value) in (range, slice) or _plain_data(value):
@@ -422,6 +422,15 @@ class CaptureObserver(Observer):
         else:
             self.unsupported(f"the program depends on the exact value of a {type(value).__name__} "
                              "read from outside", frame)
+
+    def pin(self, prov, value, frame=None):
+        """A number the graph computes (``t.item()``, a size that depends on data) must be this exact
+        value for the program to go the way it went: a condition the guard checks by rerunning its
+        computation (``predicates``)."""
+        if type(value) not in (int, float, bool) or predicates.ancestry([prov.node]) is None:
+            self.unsupported("a Python value computed from tensor data decides the program's behaviour "
+                             "(graph break)", frame)
+        self.conditions.append((self.cap.graph.call_function(operator.eq, (prov.node, value)), True))
 
     def on_read(self, value, prov):
         """A value read from outside by path ``prov``: tensors become graph inputs; functions, classes,
@@ -570,7 +579,8 @@ class CaptureObserver(Observer):
             self.cap.pre_graph = len(self.cap.side_effects)
         self.cap.op_count += 1
         self.bind_result(result, node)
-        if self._shape_from_data(node, method or getattr(fn, "__name__", ""), args):
+        if not (_is_tensor(result) and result.dim() == 0) and \
+                self._shape_from_data(node, method or getattr(fn, "__name__", ""), args):
             if (method or getattr(fn, "__name__", "")) in rules.SPLITS:
                 # (``unbind``/``split``/``chunk`` of such a tensor: how many tensors come out is data)
                 self.unsupported("a number of tensors that depends on tensor data (graph break)")
@@ -652,7 +662,8 @@ class CaptureObserver(Observer):
         if type(result) is list:
             entry = self.nodes.get(id(args[0])) if args else None
             if entry is not None and entry[1] in self.dynamic:
-                self.unsupported("a list as long as tensor data says (tolist() of a data-dependent shape)")
+                # a list as long as tensor data says: this long, while the guard's rerun agrees
+                self.pin(Traced(self.cap.graph.call_method("numel", (entry[1],))), entry[0].numel())
             self._trace_list(result, node)
             return None
         return Traced(node)
@@ -1390,6 +1401,16 @@ class CaptureObserver(Observer):
         items = list(provs.values()) if type(provs) is dict else list(provs)
         if all(p is None for p in items):
             return None
+        if any(type(p) is Traced for p in items) and type(provs) is list and len(items) == len(value) and \
+                not any(p is UNKNOWN or type(p) is tuple for p in items):
+            # a container holding numbers the graph computes, used as a Python value (``torch.Size([n, n])``
+            # for an n from a data-dependent shape): those numbers are pinned by the guard
+            for v, p in zip(value, items):
+                if type(p) is Traced:
+                    self.pin(p, v)
+            items = [None if type(p) is Traced else p for p in items]
+            if all(p is None for p in items):
+                return None
         if any(p is UNKNOWN or type(p) in (tuple, Traced) for p in items):
             return UNKNOWN
         if type(provs) is dict:
@@ -2085,7 +2106,9 @@ def _elements(obs, obj, prov):
     if _is_tensor(obj) and obj.dim() > 0:
         # native code iterating a tensor gets its rows (``Tensor.__iter__`` is ``iter(t.unbind(0))``)
         if obs.node_of(obj, prov) in obs.dynamic:
-            obs.unsupported("iterating over a tensor whose length depends on its data")
+            # as many rows as the data says: this many, while the guard's rerun agrees
+            length = obs.cap.graph.call_method("size", (obs.node_of(obj, prov), 0))
+            obs.pin(Traced(length), obj.shape[0])
         rows = obs.cap.graph.call_method("unbind", (obs.node_of(obj, prov), 0))
         obs.cap.op_count += 1
         return [_Row(rows, k) for k in range(obj.shape[0])]

@@ -35,8 +35,10 @@ def _name(node):
 def writes(node):
     """Does this op write into its first argument (an in-place tensor method or operator)?"""
     name = _name(node)
-    return node.target in _WRITES or (node.op == "call_method" and name.endswith("_") and
-                                      not name.endswith("__"))
+    if node.target in _WRITES or node.kwargs.get("inplace") is True:
+        return True
+    return name.endswith("_") and not name.endswith("__") and \
+        getattr(node.target, "__module__", None) != "_operator"  # (``relu_``, ``t.add_``; not ``not_``)
 
 
 def _impure(node):
@@ -68,23 +70,53 @@ def _draws_only(node):
     return not in_place and any(word in name for word in _RANDOM_WORDS)
 
 
+#: ops whose result may share memory with their first argument
+_VIEWS = {"view", "view_as", "reshape", "reshape_as", "transpose", "permute", "t", "select", "narrow",
+          "expand", "expand_as", "squeeze", "unsqueeze", "flatten", "unflatten", "as_strided", "diagonal",
+          "unbind", "split", "chunk", "contiguous", "detach", "getitem", "getattr", "movedim", "swapaxes",
+          "swapdims", "view_as_real", "view_as_complex", "unfold", "__getitem__", "tensor_split"}
+
+
+def _base(node):
+    """The node whose memory ``node``'s result may share (through views)."""
+    while isinstance(node, fx.Node) and node.op in ("call_function", "call_method") and node.args and \
+            _name(node) in _VIEWS:
+        node = node.args[0]
+    return node
+
+
+def _writes_fresh(node):
+    """An in-place op (``scatter_``, ``x[i] = v``) writing into a tensor the graph made itself, not into
+    an input: running the graph again makes and writes that tensor again."""
+    if node.op not in ("call_function", "call_method") or not node.args or not writes(node):
+        return False
+    base = _base(node.args[0])
+    return isinstance(base, fx.Node) and base.op != "placeholder"
+
+
 def checkable(graph):
     """Can a run of this graph be undone by restoring the random generators (no op writes state)?"""
-    return all(not _impure(n) or _draws_only(n) for n in graph.nodes)
+    return all(not _impure(n) or _draws_only(n) or _writes_fresh(n) for n in graph.nodes)
 
 
 def ancestry(nodes):
     """The nodes the conditions ``nodes`` are computed from (themselves included), or None when one of
-    them cannot be rerun."""
+    them cannot be rerun — or when some op writes (through a view) into one of them without being
+    among them (a rerun of these alone would miss that write)."""
     needed, stack = set(), list(nodes)
     while stack:
         n = stack.pop()
         if n in needed:
             continue
-        if _impure(n):
+        if _impure(n) and not _writes_fresh(n):
             return None
         needed.add(n)
         stack.extend(n.all_input_nodes)
+    graph = nodes[0].graph if nodes else None
+    for n in graph.nodes if graph is not None else ():
+        if n not in needed and n.op in ("call_function", "call_method") and n.args and writes(n) and \
+                _base(n.args[0]) in needed:
+            return None
     return needed
 
 
