@@ -438,3 +438,14 @@ def test_a_branch_on_a_tensor_the_graph_made_and_wrote_in_place():
              (torch.tensor([[0.7, 0.3], [0.1, 0.9]]), torch.tensor([0, 1]))]
     stats = differential(plain(fn), calls)
     expect(stats, fallbacks=0, compiles=2, cache_hits=1)
+
+
+def test_a_method_of_a_numpy_argument_read_as_an_attribute():
+    # (the bound method's array is the argument: each call's own array is transposed)
+    def fn(x, a):
+        flip = a.transpose
+        return x * torch.from_numpy(flip(1, 0).copy())
+
+    calls = [(torch.randn(3, 2), np.arange(6.0, dtype=np.float32).reshape(2, 3) + k) for k in range(3)]
+    stats = differential(plain(fn), calls)
+    expect_one_graph(stats)

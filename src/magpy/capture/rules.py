@@ -93,6 +93,8 @@ def is_pure(fn):
     if self_obj is not None and isinstance(self_obj, PURE_METHOD_TYPES):
         return True
     owner = getattr(fn, "__objclass__", None)
+    if owner is None and type(self_obj).__module__ == "numpy" and type(fn).__name__ == "builtin_function_or_method":
+        owner = type(self_obj)  # ``a.transpose`` bound to an array: as ``ndarray.transpose``
     if isinstance(owner, type) and owner.__module__ == "numpy":
         name = getattr(fn, "__name__", "")  # ndarray methods read, except these
         return name not in NUMPY_MUTATING and not (name.startswith("__i") and name != "__init__")
