@@ -4,6 +4,7 @@ import gc
 import itertools
 import operator
 
+import numpy as np
 import pytest
 import torch
 
@@ -500,3 +501,15 @@ def test_capture_does_not_keep_the_activations_of_the_call_alive():
     magpy.compile(fn, backend="eager")(x)
     eager, captured = _LIVE
     assert captured <= eager + 10, (eager, captured)
+
+
+def test_a_legacy_tensor_made_from_an_array_in_forward_and_type_names():
+    # (RealtimeStereo builds ``torch.Tensor(np.reshape(...))`` in forward; YOLOX compares ``t.type()``)
+    def fn(x):
+        disp = torch.Tensor(np.reshape(np.array(range(4)), [1, 4]))
+        if x.type() == "torch.FloatTensor":
+            return x * disp
+        return x
+
+    stats = differential(plain(fn), fresh(lambda: (torch.randn(3, 4),)))
+    expect_one_graph(stats)

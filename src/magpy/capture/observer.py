@@ -2088,7 +2088,7 @@ def _op_list_append(obs, n, inputs, provs, outputs):
 _TYPE_QUERIES = (isinstance, issubclass, type, callable)
 
 #: torch functions that make a tensor from a numpy array
-_FROM_ARRAY = {torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray}
+_FROM_ARRAY = {torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray, torch.Tensor, torch.FloatTensor}
 
 #: template kinds of the containers the mock rebuilds
 _CONTAINER_KINDS = {list: "list", dict: "dict", collections.OrderedDict: "odict"}

@@ -179,7 +179,7 @@ SHAPE_METADATA = {"size", "shape", "numel", "nelement", "stride", "is_contiguous
 #: tensor methods answering static metadata (covered by the tensor guard: dtype, device, shape, strides)
 TENSOR_METADATA = {"dim", "ndimension", "size", "stride", "numel", "nelement", "is_contiguous",
                    "element_size", "is_floating_point", "is_complex", "get_device", "storage_offset",
-                   "is_signed"}
+                   "is_signed", "type"}  # (``t.type()`` names dtype and device; with an argument it converts)
 
 #: tensor attributes answering static metadata
 TENSOR_METADATA_ATTRS = {"shape", "dtype", "device", "requires_grad", "ndim", "layout", "is_cuda",
