@@ -9,10 +9,10 @@ import torch.nn.functional as F
 
 try:
     from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, twins, unsupported, \
-        Call, FromEnv
+        Call, FromEnv, plain
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
     from twin import fresh, differential, expect, expect_one_graph, expect_recompile, twins, unsupported, \
-        Call, FromEnv
+        Call, FromEnv, plain
 
 
 def t(*shape):
@@ -488,4 +488,14 @@ class _Parts(nn.Module):
 def test_an_indexed_part_of_a_sequential():
     torch.manual_seed(0)
     stats = differential(twins(_Parts()), fresh(lambda: (torch.randn(2, 4),)))
+    expect_one_graph(stats)
+
+
+def test_a_convolution_made_in_forward():
+    # (DCLGAN's strided conv: a new module — fresh random weights — on every call)
+    def fn(x):
+        conv = nn.Conv2d(2, 3, 3, stride=2, padding=1)
+        return conv(x)
+
+    stats = differential(plain(fn), fresh(lambda: (torch.randn(1, 2, 6, 6),)))
     expect_one_graph(stats)

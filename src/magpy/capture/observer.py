@@ -855,6 +855,8 @@ class CaptureObserver(Observer):
             return None
         if callable(value) and not isinstance(value, type):
             return None  # a bound method: recorded when called
+        if name == "grad_fn" and value is None:
+            return None  # (no history: fixed by the guards on grad mode and the inputs' requires_grad)
         if name in rules.TENSOR_METADATA_ATTRS:
             traced = self.dynamic_metadata(obj, name, (), value)
             if traced is not None:
