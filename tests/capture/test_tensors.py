@@ -265,6 +265,17 @@ def test_is_leaf_branch():
     expect_recompile(stats)
 
 
+def test_grad_fn_branch_on_an_input():
+    # (an input's history is not in its tensor guard: the branch is guarded on the path itself)
+    def fn(x):
+        return x * 2 if x.grad_fn is None else x * 3
+
+    leaf = lambda: torch.randn(2, requires_grad=True)  # noqa: E731
+    non_leaf = FromEnv(lambda env: torch.full((2,), 0.5, requires_grad=True) * 1)
+    stats = differential(plain(fn), [(leaf(),), (leaf(),), (non_leaf,)])
+    expect_recompile(stats)
+
+
 def test_storage_offset_branch():
     def fn(x):
         return x * 2 if x.storage_offset() == 0 else x * 3

@@ -855,8 +855,10 @@ class CaptureObserver(Observer):
             return None
         if callable(value) and not isinstance(value, type):
             return None  # a bound method: recorded when called
-        if name == "grad_fn" and value is None:
-            return None  # (no history: fixed by the guards on grad mode and the inputs' requires_grad)
+        if name == "grad_fn" and value is None and id(obj) not in self.input_paths:
+            # a tensor the graph made without history: so it is on every call the guards let through
+            # (grad mode, the inputs' requires_grad); an input's history is its caller's (not guarded)
+            return None
         if name in rules.TENSOR_METADATA_ATTRS:
             traced = self.dynamic_metadata(obj, name, (), value)
             if traced is not None:

@@ -184,7 +184,7 @@ TENSOR_METADATA = {"dim", "ndimension", "size", "stride", "numel", "nelement", "
 #: tensor attributes answering static metadata
 TENSOR_METADATA_ATTRS = {"shape", "dtype", "device", "requires_grad", "ndim", "layout", "is_cuda",
                          "is_sparse", "is_quantized", "is_meta", "names", "is_mps", "is_cpu",
-                         "is_nested", "itemsize", "nbytes", "is_leaf"}
+                         "is_nested", "itemsize", "nbytes"}
 
 #: torch calls with no effect on results (usage logging): skipped on replay
 TORCH_NOOPS = {"_log_api_usage_once"}
