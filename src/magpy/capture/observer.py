@@ -622,12 +622,7 @@ class CaptureObserver(Observer):
         self.cap.op_count += 1
         self.cap.host_values = True
         if isinstance(result, tuple):
-            provs = []
-            for k in range(len(result)):
-                item = graph.call_function(operator.getitem, (node, k))
-                self.scalar_nodes.add(item)
-                provs.append(Traced(item))
-            self.contents[id(result)] = (result, provs)
+            self._trace_list(result, node)  # (its elements, as ``t.tolist()``'s)
             return _SHAPE_TRACED
         return Traced(node)
 
@@ -824,24 +819,19 @@ class CaptureObserver(Observer):
             return None
         if obj_prov is UNKNOWN or type(obj_prov) is Traced:
             return UNKNOWN
-        if isinstance(obj_prov, Source):
-            key = (id(obj), name)
-            seen = self.reads.get(key)
+        path = isinstance(obj_prov, Source)
+        if path:
+            seen = self.reads.get((id(obj), name))
             if seen is not None and seen[0] is obj and seen[1] is value and seen[2] is obj_prov:
                 return seen[3]  # the same read by the same path again: its guards are in place
             self.sources_of.setdefault(id(obj), (obj, obj_prov))  # (a method read here binds to obj)
-            self.deref(obj, obj_prov)
-            if type(value) in _BOUND_METHODS and value.__self__ is obj:
-                self.bound_from[id(value)] = (value, obj_prov)  # (calls depend on obj: ``_pure``, ``bound_self``)
-            prov = AttrSource(obj_prov, name)
-            self.on_read(value, prov)
-            self.reads[key] = (obj, value, obj_prov, prov)
-            return prov
         self.deref(obj, obj_prov)
         if type(value) in _BOUND_METHODS and value.__self__ is obj:
-            self.bound_from[id(value)] = (value, obj_prov)
-        prov = Expr(getattr, (obj_prov, Const(name)))
+            self.bound_from[id(value)] = (value, obj_prov)  # (calls depend on obj: ``_pure``, ``bound_self``)
+        prov = AttrSource(obj_prov, name) if path else Expr(getattr, (obj_prov, Const(name)))
         self.on_read(value, prov)
+        if path:
+            self.reads[(id(obj), name)] = (obj, value, obj_prov, prov)
         return prov
 
     def _tensor_attr(self, obj, obj_prov, name, value):

@@ -49,12 +49,8 @@ def _impure(node):
         # in training mode these update their running statistics in place (the flag is argument 5 of
         # torch.batch_norm / F.batch_norm / instance_norm)
         return (len(node.args) > 5 and node.args[5] is True) or node.kwargs.get("training") is True
-    if node.target in _WRITES:
+    if writes(node):
         return True
-    if node.op == "call_function" and getattr(node.target, "__module__", None) == "_operator":
-        return False  # (``operator.not_``, ``and_``: pure, whatever their names end with)
-    if name.endswith("_") and not name.endswith("__"):
-        return True  # an in-place tensor method
     return any(word in name for word in _IMPURE_WORDS) or "out" in node.kwargs
 
 
@@ -65,8 +61,8 @@ _RANDOM_WORDS = ("rand", "dropout", "bernoulli", "multinomial", "normal", "unifo
 def _draws_only(node):
     """An op whose only effect is advancing a random generator (not writing into a tensor)."""
     name = _name(node)
-    in_place = name.endswith("_") or "out" in node.kwargs or node.kwargs.get("inplace") is True or \
-        ("dropout" in name and len(node.args) > 3 and node.args[3] is True)
+    in_place = writes(node) or "out" in node.kwargs or \
+        ("dropout" in name and len(node.args) > 3 and node.args[3] is True)  # (``inplace`` by position)
     return not in_place and any(word in name for word in _RANDOM_WORDS)
 
 

@@ -310,7 +310,7 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     if cap.draws:
         # the random numbers the first call drew, drawn again (in order) so that guards can check them;
         # a miss puts the generator back for the next entry (or the recompile) to draw the same ones
-        a.call_begin(_random_states)
+        a.call_begin(_state_functions(cap)[0])
         a.call_end(0)
         a.store_fast("random_state")
         for k, (fn, args) in enumerate(cap.draws):
@@ -442,9 +442,17 @@ def _set_random_states(states):
     np.random.set_state(states[1])
 
 
+def _state_functions(cap):
+    """(get, set) of the generators the call's draws come from: numpy's state is saved on every call
+    only when the call draws from it."""
+    numpy = any(getattr(getattr(fn, "func", fn), "__self__", None) is np.random.mtrand._rand
+                for fn, _ in cap.draws)
+    return (_random_states, _set_random_states) if numpy else (random.getstate, random.setstate)
+
+
 def _restore_random(a, cap):
     if cap.draws:
-        a.call_begin(_set_random_states)
+        a.call_begin(_state_functions(cap)[1])
         a.load_fast("random_state")
         a.call_end(1)
         a.pop()
