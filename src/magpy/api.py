@@ -93,7 +93,7 @@ class CompiledFunction:
             try:
                 # a graph over Python numbers (random draws, ``t.item()``) runs as captured: compiling
                 # backends would bake those numbers in as constants
-                graph_fn = gm.forward if cap.host_values else backend(gm, example)
+                graph_fn = gm.forward if cap.host_values or cap.autograd_nodes else backend(gm, example)
             except Exception as err:  # noqa: BLE001 - a backend that cannot compile a graph: run it as is
                 warnings.warn(f"magpy: backend {self.backend!r} failed on a graph of "
                               f"{self.func.__qualname__} ({type(err).__name__}: {err}); running it eagerly",

@@ -231,3 +231,66 @@ def test_hand_written_sgd_step_on_parameters():
 
     stats = differential(plain(step), fresh(params))
     expect_one_graph(stats)
+
+
+# ---- module backward hooks: registered on the autograd node of a graph tensor -----------------------
+
+class _Hooked(nn.Module):
+    """Old-style (non-full) backward hooks, as pruning and learning-rate tricks use them: one records
+    the gradient reaching an inner module, the other rescales the gradient a conv passes back."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.act = nn.Identity()
+        self.act.register_backward_hook(self._record)
+        self.conv.register_backward_hook(self._halve)
+        self.seen = []
+
+    def _record(self, module, grad_input, grad_output):
+        self.seen.append((type(module).__name__, [g.sum().item() for g in grad_output]))
+
+    @staticmethod
+    def _halve(module, grad_input, grad_output):
+        return tuple(None if g is None else g * 0.5 for g in grad_input)
+
+    def forward(self, x):
+        return self.act(torch.relu(self.conv(x))) * 2
+
+
+def _hooked_twins():
+    torch.manual_seed(0)
+    eager, model = _Hooked(), _Hooked()
+    model.load_state_dict(eager.state_dict())
+    return eager, model
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")   # torch's notice on non-full hooks, on both sides
+@pytest.mark.parametrize("backend", ["eager", "magpy"])
+def test_module_backward_hooks_fire_as_in_eager(backend):
+    eager, model = _hooked_twins()
+    compiled = magpy.compile(model, backend=backend, fullgraph=True)
+    for k in range(3):
+        x = torch.randn(2, 3, 5, 5)
+        for m in (eager, model):
+            m.zero_grad()
+            m.seen.clear()
+        want, got = eager(x), compiled(x)
+        assert_same(got, want, f"call {k}: output")
+        want.sum().backward()
+        got.sum().backward()
+        assert model.seen == eager.seen and len(eager.seen) == 1, (model.seen, eager.seen)
+        assert_same(_grads(model), _grads(eager), f"call {k}: grads (the conv's hook halves them)")
+    expect_one_graph(stats_of(compiled))
+
+
+def test_reading_an_autograd_node_beyond_its_kind_falls_back():
+    def fn(x, w):
+        y = x * w
+        return y.grad_fn.metadata, y.grad_fn.name()
+
+    compiled = magpy.compile(fn, backend="eager")
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    with pytest.warns(UserWarning, match="grad_fn.metadata"):
+        meta, name = compiled(x, w)
+    assert (meta, name) == ({}, "MulBackward0")

@@ -4,14 +4,19 @@ BlockDrop's policy, MonoDepth's attribute stores with numpy, quantized ResNet's 
 import inspect
 
 import numpy as np
+import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import magpy
+
 try:
-    from .twin import fresh, differential, expect, expect_one_graph, plain, twins, unsupported
+    from .twin import fresh, differential, expect, expect_one_graph, plain, twins, unsupported, \
+        assert_same, stats_of
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
-    from twin import fresh, differential, expect, expect_one_graph, plain, twins, unsupported
+    from twin import fresh, differential, expect, expect_one_graph, plain, twins, unsupported, \
+        assert_same, stats_of
 
 
 def built(cls, *args):
@@ -297,3 +302,37 @@ def test_a_packed_gru_over_lengths_read_from_a_tensor():
     calls = [args(5, 3, 2), args(4, 4, 1), args(5, 3, 2)]
     stats = differential(twins(_PackedEncoder()), calls)
     expect(stats, fallbacks=0)
+
+
+class ChannelSelection(nn.Module):
+    """Network slimming: the channels a pruning mask (module state) keeps, found with numpy."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.indexes = nn.Parameter(torch.ones(channels))
+
+    def forward(self, x):
+        selected = np.squeeze(np.argwhere(self.indexes.data.cpu().numpy()))
+        if selected.size == 1:
+            selected = np.resize(selected, (1,))
+        return x[:, selected, :, :]
+
+
+def test_numpy_of_module_state_selects_channels_and_follows_pruning():
+    eager, model = ChannelSelection(4), ChannelSelection(4)
+    compiled = magpy.compile(model, backend="eager", fullgraph=True)
+    for k, pruned in enumerate([[], [], [1], [1], [0, 1, 3], [0, 1, 3]]):
+        for m in (eager, model):
+            m.indexes.data.fill_(1)
+            m.indexes.data[pruned] = 0
+        x = torch.randn(2, 4, 3, 3)
+        assert_same(compiled(x), eager(x), f"call {k}, channels {pruned} pruned")
+    expect(stats_of(compiled), compiles=3, fallbacks=0)   # one per mask: the guard compares its numbers
+
+
+def test_numpy_of_the_calls_data_is_a_graph_break():
+    def fn(x):
+        return x[:, np.argwhere(x[0].numpy() > 0)[:, 0]]
+
+    with pytest.raises(magpy.GraphBreakError, match="numpy"):
+        magpy.compile(fn, backend="eager", fullgraph=True)(torch.randn(2, 3))

@@ -208,6 +208,21 @@ def _rebuildable(cls):
     return all(set(c.__dict__.get("__slots__", ())) <= {"__dict__", "__weakref__"} for c in cls.__mro__)
 
 
+def _on_grad_fn(tensor, method, hook):
+    """Replays ``tensor.grad_fn.register_hook(hook)`` (or another ``GRAD_FN_HOOKS`` method)."""
+    return getattr(tensor.grad_fn, method)(hook)
+
+
+def _held_state(source):
+    """Is ``source`` a path to state an object or module holds (an attribute somewhere on the way),
+    not to an argument or an element of one?"""
+    while source is not None:
+        if type(source) in (AttrSource, GlobalSource, CellSource):
+            return True
+        source = getattr(source, "base", None)
+    return False
+
+
 def _holds_tensor(x):
     return _is_tensor(x) or (isinstance(x, (tuple, list)) and any(_holds_tensor(v) for v in x))
 
@@ -309,6 +324,8 @@ class Capture:
         self.draws = []           # (native random function, constant arguments) per draw, in order
         self.host_values = False  # the graph computes or takes Python numbers, or shapes from data
         self.checks = []          # (output index, truth): conditions on random data, checked after the graph
+        self.autograd_nodes = False  # side effects act on the autograd nodes of graph tensors: the graph
+                                     # must run op by op (a compiled graph has one node for all of them)
 
 
 class _Contents(dict):
@@ -376,6 +393,7 @@ class CaptureObserver(Observer):
         # outside reads already guarded: (id(globals), name) -> (value, prov) and
         # (id(obj), name) -> (obj, value, obj_prov, prov)
         self.reads = {}
+        self.grad_fns = {}        # id(grad_fn of a tensor the graph makes) -> (grad_fn, tensor, prov)
         self.frame = None         # the innermost frame an event came from (for messages)
         self.root = None
 
@@ -431,6 +449,21 @@ class CaptureObserver(Observer):
             self.unsupported("a Python value computed from tensor data decides the program's behaviour "
                              "(graph break)", frame)
         self.conditions.append((self.cap.graph.call_function(operator.eq, (prov.node, value)), True))
+
+    def pinned_data(self, tensor):
+        """``t.numpy()`` of a small tensor the guards can recompute (a mask kept in a module's state):
+        the array is a constant while the guard's rerun of ``t`` gives the same numbers."""
+        node = self.node_of(tensor)
+        small = tensor.numel() <= rules.PINNED_DATA_LIMIT and not tensor.is_complex() and \
+            (not tensor.is_floating_point() or bool(torch.isfinite(tensor).all()))
+        needed = predicates.ancestry([node]) if small else None
+        # only state (``self.mask``), not the call's data: a guard on data would miss on every call
+        if needed is None or not all(_held_state(self.cap.inputs[int(n.name[2:])][0])
+                                     for n in needed if n.op == "placeholder"):
+            self.unsupported("Tensor.numpy() turns tensor data into a Python value (graph break)")
+        values = tuple(tensor.detach().flatten().tolist())
+        self.conditions.append((self.cap.graph.call_function(predicates.equals_values, (node, values)), True))
+        return None
 
     def on_read(self, value, prov):
         """A value read from outside by path ``prov``: tensors become graph inputs; functions, classes,
@@ -559,6 +592,14 @@ class CaptureObserver(Observer):
                                           torch.memory_format, type(Ellipsis), range)):
             self.need(value, prov)
             return value
+        if type(value) is np.ndarray and value.dtype.kind in "biu" and value.size <= rules.PINNED_DATA_LIMIT:
+            # an index array (``x[:, np.argwhere(mask)]``): torch reads it as the tensor of its numbers
+            self.need(value, prov)
+            try:
+                dtype = torch.from_numpy(value[:0].copy()).dtype
+            except TypeError:
+                self.unsupported(f"an index array of {value.dtype} (torch has no such dtype)")
+            return self.cap.graph.call_function(torch.tensor, (value.tolist(),), {"dtype": dtype})
         self.unsupported(f"a {type(value).__name__} was passed to a tensor operation")
 
     def record(self, fn, args, arg_provs, kwargs, kw_provs, result, method=None):
@@ -816,6 +857,13 @@ class CaptureObserver(Observer):
         if _is_tensor(obj):
             return self._tensor_attr(obj, obj_prov, name, value)
         if obj_prov is None:
+            if self.grad_fns.get(id(obj), (None,))[0] is obj:
+                if name not in rules.GRAD_FN_FIXED:
+                    self.unsupported(f"grad_fn.{name} of a tensor the graph makes (MagPy replays only hook "
+                                     "registration on autograd nodes)")
+                for node, _ in value if name == "next_functions" else ():
+                    if node is not None:  # the nodes of the op's inputs: as fixed, and no more usable
+                        self.grad_fns.setdefault(id(node), (node, None, None))
             return None
         if obj_prov is UNKNOWN or type(obj_prov) is Traced:
             return UNKNOWN
@@ -843,12 +891,20 @@ class CaptureObserver(Observer):
                 return AttrSource(obj_prov, name)
             self.record(getattr, (obj, name), (obj_prov, None), None, None, value)
             return None
-        if callable(value) and not isinstance(value, type):
-            return None  # a bound method: recorded when called
-        if name == "grad_fn" and value is None and id(obj) not in self.input_paths:
+        if name == "grad_fn" and id(obj) not in self.input_paths:
             # a tensor the graph made without history: so it is on every call the guards let through
             # (grad mode, the inputs' requires_grad); an input's history is its caller's (not guarded)
-            return None
+            if value is None:
+                return None
+            entry = self.nodes.get(id(obj))
+            if entry is not None and entry[0] is obj:
+                # the autograd node the graph's op makes again on each run: its kind, and which
+                # tensors share it, are fixed by the graph and the guarded requires_grad. Calls on it
+                # are replayed on the node the run makes (``_grad_fn_call``).
+                self.grad_fns[id(value)] = (value, obj, obj_prov)
+                return None
+        if callable(value) and not isinstance(value, type):
+            return None  # a bound method: recorded when called
         if name in rules.TENSOR_METADATA_ATTRS:
             traced = self.dynamic_metadata(obj, name, (), value)
             if traced is not None:
@@ -1125,6 +1181,31 @@ class CaptureObserver(Observer):
             return Expr(_dereference, (fn_prov,))  # ``ref()`` of a weak reference held outside (LSTM weights)
         return self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
 
+    def _weak_reference(self, obj, prov):
+        """``weakref.ref(obj)`` without a callback: no effect. Calling it later reads ``obj`` again."""
+        if prov is None:
+            return None  # an object made here: its reference is too
+        if not _replayable_path(prov):
+            self.unsupported("a weak reference to a value of unknown origin")
+        return Expr(weakref.ref, (prov,))
+
+    def _grad_fn_call(self, fn, args, arg_provs, kwargs, kw_provs, grad_fn):
+        """A call on the autograd node of a tensor the graph makes (a module's backward hook registers
+        itself on its output's ``grad_fn``): replayed on the node each run of the graph makes."""
+        name = getattr(fn, "__name__", "")
+        if name in rules.GRAD_FN_FIXED:
+            return None  # ``name()``: the kind of node, fixed by the graph
+        if name not in rules.GRAD_FN_HOOKS or kwargs or len(args) != 1:
+            self.unsupported(f"grad_fn.{name}() on a tensor the graph makes (MagPy replays only hook "
+                             "registration on autograd nodes)")
+        _, tensor, prov = self.grad_fns[id(grad_fn)]
+        if tensor is None:
+            self.unsupported(f"grad_fn.{name}() on the autograd node of an op's input")
+        self.cap.autograd_nodes = True
+        self.cap.side_effects.append(("call", _on_grad_fn, [self.template(tensor, prov), ("const", name),
+                                                             self.frozen_template(args[0], arg_provs[0])], {}))
+        return None  # the handle: a new object of this call (it may not leave it)
+
     def _own_data(self, tensor, value):
         """Is ``value`` the graph's ``tensor.data`` (after in-place ops on it)?"""
         entry, own = self.nodes.get(id(value)), self.nodes.get(id(tensor))
@@ -1248,7 +1329,13 @@ class CaptureObserver(Observer):
             for a, p in zip(args, arg_provs):
                 if p is not None and p is not UNKNOWN:
                     self.iterables[p] = a
+        if fn is weakref.ref and len(args) == 1 and not kwargs:
+            return self._weak_reference(args[0], arg_provs[0])
         self_obj = _bound_self(fn)
+        if self_obj is not None and self.grad_fns.get(id(self_obj), (None,))[0] is self_obj:
+            return self._grad_fn_call(fn, args, arg_provs, kwargs, kw_provs, self_obj)
+        if args and type(fn) is types.MethodDescriptorType and self.grad_fns.get(id(args[0]), (None,))[0] is args[0]:
+            return self._grad_fn_call(fn, args[1:], arg_provs[1:], kwargs, kw_provs, args[0])
         if getattr(fn, "__name__", None) == "__getattribute__" and self_obj is not None and len(args) == 1 \
                 and type(args[0]) is str and not kwargs and not _is_tensor(self_obj):
             # ``m.__getattribute__(name)`` (torch.backends' module proxies): reading the attribute
@@ -1261,6 +1348,8 @@ class CaptureObserver(Observer):
             name = fn.__name__
             if name in rules.TENSOR_TO_SCALAR and not kwargs:
                 return self.scalar_of(None, (self_obj, *args), (None, *arg_provs), result, method=name)
+            if name == "numpy" and not args and not kwargs:
+                return self.pinned_data(self_obj)
             if name in rules.TENSOR_TO_PYTHON:
                 self.unsupported(f"Tensor.{name}() turns tensor data into a Python value (graph break)")
             if name in rules.TENSOR_METADATA and not _is_tensor(result):
@@ -1846,6 +1935,8 @@ class CaptureObserver(Observer):
         if prov is None and (made_class or self.made_classes.get(id(type(value))) is type(value)):
             # a later call makes another class: handing out this one (or its instances) would differ
             self.unsupported("a class made by the call (or an instance of it) leaves it")
+        if prov is None and type(value) in rules.REUSED_OBJECTS:
+            return ("const", value)
         if prov is None and self.made.get(id(value)) is value and _rebuildable(type(value)):
             # a new object of this call: the mock makes a fresh one each call, with the attributes
             # this one holds when capture ends (filled in by ``finish_objects``)

@@ -135,6 +135,11 @@ def cut(graph, nodes, inputs):
     return fx.GraphModule(torch.nn.Module(), sub), tuple(sources)
 
 
+def equals_values(tensor, values):
+    """Does ``tensor`` hold exactly ``values`` (its elements, flattened, as Python numbers)?"""
+    return tensor.numel() == len(values) and tensor.flatten().tolist() == list(values)
+
+
 def holds(predicate, *inputs):
     """Run a predicate graph on this call's values (no autograd: it only decides a branch)."""
     with torch.no_grad():

@@ -75,10 +75,21 @@ import warnings as _warnings
 #: native calls whose effect the mock replays (their arguments rebuilt like results)
 REPLAY = {_warnings.warn, print}
 
-#: modules whose native functions only compute (on Python values)
+#: objects the call makes that a replay may hand out again: each holds only what the guards fix
+#: (a module's backward hook wraps the hook function and a weak reference to the module), and
+#: nothing reads its identity
+REUSED_OBJECTS = {torch.nn.modules.module._WrappedHook}
+
+#: calls on the autograd node of a tensor the graph makes that are replayed on the node each run makes
+GRAD_FN_HOOKS = {"register_hook", "register_prehook"}
+#: what of such a node the graph fixes: its kind, and which nodes it leads to (compared by identity
+#: in torch's checks of old-style module backward hooks)
+GRAD_FN_FIXED = {"name", "__class__", "next_functions"}
+
 #: ndarray methods that change the array (or other state) in place
 NUMPY_MUTATING = {"fill", "sort", "partition", "put", "resize", "itemset", "setfield", "setflags", "byteswap",
                   "dump", "tofile", "__setitem__", "__delitem__", "__setstate__"}
+#: modules whose native functions only compute (on Python values)
 PURE_MODULES = ("math", "cmath", "operator", "_operator", "itertools", "numpy", "string", "re",
                 "inspect", "typing", "dataclasses", "collections", "keyword")
 #: container methods that only read
@@ -140,6 +151,9 @@ def is_type_predicate(fn):
 
 #: attributes whose assignment changes what a tensor is (its data, autograd state): not replayed
 TENSOR_STATE_ATTRS = {"data", "requires_grad", "grad_fn", "shape", "dtype", "device", "layout"}
+
+#: the most elements a tensor turned into a numpy array may have: the guard compares them all
+PINNED_DATA_LIMIT = 4096
 
 #: Python-level attributes of a tensor that are tensors computed from it (views), not outside state
 TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
