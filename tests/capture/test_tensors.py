@@ -7,6 +7,7 @@ import operator
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 import magpy
 
@@ -474,6 +475,30 @@ def test_a_count_of_nonzero_elements_decides_a_branch():
              (torch.tensor([1., 2., 3., 0.]),), (torch.tensor([0., 2., 0., 0.]),)]
     stats = differential(plain(fn), calls)
     expect(stats, fallbacks=0, compiles=2, cache_hits=2)
+
+
+def test_only_the_dims_that_depend_on_data_are_read_from_the_graph():
+    # (sparse graph attention: as many edges as the adjacency has, but the node count and the sparse
+    # matrix's size are fixed; that size passes behind a dropout, which a guard cannot rerun)
+    def fn(x, adj, w):
+        n = x.size()[0]
+        edge = adj.nonzero().t()                       # (2, edges): only dim 1 is data
+        h = x @ w
+        pairs = torch.cat((h[edge[0, :], :], h[edge[1, :], :]), dim=1).t()
+        values = torch.exp(-pairs.sum(0))
+        values = F.dropout(values, 0.5, training=True)
+        a = torch.sparse_coo_tensor(edge, values, torch.Size([n, n]), check_invariants=False)
+        out = torch.sparse.mm(a, h)
+        rows = out.size(0)                             # fixed: n
+        return out.reshape(rows, -1) * edge.shape[0] + pairs.shape[0], len(edge)
+
+    def call(seed):
+        g = torch.Generator().manual_seed(seed)
+        return (torch.randn(5, 3, generator=g), (torch.rand(5, 5, generator=g) > 0.6).float(),
+                torch.randn(3, 2, generator=g))
+
+    stats = differential(plain(fn), [call(k) for k in range(4)])
+    expect_one_graph(stats, calls=4)
 
 
 def test_iterating_over_a_selection_falls_back():

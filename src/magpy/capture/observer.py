@@ -223,6 +223,18 @@ def _held_state(source):
     return False
 
 
+_ALL = frozenset(range(64))  # every dim (of a node that is no tensor: a tuple of them)
+
+
+def _flat_tensors(value):
+    """The tensors in ``value`` (a tensor, or nested tuples/lists of them), in order."""
+    if _is_tensor(value):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _flat_tensors(v)]
+    return []
+
+
 def _holds_tensor(x):
     return _is_tensor(x) or (isinstance(x, (tuple, list)) and any(_holds_tensor(v) for v in x))
 
@@ -620,22 +632,76 @@ class CaptureObserver(Observer):
             self.cap.pre_graph = len(self.cap.side_effects)
         self.cap.op_count += 1
         self.bind_result(result, node)
-        if not (_is_tensor(result) and result.dim() == 0) and \
-                self._shape_from_data(node, method or getattr(fn, "__name__", ""), args):
-            if (method or getattr(fn, "__name__", "")) in rules.SPLITS:
-                # (``unbind``/``split``/``chunk`` of such a tensor: how many tensors come out is data)
-                self.unsupported("a number of tensors that depends on tensor data (graph break)")
-            self.dynamic.add(node)
-            self.dynamic.update(node.users)  # (the items of a tuple result, bound above)
+        dims = None
+        if not (_is_tensor(result) and result.dim() == 0):
+            dims = self._dynamic_dims(node, fn, method, args, kwargs, result)
+        if dims is not None:
+            for tensor, d in zip(_flat_tensors(result), dims):
+                if d:
+                    self.dynamic[self.nodes.get(id(tensor))[1]] = d
+            self.dynamic.setdefault(node, frozenset(range(result.dim())) if _is_tensor(result) else _ALL)
             self.cap.host_values = True  # (compiling backends plan buffers from the first call's shapes)
         return node
+
+    def _dynamic_dims(self, node, fn, method, args, kwargs, result):
+        """For each tensor ``node`` computes (flattened), the dims whose size depends on tensor data
+        (a mask's count, a length the graph computes), which reading must happen in the graph on every
+        call; None when no dim does. An op on such tensors is run again on meta tensors whose dynamic
+        sizes are changed: the output dims that change with them are dynamic, the others are fixed by
+        the guards (a sparse matrix built to a given size from as many edges as the data has)."""
+        name = method or getattr(fn, "__name__", "")
+        shape_from_data = self._shape_from_data(node, name, args)
+        if not shape_from_data:
+            return None
+        tensors = _flat_tensors(result)
+        every = [frozenset(range(t.dim())) for t in tensors]
+        if name in rules.SPLITS:
+            every = None  # (``unbind``/``split``/``chunk``: how many tensors come out may be data)
+        if shape_from_data != "inputs":
+            if name in rules.DATA_DEPENDENT_DIMS and len(tensors) == 1:
+                return [frozenset(rules.DATA_DEPENDENT_DIMS[name])]
+            return self._every(every)
+        found = [set() for _ in tensors]
+        for delta in (3, 11):
+            try:
+                meta_args = [self._meta(a, delta) for a in args]
+                meta_kwargs = {k: self._meta(v, delta) for k, v in (kwargs or {}).items()}
+                with torch.no_grad(), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    out = getattr(meta_args[0], method)(*meta_args[1:], **meta_kwargs) if method else \
+                        fn(*meta_args, **meta_kwargs)
+            except Exception:  # noqa: BLE001 - an op meta tensors cannot run: every dim may depend on data
+                return self._every(every)
+            outs = _flat_tensors(out)
+            if len(outs) != len(tensors) or any(m.dim() != r.dim() for m, r in zip(outs, tensors)):
+                return self._every(every)
+            for dims, real, meta in zip(found, tensors, outs):
+                dims.update(k for k, (a, b) in enumerate(zip(real.shape, meta.shape)) if a != b)
+        return [frozenset(d) for d in found] if any(found) else None
+
+    def _every(self, every):
+        if every is None:
+            self.unsupported("a number of tensors that depends on tensor data (graph break)")
+        return every
+
+    def _meta(self, value, delta):
+        """``value`` for a meta rerun: tensors as meta tensors (sparse ones as dense) of the same shape,
+        except that each size that depends on data grows by ``delta``."""
+        if _is_tensor(value):
+            entry = self.nodes.get(id(value))
+            dims = self.dynamic.get(entry[1], ()) if entry is not None and entry[0] is value else ()
+            shape = [n + delta if k in dims else n for k, n in enumerate(value.shape)]
+            return torch.empty(shape, dtype=value.dtype, device="meta")
+        if type(value) in (list, tuple):
+            return type(value)(self._meta(v, delta) for v in value)
+        return value
 
     def _shape_from_data(self, node, name, args):
         """Does the shape of what ``node`` computes depend on tensor data (a mask's count, a length the
         graph computes), so that reading it must happen in the graph on every call?"""
         inputs = node.all_input_nodes
         if any(n in self.dynamic for n in inputs):
-            return True
+            return "inputs"
         if name in rules.DATA_DEPENDENT_SHAPE and (name != "where" or len(args) == 1):
             return True
         if name in ("getitem", "__getitem__") and len(args) == 2:
@@ -654,6 +720,10 @@ class CaptureObserver(Observer):
         if entry is None or entry[0] is not tensor or entry[1] not in self.dynamic or \
                 name not in rules.SHAPE_METADATA:
             return None
+        dims = self.dynamic[entry[1]]
+        if name in ("size", "stride") and len(args) == 1 and type(args[0]) is int and \
+                dims is not _ALL and args[0] % max(tensor.dim(), 1) not in dims:
+            return None  # a dim the guards fix (the 3 of an (n, 3) list of points, n from data)
         graph = self.cap.graph
         if name == "shape":
             node = graph.call_function(getattr, (entry[1], "shape"))
@@ -664,6 +734,9 @@ class CaptureObserver(Observer):
         self.cap.host_values = True
         if isinstance(result, tuple):
             self._trace_list(result, node)  # (its elements, as ``t.tolist()``'s)
+            if name in ("size", "shape") and dims is not _ALL:
+                provs = self.contents[id(result)][1]  # (the dims the guards fix are constants)
+                self.contents[id(result)] = (result, [p if k in dims else None for k, p in enumerate(provs)])
             return _SHAPE_TRACED
         return Traced(node)
 
@@ -2190,7 +2263,7 @@ def _elements(obs, obj, prov):
     when it is unknown."""
     if _is_tensor(obj) and obj.dim() > 0:
         # native code iterating a tensor gets its rows (``Tensor.__iter__`` is ``iter(t.unbind(0))``)
-        if obs.node_of(obj, prov) in obs.dynamic:
+        if 0 in obs.dynamic.get(obs.node_of(obj, prov), ()):
             # as many rows as the data says: this many, while the guard's rerun agrees
             length = obs.cap.graph.call_method("size", (obs.node_of(obj, prov), 0))
             obs.pin(Traced(length), obj.shape[0])
@@ -2516,7 +2589,7 @@ def capture(fn, args, kwargs):
     obs.bound_from = {}       # id(bound builtin method) -> (method, provenance of the object it is bound to)
     obs.raising = None
     obs.checks = []           # (node, truth, frame) of branches on random data
-    obs.dynamic = set()       # graph nodes whose shape depends on tensor data
+    obs.dynamic = {}          # graph node whose shape depends on tensor data -> those dims
     obs.computed_inputs = {}  # Expr -> the placeholder of the tensor the entry computes with it
     obs.scalar_nodes = set()  # graph nodes computing Python numbers (``t.item()``, a dynamic size)
     vm = VM(observer=obs)

@@ -176,6 +176,9 @@ BUILTIN_IDS = {id(v) for v in vars(builtins).values()}
 #: one argument only)
 DATA_DEPENDENT_SHAPE = {"nonzero", "masked_select", "unique", "unique_consecutive", "_unique", "_unique2",
                         "argwhere", "_pack_padded_sequence", "repeat_interleave", "bincount", "where"}
+#: of those, the ones whose result has dims fixed by the input's shape: only these depend on data
+#: (``nonzero``: (how many, x.dim()))
+DATA_DEPENDENT_DIMS = {"nonzero": (0,), "argwhere": (0,)}
 #: ops taking Python numbers as operands, not as sizes: a number the graph computes does not make
 #: their result's shape depend on data
 NUMBER_OPERANDS = {"add", "sub", "mul", "div", "true_divide", "floor_divide", "pow", "rsub", "fmod",
