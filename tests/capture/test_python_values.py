@@ -8,12 +8,14 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+import magpy
+
 try:
     from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, twins, \
-        unsupported, FromEnv, Call
+        unsupported, FromEnv, Call, assert_same, stats_of
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
     from twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, twins, \
-        unsupported, FromEnv, Call
+        unsupported, FromEnv, Call, assert_same, stats_of
 
 
 def t(*shape):
@@ -79,6 +81,56 @@ def test_numpy_array_argument():
     arr = np.arange(3, dtype=np.float32)
     stats = differential(plain(fn), [(t(), arr), (t(), arr), (t(), arr + 1), (t(), arr.astype(np.float64))])
     expect_recompile(stats, calls=4)  # (a float64 array makes a float64 tensor: another graph)
+
+
+def _anchors(base_size, scales):
+    # (RetinaFace's anchor generator: an array made here, then written slice by slice)
+    anchors = np.zeros((len(scales), 4))
+    anchors[:, 2:] = base_size * np.tile(scales, (2, 1)).T
+    anchors[:, 0::2] -= np.tile(anchors[:, 2] * 0.5, (2, 1)).T
+    return anchors
+
+
+class _Anchors(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.size = 16.0
+        self.scales = np.array([1.0, 2 ** 0.5, 2.0])
+
+    def forward(self, x):
+        anchors = _anchors(self.size, self.scales)
+        shifted = anchors + np.arange(x.shape[-1])[:, None, None]
+        return x.sum() + torch.from_numpy(shifted.reshape(-1, 4).astype(np.float32))
+
+
+def test_numpy_array_made_here_and_written_slice_by_slice():
+    def set_size(size):
+        return lambda m: setattr(m, "size", size)
+
+    def set_scale(value):
+        def change(m):
+            m.scales[0] = value          # (in place: the guard compares the values the array held)
+        return change
+
+    changes = [None, None, set_size(32.0), None, set_scale(3.0), None]
+    eager, model = _Anchors(), _Anchors()
+    compiled = magpy.compile(model, backend="eager", fullgraph=True)
+    for k, change in enumerate(changes):
+        if change is not None:
+            change(eager)
+            change(model)
+        x = t(2, 3)
+        assert_same(compiled(x), eager(x), f"call {k}")
+    expect(stats_of(compiled), compiles=3, fallbacks=0)
+
+
+def test_writes_into_an_array_argument_are_still_replayed():
+    def fn(x, arr):
+        arr[1:] = arr[:-1] * 2
+        return x + float(arr.sum())
+
+    stats = differential(plain(fn), [(t(), np.arange(4.0)), (t(), np.ones(4))])
+    expect(stats, fallbacks=0)
 
 
 # ---- Python random: re-drawn on every call ---------------------------------------------------------------

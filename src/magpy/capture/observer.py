@@ -406,6 +406,7 @@ class CaptureObserver(Observer):
         # (id(obj), name) -> (obj, value, obj_prov, prov)
         self.reads = {}
         self.grad_fns = {}        # id(grad_fn of a tensor the graph makes) -> (grad_fn, tensor, prov)
+        self.made_arrays = {}     # id(numpy array a pure call made from outside values) -> (array, prov, copy)
         self.frame = None         # the innermost frame an event came from (for messages)
         self.root = None
 
@@ -1096,6 +1097,8 @@ class CaptureObserver(Observer):
                 self.need(key, key_prov)  # (bounds the graph computes go in as its nodes)
             self.record(operator.setitem, (obj, key, value), (obj_prov, key_prov, prov), None, None, None)
             return
+        if type(obj) is np.ndarray and self._write_made_array(obj, obj_prov, key, key_prov, value, prov):
+            return
         entry = self.contents.get(id(obj))
         if entry is not None and entry[0] is obj:
             if type(obj) is list and type(key) is int and -len(entry[1]) <= key < len(entry[1]):
@@ -1128,6 +1131,43 @@ class CaptureObserver(Observer):
         elif prov is not None or (key_prov is not None and self.effective(key, key_prov) is not None):
             # (an array made here now holds a value from outside: it is no longer a constant)
             dict.__setitem__(self.contents, id(obj), (obj, None))
+
+    def _write_made_array(self, array, prov, key, key_prov, value, value_prov):
+        """A write into a numpy array the call made (``anchors[:, 2:] = size * np.tile(scales, …)``): the
+        array becomes a constant — what it held before (when computed from outside values) and what is
+        written are guarded — so that what the program computes from it is too. False when the array
+        (or the one it is a view of) is not one the call made."""
+        root = array
+        while type(root.base) is np.ndarray:
+            root = root.base
+        made = self.made_arrays.get(id(root))
+        if made is not None and made[0] is root:
+            if made[1] is not None:
+                self.need(made[2], made[1])  # (what it held, as the call computed it)
+                self.made_arrays[id(root)] = (root, None, None)
+                self._forget_provenance(root)
+        else:
+            return False
+        self.need(key, key_prov)
+        self.need(value, value_prov)
+        return True
+
+    def _forget_provenance(self, root):
+        """The frames' variables and stack slots holding ``root`` (or a view of it) now hold a constant."""
+        def holds(v):
+            while type(v) is np.ndarray:
+                if v is root:
+                    return True
+                v = v.base
+            return False
+        frame = self.frame
+        while frame is not None:
+            for values, provs in ((frame.locals, frame.plocals), (frame.stack, frame.pstack)):
+                if provs is not None:
+                    for k, v in enumerate(values[:len(provs)]):
+                        if provs[k] is not None and holds(v):
+                            provs[k] = None
+            frame = frame.back
 
     @_event(None)
     def write_global(self, frame, name, value, prov):
@@ -1537,7 +1577,16 @@ class CaptureObserver(Observer):
                                    in rules.MUTATES):
             return self._mutation(fn, args, arg_provs, result)
         if rules.is_pure(fn):
-            return self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
+            prov = self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
+            if type(result) is np.ndarray and result.base is None and result.size <= rules.PINNED_DATA_LIMIT \
+                    and not any(a is result for a in args):
+                # a new array (of constants, or computed from outside values): if the program writes
+                # into it, what it held until then is guarded (``_write_made_array``)
+                if prov is None:
+                    self.made_arrays[id(result)] = (result, None, None)
+                elif type(prov) is Expr:
+                    self.made_arrays[id(result)] = (result, prov, result.copy())
+            return prov
         self.unsupported(f"{getattr(fn, '__qualname__', fn)}() is a native call MagPy has no rule for "
                          "(it could have effects a replay would miss)")
 
@@ -2446,8 +2495,14 @@ def _op_build_string(obs, n, inputs, provs, outputs):
 
 
 def _op_build_slice(obs, n, inputs, provs, outputs):
-    if any(_is_tensor(x) for x in inputs):
-        obs.unsupported("a tensor used as a slice bound (graph break)")
+    provs = list(provs)
+    for k, x in enumerate(inputs):
+        if _is_tensor(x):
+            # ``losses[:k]`` for a count the graph computes: a number traced as ``t.item()`` is
+            # (the slice's result has as many elements as the data says)
+            if x.dim() != 0 or x.is_floating_point() or x.is_complex():
+                obs.unsupported("a tensor used as a slice bound (graph break)")
+            provs[k] = obs.scalar_of(None, (x,), (provs[k],), None, method="__index__")
     return [_derive(slice, inputs, provs, obs)]
 
 
