@@ -374,6 +374,21 @@ def test_a_branch_on_random_data_takes_the_path_eager_takes():
     assert stats.compiles >= 2, stats    # both paths were taken, each has its entry
 
 
+def test_numbers_drawn_at_random_decide_shapes_as_in_eager():
+    # (FixMatch's augmentation: a random quarter turn and random flips, undone after the model ran)
+    def fn(x):
+        k = torch.randint(0, 4, ()).item()
+        dims = (torch.nonzero(torch.randint(0, 2, (2,)), as_tuple=False).squeeze(1) + 1).tolist()
+        y = torch.rot90(x, k, (1, 2))
+        if len(dims) > 0:
+            y = torch.flip(y, dims)
+        return torch.rot90(y.relu() * 2, -k, (1, 2)), y.shape
+
+    stats = differential(plain(fn), [(torch.randn(2, 3, 5),) for _ in range(10)])
+    expect(stats, fallbacks=0)
+    assert 2 <= stats.compiles < 10, stats   # one entry per outcome seen, reused when drawn again
+
+
 def test_branch_on_random_data_with_an_inplace_update_falls_back():
     # the graph writes into an input: a failed check could not be undone
     def fn(x, acc):

@@ -458,10 +458,12 @@ class CaptureObserver(Observer):
         """A number the graph computes (``t.item()``, a size that depends on data) must be this exact
         value for the program to go the way it went: a condition the guard checks by rerunning its
         computation (``predicates``)."""
-        if type(value) not in (int, float, bool) or predicates.ancestry([prov.node]) is None:
+        if type(value) not in (int, float, bool):
             self.unsupported("a Python value computed from tensor data decides the program's behaviour "
                              "(graph break)", frame)
-        self.conditions.append((self.cap.graph.call_function(operator.eq, (prov.node, value)), True))
+        # (a number drawn at random — ``torch.randint(0, 4, ()).item()`` rotations — is checked after
+        # the graph runs instead, as a branch on random data is)
+        self.data_branch(self.cap.graph.call_function(operator.eq, (prov.node, value)), True, frame or self.frame)
 
     def pinned_data(self, tensor):
         """``t.numpy()`` of a small tensor the guards can recompute (a mask kept in a module's state):
