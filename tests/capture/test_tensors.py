@@ -539,6 +539,28 @@ def test_capture_does_not_keep_the_activations_of_the_call_alive():
     assert captured <= eager + 10, (eager, captured)
 
 
+class _Deep(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(30))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x))   # (each module call keeps its arguments in a closure cell)
+        _count_live_tensors()
+        return x
+
+
+def test_capture_does_not_keep_the_inputs_of_module_calls_alive():
+    m, x = _Deep(), torch.randn(4, 8)
+    _LIVE.clear()
+    with torch.no_grad():
+        m(x)
+        magpy.compile(m, backend="eager")(x)
+    eager, captured = _LIVE
+    assert captured <= eager + 10, (eager, captured)
+
+
 def test_a_legacy_tensor_made_from_an_array_in_forward_and_type_names():
     # (RealtimeStereo builds ``torch.Tensor(np.reshape(...))`` in forward; YOLOX compares ``t.type()``)
     def fn(x):

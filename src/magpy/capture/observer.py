@@ -871,6 +871,11 @@ class CaptureObserver(Observer):
     @_event(None)
     def leave_frame(self, frame, value, exc):
         self.frame = frame.back
+        for v in frame.locals if frame.decoded.code.co_cellvars else ():
+            if type(v) is types.CellType and self.cells.get(id(v), (None,))[0] is v and sys.getrefcount(v) <= 4:
+                # held by this frame, the table and this loop only: no closure outlives the frame with
+                # it, so the table must not keep what it holds alive (``_call_impl``'s ``args``)
+                del self.cells[id(v)]
 
     @_event(None)
     def argument(self, frame, index, name, value):
