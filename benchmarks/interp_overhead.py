@@ -14,7 +14,9 @@ what a first compiled call pays; needs torch):
 
 Targets (the VM's design): at most 25x on ``records`` without an observer, at most 40x with a
 recording one;
-the script exits with status 1 when a target is missed.
+the script exits with status 1 when a target is missed. The ``rec.alone`` row times the recording
+observer's own event methods, called as the VM called them but without the VM: no VM can run the
+recording row faster than that.
 Each VM run is paired with CPython runs filling the same wall time, so both see the same machine
 load; the ratio is the median over the pairs (the best-over-best ratio is printed too).
 
@@ -32,9 +34,11 @@ import time
 from pathlib import Path
 
 # Without an observer, with the base Observer (every event a no-op: the VM's own cost of
-# observation), with a recording one, and with MagPy's own capture (needs torch): what compiling
-# such a program costs on its first call (guards, graph and mock included).
-OBSERVERS = ("none", "no-op", "recording", "capture")
+# observation), with a recording one, the recording observer's own work alone (its event methods
+# called with the arguments the VM gave them, without the VM: the floor under the recording row),
+# and with MagPy's own capture (needs torch): what compiling such a program costs on its first call
+# (guards, graph and mock included).
+OBSERVERS = ("none", "no-op", "recording", "rec.alone", "capture")
 TARGETS = {("records", "none"): 25.0, ("records", "recording"): 40.0}
 
 
@@ -299,8 +303,33 @@ def rows(repeats):
             yield name, observed, natives, vms, ratios, events
 
 
+def observer_alone(interp, fn, args):
+    """(observer, a function making the recording observer's calls of one VM run of ``fn(*args)`` —
+    same methods, same arguments — without the VM), and ``fn``'s result for the check."""
+    calls = []
+    observer = recording_observer(interp)
+    logged = type(observer)
+    for name, method in list(vars(logged).items()):
+        if callable(method) and not name.startswith("__"):
+            def log(self, *a, _method=method):
+                calls.append((_method, a))
+                return _method(self, *a)
+            setattr(logged, name, log)
+    result = interp.VM(observer=observer).call(fn, *args)
+    replayed = recording_observer(interp)
+
+    def replay():
+        replayed.events.clear()
+        for method, a in calls:
+            method(replayed, *a)
+        return result
+    return replayed, replay
+
+
 def runner(interp, observed, fn, args):
     """(observer, a function running ``fn(*args)`` under it), or (None, None) when it needs torch."""
+    if observed == "rec.alone":
+        return observer_alone(interp, fn, args)
     if observed == "capture":
         try:
             from magpy.capture.observer import capture
@@ -369,7 +398,7 @@ def profile_handlers(observed, top=25):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", nargs="?", const="none", choices=OBSERVERS,
+    parser.add_argument("--profile", nargs="?", const="none", choices=OBSERVERS[:3] + OBSERVERS[4:],
                         help="also print time per VM function (with this observer)")
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     args = parser.parse_args(argv)

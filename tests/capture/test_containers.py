@@ -4,13 +4,14 @@ import dataclasses
 import itertools
 
 import torch
+import torch.nn as nn
 
 try:
     from .twin import fresh, differential, expect_one_graph, expect_recompile, plain, unsupported, \
-        FromEnv, expect
+        FromEnv, expect, twins
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
     from twin import fresh, differential, expect_one_graph, expect_recompile, plain, unsupported, \
-        FromEnv, expect
+        FromEnv, expect, twins
 
 
 def t(*shape):
@@ -441,4 +442,31 @@ def test_combinations_of_tensor_slices_and_of_indices():
         return torch.cat(a + b + c + d, dim=1)
 
     stats = differential(plain(fn), fresh(lambda: (torch.randn(2, 3, 4),)))
+    expect_one_graph(stats)
+
+
+class _SpaceToDim(nn.Module):
+    """Video super-resolution's space-to-batch: a shape list rearranged with insert and pop, from
+    positions computed from the module's settings."""
+
+    def __init__(self, scale, dims=(-2, -1)):
+        super().__init__()
+        self.scale, self.dims = scale, dims
+
+    def forward(self, x):
+        shape = list(x.shape)
+        first, second = (x.dim() + d if d < 0 else d for d in self.dims)
+        shape[first] //= self.scale
+        shape[second] //= self.scale
+        shape.insert(second + 1, self.scale)
+        shape.insert(first + 1, self.scale)
+        removed = shape.pop(0)
+        shape.extend([1, 1][:len(self.dims) - 1])
+        shape.reverse()
+        shape.reverse()
+        return x.reshape(removed, *shape).sum(-1)
+
+
+def test_a_shape_list_rearranged_by_insert_pop_extend_reverse():
+    stats = differential(twins(_SpaceToDim(2)), fresh(lambda: (torch.randn(2, 3, 4, 6),)))
     expect_one_graph(stats)

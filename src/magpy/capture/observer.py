@@ -223,6 +223,9 @@ def _held_state(source):
     return False
 
 
+#: list methods that move elements without computing from them (see ``_rearranged``)
+_LIST_REARRANGES = {"insert", "pop", "extend", "reverse", "clear"}
+
 _ALL = frozenset(range(64))  # every dim (of a node that is no tensor: a tuple of them)
 
 
@@ -1857,6 +1860,12 @@ class CaptureObserver(Observer):
             for a, p in zip(args[-len(others):] if others else (), others):
                 self.need(a, p)  # (which key moves, and to which end)
             return None  # the same values by key; the order is read from the dict when it is rebuilt
+        if type(target) is list and name in _LIST_REARRANGES and (inside and type(entry[1]) is list or
+                                                                  not inside and target_prov is None):
+            done = self._rearranged(target, entry[1] if inside else None, name, args[len(args) - len(others):],
+                                    others)
+            if done is not UNKNOWN:
+                return done
         if not inside and all(p is None for p in others):
             return None  # a constant container changed by constants stays constant
         unknown = dict.fromkeys(target, UNKNOWN) if type(target) is dict else [UNKNOWN] * len(target) \
@@ -1864,6 +1873,37 @@ class CaptureObserver(Observer):
         if unknown is not None:
             self.contents[id(target)] = (target, unknown)
         return UNKNOWN
+
+    def _rearranged(self, target, provs, name, args, arg_provs):
+        """``shape.insert(k, n)``, ``xs.pop(k)``, ``xs.extend(ys)`` … on a list the call made: its elements
+        keep their provenance, moved as the list's were (the positions used are guarded). Returns the
+        provenance of what the call returned, or UNKNOWN when it cannot follow."""
+        before = {"insert": -1, "pop": 1, "clear": None}.get(name, 0)
+        if name == "extend":
+            added = _elements(self, args[0], arg_provs[0])
+            if added is None:
+                return UNKNOWN
+            before = -len(added)
+        if provs is None:
+            provs = [None] * (len(target) + before) if before is not None else []
+        provs = list(provs)
+        result = None
+        if name in ("insert", "pop") and args:
+            self.need(args[0], arg_provs[0])  # (which position)
+        if name == "insert":
+            provs.insert(args[0], arg_provs[1])
+        elif name == "pop":
+            result = provs.pop(*args[:1])
+        elif name == "extend":
+            provs.extend(added)
+        elif name == "reverse":
+            provs.reverse()
+        else:
+            provs.clear()
+        if len(provs) != len(target):
+            return UNKNOWN
+        self.contents[id(target)] = (target, provs)
+        return result
 
     @_event(UNKNOWN)
     def opaque(self, value):
