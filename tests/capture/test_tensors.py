@@ -501,6 +501,31 @@ def test_only_the_dims_that_depend_on_data_are_read_from_the_graph():
     expect_one_graph(stats, calls=4)
 
 
+def test_a_count_the_graph_computes_as_a_slice_bound():
+    # (RetinaFace's hard negative mining: keep three negatives per positive)
+    def fn(x):
+        losses, _ = torch.sort(x, descending=True)
+        keep = (x > 0).sum() * 3
+        return losses[:keep].mean(), losses[1:keep]
+
+    stats = differential(plain(fn), [(torch.tensor(v),) for v in
+                                     ([1., -2., -3., -1., -5.], [1., 2., -3., -1., -5.], [-1., -2., -3., 4., 5.])])
+    expect_one_graph(stats)
+
+
+def test_a_random_cut_as_a_slice_bound():
+    # (audio augmentation: cut a random length from the start or the end)
+    def fn(x):
+        side = torch.randint(0, 2, (1,))
+        cut = torch.randint(1, 4, (1,))
+        if side == 0:
+            return x[:-cut, :]
+        return x[cut:, :]
+
+    stats = differential(plain(fn), [(torch.randn(6, 2),) for _ in range(8)])
+    expect(stats, fallbacks=0)
+
+
 def test_iterating_over_a_selection_falls_back():
     def fn(x):
         total = x.new_zeros(())

@@ -2547,7 +2547,7 @@ def _op_build_slice(obs, n, inputs, provs, outputs):
         if _is_tensor(x):
             # ``losses[:k]`` for a count the graph computes: a number traced as ``t.item()`` is
             # (the slice's result has as many elements as the data says)
-            if x.dim() != 0 or x.is_floating_point() or x.is_complex():
+            if x.numel() != 1 or x.is_floating_point() or x.is_complex():
                 obs.unsupported("a tensor used as a slice bound (graph break)")
             provs[k] = obs.scalar_of(None, (x,), (provs[k],), None, method="__index__")
     return [_derive(slice, inputs, provs, obs)]
