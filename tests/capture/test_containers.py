@@ -464,9 +464,13 @@ class _SpaceToDim(nn.Module):
         shape.extend([1, 1][:len(self.dims) - 1])
         shape.reverse()
         shape.reverse()
-        return x.reshape(removed, *shape).sum(-1)
+        x = x.reshape(removed, *shape)
+        perm = [first + 1, second + 2]
+        perm = [i for i in range(min(perm))] + perm
+        perm.extend(i for i in range(x.dim()) if i not in perm)  # (reads perm as extend grows it)
+        return x.permute(*perm).sum(-1)
 
 
-def test_a_shape_list_rearranged_by_insert_pop_extend_reverse():
+def test_a_shape_list_rearranged_by_insert_pop_extend_reverse_and_a_generator():
     stats = differential(twins(_SpaceToDim(2)), fresh(lambda: (torch.randn(2, 3, 4, 6),)))
     expect_one_graph(stats)

@@ -1879,6 +1879,8 @@ class CaptureObserver(Observer):
         keep their provenance, moved as the list's were (the positions used are guarded). Returns the
         provenance of what the call returned, or UNKNOWN when it cannot follow."""
         before = {"insert": -1, "pop": 1, "clear": None}.get(name, 0)
+        if name == "extend" and provs is not None and len(provs) == len(target):
+            return None  # (its items were appended one by one where the VM saw them: ``xs.extend(gen)``)
         if name == "extend":
             added = _elements(self, args[0], arg_provs[0])
             if added is None:

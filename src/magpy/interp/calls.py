@@ -37,6 +37,14 @@ def call(vm, fn, args, kwargs):
         special = LOOKASIDE.get(fn)
     except TypeError:  # unhashable callable
         special = None
+    if special is None and tp is _BuiltinFunction and type(fn.__self__) is list:
+        # ``xs.sort(key=f)``, ``xs.extend(gen)``: a list's method, bound — as its lookaside says
+        special = LOOKASIDE.get(getattr(list, fn.__name__, None))
+        if special is not None:
+            if provs is not None:
+                self_prov = vm.observer.bound_self(fn, provs[2] if len(provs) > 2 else None)
+                provs = ((self_prov, *provs[0]), provs[1], None)
+            args = (fn.__self__, *args)
     if special is not None:
         vm.lookaside_provs = provs  # for protocol builtins whose dunder code runs (len → __len__ …)
         return special(vm, args, kwargs or {})

@@ -13,7 +13,7 @@ import functools
 import inspect
 import sys
 from collections.abc import MutableMapping
-from types import FunctionType, MethodType
+from types import FunctionType, GeneratorType, MethodType
 
 from .frame import NULL
 
@@ -111,6 +111,25 @@ def _with_key(native):
 
 for _fn in (sorted, min, max, list.sort):
     register_lookaside(_fn, _with_key(_fn))
+
+
+# ``list.extend`` as Python code the VM interprets (its file is not the package's, whose code the VM
+# runs natively): each append is one the observer sees
+exec(compile("def _extend_by_appends(target, items):\n"
+             "    for item in items:\n"
+             "        target.append(item)\n", "<magpy: list.extend>", "exec"), globals())
+
+
+@lookaside(list.extend)
+def _extend(vm, args, kwargs):
+    # ``xs.extend(v for v in range(n) if v not in xs)``: the generator (Python code) reads the list as
+    # it grows, so the appends run one by one where an observer sees each (as list.extend does them)
+    if len(args) != 2 or kwargs or type(args[0]) is not list or type(args[1]) is not GeneratorType:
+        return list.extend(*args, **kwargs)
+    provs, vm.lookaside_provs = vm.lookaside_provs, None
+    if vm.observer is not None and provs is not None:
+        vm.call_provs = provs
+    return vm.call_function(_extend_by_appends, args, None)
 
 
 @lookaside(functools.reduce)

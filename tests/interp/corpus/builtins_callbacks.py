@@ -306,3 +306,24 @@ def print_keyword_variants():
     print(*[1, 2, 3], sep=", ")
     print()
     return None
+
+
+@program
+def list_extend_by_a_generator_that_reads_the_list():
+    perm = [2, 0]
+    perm.extend(i for i in range(5) if i not in perm)
+    seen = []
+    xs = [1]
+    list.extend(xs, (seen.append(len(xs)) or len(xs) * 10 for _ in range(3)))
+
+    def gen():
+        yield 1
+        raise ValueError("midway")
+    ys = [0]
+    try:
+        ys.extend(gen())
+    except ValueError as e:
+        ys.append(repr(e))
+    ys.extend(iter([7, 8]))
+    return perm, xs, seen, ys
+
