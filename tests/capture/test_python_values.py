@@ -389,6 +389,38 @@ def test_numbers_drawn_at_random_decide_shapes_as_in_eager():
     assert 2 <= stats.compiles < 10, stats   # one entry per outcome seen, reused when drawn again
 
 
+class _SavesRngState(nn.Module):
+    """A reversible block keeps the generator's state of its forward, to redo it in backward."""
+
+    def forward(self, x):
+        before = torch.rand(2)
+        self.cpu_state = torch.get_rng_state()
+        return nn.functional.dropout(x, 0.5, training=True) + before.sum()
+
+
+def test_the_generator_state_saved_in_forward_is_the_one_eager_saves():
+    stats = differential(twins(_SavesRngState()), fresh(lambda: (t(2, 3),)),
+                         observe=lambda m: m.cpu_state)
+    expect_one_graph(stats)
+
+
+def test_unpacking_with_a_star_keeps_provenance():
+    # (``x0, x1, *back = inp`` over a tensor's rows, and over a module's list of sizes)
+    class Split(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.sizes = [3, 4, 5, 6]
+
+        def forward(self, inp, *args):
+            x0, x1, *back = inp
+            first, *mid, last = self.sizes
+            *init, end = args
+            return x1 * first + x0 * last + sum(mid) + back[0] + end, len(back), init
+
+    stats = differential(twins(Split()), [(t(4, 2), 1, 2), (t(4, 2), 1, 2), (t(4, 2), 3, 4)])
+    expect(stats, fallbacks=0, compiles=2)   # (``end`` is a guarded number: 2, then 4)
+
+
 def test_branch_on_random_data_with_an_inplace_update_falls_back():
     # the graph writes into an input: a failed check could not be undone
     def fn(x, acc):

@@ -112,7 +112,6 @@ def test_operator_dunders_on_user_objects():
     expect_one_graph(stats)
 
 
-@unsupported("a user __iter__ returning an iterator over tensors is not tracked")
 def test_user_iter_protocol():
     def fn(v):
         first, last = v

@@ -1004,7 +1004,11 @@ class CaptureObserver(Observer):
     def read_method(self, obj, obj_prov, name, function):
         if obj_prov is UNKNOWN:
             self.unsupported(f"method {name!r} called on an object of unknown origin")
-        if obj_prov is None or _is_tensor(obj) or type(obj_prov) is Traced or _library_global(obj_prov):
+        if _is_tensor(obj):
+            if _replayable_path(obj_prov):
+                self.node_of(obj, obj_prov)  # (first touch of an outside tensor: a graph input; its
+            return                           # method, native or Python, finds it by identity)
+        if obj_prov is None or type(obj_prov) is Traced or _library_global(obj_prov):
             return  # (a traced number's type is fixed by its tensor's dtype, which is guarded)
         self.deref(obj, obj_prov)
         self.guard(IdGuard(Expr(getattr, (Expr(type, (obj_prov,)), Const(name))), function))
@@ -1536,6 +1540,10 @@ class CaptureObserver(Observer):
                                    and getattr(type(self_obj), getattr(fn, "__name__", ""), None)
                                    in rules.MUTATES):
             return self._mutation(fn, args, arg_provs, result)
+        if self_obj is torch.default_generator and getattr(fn, "__name__", "") == "get_state" and not args:
+            # ``torch.get_rng_state()`` (saved to replay a forward, as checkpointing does): the graph
+            # reads the generator where the program did, after the draws before it
+            return self.record(torch.get_rng_state, (), (), None, None, result) and None
         # (after the mutations: ``xs.append(x)`` must not scan a long list each time)
         has_tensor = any(_is_tensor(a) or (type(a) in (list, tuple) and any(_is_tensor(x) for x in a))
                          for a in (*args, *kwargs.values()))
@@ -2509,6 +2517,25 @@ def _op_unpack(obs, n, inputs, provs, outputs):
     return list(reversed(items[:len(outputs)]))
 
 
+def _op_unpack_ex(obs, arg, inputs, provs, outputs):
+    """``a, b, *rest = seq``: the items keep their provenance; ``rest`` is a list made here of its part."""
+    seq, prov = inputs[0], provs[0]
+    before, after = arg & 0xFF, arg >> 8
+    middle = outputs[after]
+    values = [*outputs[after + 1:][::-1], *middle, *outputs[:after][::-1]]
+    items = None
+    if type(seq) in (list, tuple) or isinstance(seq, tuple):
+        items = obs._element_provs(seq, prov)
+        if isinstance(prov, Source):
+            obs.guard(ValueGuard(Expr(len, (prov,)), len(seq)))  # (where ``rest`` ends)
+    elif obs.contents.get(id(seq)) is not None or type(seq) in (dict, range, str, bytes, set, frozenset):
+        items = _elements(obs, seq, prov) if prov is not UNKNOWN else None
+    if items is None or len(items) != len(values) or any(type(p) is tuple for p in items):
+        items = obs.by_identity(values)  # (a tensor's rows, by its Python ``__iter__``)
+    obs.contents[id(middle)] = (middle, list(items[before:len(items) - after]))
+    return [*items[len(items) - after:][::-1], None, *items[:before][::-1]]
+
+
 def _op_neutral(obs, arg, inputs, provs, outputs):
     return [p for p in provs[:len(outputs)]] + [None] * (len(outputs) - len(provs))
 
@@ -2623,6 +2650,7 @@ _OPERATIONS = {
     "BINARY_SLICE": _op_binary_slice,
     "PUSH_EXC_INFO": _op_push_exc_info,
     "CHECK_EXC_MATCH": _op_check_exc_match,
+    "UNPACK_EX": _op_unpack_ex,
 }
 #: opcodes that may see tensors without computing on them
 _TENSOR_NEUTRAL = {"BUILD_SLICE", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "BUILD_SET", "LIST_APPEND",
@@ -2630,7 +2658,7 @@ _TENSOR_NEUTRAL = {"BUILD_SLICE", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "BUILD_SET
                    "MAKE_FUNCTION", "SET_FUNCTION_ATTRIBUTE", "BEFORE_WITH", "WITH_EXCEPT_START",
                    "PUSH_EXC_INFO", "POP_EXCEPT", "RAISE_VARARGS", "RERAISE", "CHECK_EXC_MATCH",
                    "CALL_FUNCTION_EX", "CALL_FUNCTION_EX_313", "RETURN_CONST", "LOAD_BUILD_CLASS",
-                   "GET_LEN", "MATCH_SEQUENCE", "MATCH_MAPPING", "UNPACK_EX", "SWAP", "COPY",
+                   "GET_LEN", "MATCH_SEQUENCE", "MATCH_MAPPING", "SWAP", "COPY",
                    "END_FOR", "END_FOR_313", "INTRINSIC_LIST_TO_TUPLE", "YIELD_VALUE",
                    "GET_YIELD_FROM_ITER", "SEND", "SEND_311", "END_SEND", "RETURN_GENERATOR",
                    "IMPORT_NAME", "IMPORT_FROM"}

@@ -142,24 +142,31 @@ def list_to_tuple(f, arg, i):
     return i + 1
 
 
+def _top_prov(f):
+    """The provenance of the value on top of the stack (observer on), for a dunder it reaches."""
+    p = f.pstack
+    return p[len(f.stack) - 1] if p is not None and len(p) >= len(f.stack) else None
+
+
 @handler("UNPACK_SEQUENCE")
 def unpack_sequence(f, n, i):
     stack = f.stack
+    prov = _top_prov(f)
     seq = stack.pop()
     tp = type(seq)
     if (tp is tuple or tp is list) and len(seq) == n:
         stack.extend(seq[::-1])
         return i + 1
-    stack.extend(unpack_items(f.vm, seq, n)[::-1])
+    stack.extend(unpack_items(f.vm, seq, n, prov)[::-1])
     return i + 1
 
 
-def unpack_items(vm, seq, n):
+def unpack_items(vm, seq, n, prov=None):
     """The ``n`` items of ``seq`` as a list, or CPython's error for the wrong count or type."""
     tp = type(seq)
     if not _iterable(tp):
         raise TypeError(f"cannot unpack non-iterable {tp.__name__} object")
-    it = protocols.get_iter(vm, seq)
+    it = protocols.get_iter(vm, seq, prov)
     items = []
     for v in it:
         items.append(v)
@@ -175,11 +182,12 @@ def unpack_ex(f, arg, i):
     before = arg & 0xFF
     after = arg >> 8
     stack = f.stack
+    prov = _top_prov(f)
     seq = stack.pop()
     tp = type(seq)
     if not _iterable(tp):
         raise TypeError(f"cannot unpack non-iterable {tp.__name__} object")
-    items = list(protocols.get_iter(f.vm, seq))
+    items = list(protocols.get_iter(f.vm, seq, prov))
     if len(items) < before + after:
         raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {len(items)})")
     head = items[:before]
