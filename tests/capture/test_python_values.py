@@ -124,6 +124,17 @@ def test_numpy_array_made_here_and_written_slice_by_slice():
     expect(stats_of(compiled), compiles=3, fallbacks=0)
 
 
+def test_tensor_data_written_into_a_numpy_array_falls_back():
+    # (numpy reads the tensor's number: a later call must not reuse the first call's array)
+    def fn(x):
+        a = np.zeros(3)
+        a[0] = x.sum()
+        return torch.from_numpy(a) + 1
+
+    stats = differential(plain(fn), fresh(lambda: (t(3),)))
+    expect(stats, fallbacks=1)
+
+
 def test_writes_into_an_array_argument_are_still_replayed():
     def fn(x, arr):
         arr[1:] = arr[:-1] * 2

@@ -667,6 +667,8 @@ class CaptureObserver(Observer):
             if name in rules.DATA_DEPENDENT_DIMS and len(tensors) == 1:
                 return [frozenset(rules.DATA_DEPENDENT_DIMS[name])]
             return self._every(every)
+        if method is None and not _is_torch_callable(fn):
+            return self._every(every)  # (the program's own code, a custom autograd.Function: not run twice)
         found = [set() for _ in tensors]
         for delta in (3, 11):
             try:
@@ -1111,8 +1113,12 @@ class CaptureObserver(Observer):
                 self.need(key, key_prov)  # (bounds the graph computes go in as its nodes)
             self.record(operator.setitem, (obj, key, value), (obj_prov, key_prov, prov), None, None, None)
             return
-        if type(obj) is np.ndarray and self._write_made_array(obj, obj_prov, key, key_prov, value, prov):
-            return
+        if isinstance(obj, np.ndarray):
+            if _holds_tensor(value) or _holds_tensor(key):
+                # numpy reads the tensor's numbers (``a[0] = x.sum()``): data leaves the graph
+                self.unsupported("tensor data written into a numpy array (graph break)")
+            if self._write_made_array(obj, obj_prov, key, key_prov, value, prov):
+                return
         entry = self.contents.get(id(obj))
         if entry is not None and entry[0] is obj:
             if type(obj) is list and type(key) is int and -len(entry[1]) <= key < len(entry[1]):
