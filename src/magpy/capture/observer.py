@@ -2510,34 +2510,31 @@ def _op_unpack(obs, n, inputs, provs, outputs):
     if _is_tensor(seq):
         obs.record(lambda t: tuple(t), (seq,), (prov,), None, None, tuple(reversed(outputs)))
         return [None] * len(outputs)
+    return list(reversed(_unpacked(obs, seq, prov, outputs[::-1])))
+
+
+def _unpacked(obs, seq, prov, values):
+    """Provenance of ``values``, the items an unpacking took from ``seq`` (a Python ``__iter__``'s by
+    identity: tensors the graph made, else of unknown origin)."""
     if type(seq) in (list, tuple) or isinstance(seq, tuple):
         items = obs._element_provs(seq, prov)
-    else:
-        known = obs.contents.get(id(seq)) is not None or id(seq) in obs.iterators or \
-            type(seq) in (dict, range, str, bytes, set, frozenset)
-        items = _elements(obs, seq, prov) if known and prov is not UNKNOWN else None
-        if items is None or len(items) != len(outputs) or any(type(p) is tuple for p in items):
-            items = obs.by_identity(reversed(outputs))  # unpacked by a Python ``__iter__``
-    if isinstance(prov, Source) and type(seq) in (list, tuple):
-        obs.guard(ValueGuard(Expr(len, (prov,)), len(seq)))
-    return list(reversed(items[:len(outputs)]))
+        if isinstance(prov, Source) and type(seq) in (list, tuple):
+            obs.guard(ValueGuard(Expr(len, (prov,)), len(seq)))  # (how the items split)
+        return items[:len(values)]
+    known = obs.contents.get(id(seq)) is not None or id(seq) in obs.iterators or \
+        type(seq) in (dict, range, str, bytes, set, frozenset)
+    items = _elements(obs, seq, prov) if known and prov is not UNKNOWN else None
+    if items is None or len(items) != len(values) or any(type(p) is tuple for p in items):
+        items = obs.by_identity(values)
+    return items
 
 
 def _op_unpack_ex(obs, arg, inputs, provs, outputs):
     """``a, b, *rest = seq``: the items keep their provenance; ``rest`` is a list made here of its part."""
-    seq, prov = inputs[0], provs[0]
     before, after = arg & 0xFF, arg >> 8
     middle = outputs[after]
     values = [*outputs[after + 1:][::-1], *middle, *outputs[:after][::-1]]
-    items = None
-    if type(seq) in (list, tuple) or isinstance(seq, tuple):
-        items = obs._element_provs(seq, prov)
-        if isinstance(prov, Source):
-            obs.guard(ValueGuard(Expr(len, (prov,)), len(seq)))  # (where ``rest`` ends)
-    elif obs.contents.get(id(seq)) is not None or type(seq) in (dict, range, str, bytes, set, frozenset):
-        items = _elements(obs, seq, prov) if prov is not UNKNOWN else None
-    if items is None or len(items) != len(values) or any(type(p) is tuple for p in items):
-        items = obs.by_identity(values)  # (a tensor's rows, by its Python ``__iter__``)
+    items = _unpacked(obs, inputs[0], provs[0], values)
     obs.contents[id(middle)] = (middle, list(items[before:len(items) - after]))
     return [*items[len(items) - after:][::-1], None, *items[:before][::-1]]
 
