@@ -10,10 +10,10 @@ import magpy
 
 try:
     from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, \
-        unsupported, Call, stats_of, assert_same, snapshot
+        unsupported, Call, stats_of, assert_same, snapshot, twins
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
     from twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, \
-        unsupported, Call, stats_of, assert_same, snapshot
+        unsupported, Call, stats_of, assert_same, snapshot, twins
 
 
 def t(*shape, grad=False):
@@ -131,6 +131,37 @@ def test_custom_autograd_function_backward_matches_eager():
         compiled(compiled_x).backward()
         assert torch.allclose(compiled_x.grad, eager_x.grad)
     stats = differential(make, fresh(lambda: (t(grad=True),)))
+    expect_one_graph(stats)
+
+
+class _RunsModule(torch.autograd.Function):
+    """A reversible-network coupling: the Function is handed the module it runs (and counts its runs
+    on it, an effect of every forward)."""
+
+    @staticmethod
+    def forward(ctx, x, module):
+        module.runs += 1
+        ctx.module = module
+        return module(x).detach() * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2, None
+
+
+class _Coupling(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(3, 3)
+        self.inner.runs = 0
+
+    def forward(self, x):
+        return _RunsModule.apply(x, self.inner) + x
+
+
+def test_a_custom_autograd_function_handed_a_module():
+    stats = differential(twins(_Coupling()), fresh(lambda: (t(2, 3),)),
+                         observe=lambda m: m.inner.runs)
     expect_one_graph(stats)
 
 

@@ -238,6 +238,18 @@ def _flat_tensors(value):
     return []
 
 
+#: what a graph op may be handed as itself (guarded by identity), not as a graph value
+_PASSED_BY_IDENTITY = (torch.nn.Module, types.FunctionType, types.MethodType, type)
+
+
+def _with_fixed(fn, fixed, n):
+    """``fn`` taking its ``n`` positional arguments with those at ``fixed`` (position -> value) bound."""
+    def call(*rest, **kwargs):
+        it = iter(rest)
+        return fn(*[fixed[k] if k in fixed else next(it) for k in range(n)], *it, **kwargs)
+    return call
+
+
 def _holds_tensor(x):
     return _is_tensor(x) or (isinstance(x, (tuple, list)) and any(_holds_tensor(v) for v in x))
 
@@ -1555,9 +1567,15 @@ class CaptureObserver(Observer):
                          for a in (*args, *kwargs.values()))
         if has_tensor and getattr(fn, "__name__", "") == "apply" and isinstance(self_obj, type) \
                 and issubclass(self_obj, torch.autograd.Function):
-            # a custom autograd.Function: one graph op (its forward and backward run as written)
-            self.record(vf.calling(self_obj.apply, f"apply_{self_obj.__name__}"), args, arg_provs, kwargs,
-                        kw_provs, result)
+            # a custom autograd.Function: one graph op (its forward and backward run as written); the
+            # modules and functions it is handed are the same objects on every call (guarded)
+            fixed = {k: a for k, a in enumerate(args) if isinstance(a, _PASSED_BY_IDENTITY)}
+            for k, a in fixed.items():
+                self.need(a, arg_provs[k])
+            apply = _with_fixed(self_obj.apply, fixed, len(args)) if fixed else self_obj.apply
+            rest = [k for k in range(len(args)) if k not in fixed]
+            self.record(vf.calling(apply, f"apply_{self_obj.__name__}"), [args[k] for k in rest],
+                        [arg_provs[k] for k in rest], kwargs, kw_provs, result)
             return None
         if has_tensor or makes_tensor or fn in rules.GRAPH:
             if _is_torch_callable(fn) and not makes_tensor and not _holds_tensor(result) \
