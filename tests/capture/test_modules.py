@@ -1,5 +1,6 @@
 """nn.Module programs: nesting, containers, parameters(), named_children(), hooks, training branches,
 buffers updated in place (BatchNorm), attribute stores on self. Each side owns its own copy of the model."""
+import collections
 import weakref
 
 import pytest
@@ -498,4 +499,26 @@ def test_a_convolution_made_in_forward():
         return conv(x)
 
     stats = differential(plain(fn), fresh(lambda: (torch.randn(1, 2, 6, 6),)))
+    expect_one_graph(stats)
+
+
+class _Tail(nn.Module):
+    """Runs all but its first child, from an OrderedDict of (name, module) pairs made in forward, and
+    marks a one-hot map it builds as not needing grad (RecBole's decoder)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(3, 3), nn.Linear(3, 3), nn.Linear(3, 3)
+
+    def forward(self, x, index):
+        rest = collections.OrderedDict(list(self._modules.items())[1:])
+        for name, m in rest.items():
+            x = m(x) + len(name)
+        onehot = torch.zeros(x.shape).scatter_(1, index, 1.0)
+        onehot.requires_grad = False
+        return x + onehot, onehot.requires_grad
+
+
+def test_an_ordered_dict_of_children_made_in_forward_and_a_requires_grad_flag():
+    stats = differential(twins(_Tail()), fresh(lambda: (torch.randn(2, 3), torch.tensor([[0], [2]]))))
     expect_one_graph(stats)

@@ -1105,6 +1105,16 @@ class CaptureObserver(Observer):
         if name == "data" and _is_tensor(obj) and self._own_data(obj, value):
             return  # ``p.data *= mask``: the in-place op changed p; storing its own data back changes nothing
         self.written[(id(obj), name)] = prov
+        if name == "requires_grad" and _is_tensor(obj) and type(value) is bool and id(obj) not in self.input_paths:
+            entry = self.nodes.get(id(obj))
+            if entry is not None and entry[0] is obj:
+                # ``t.requires_grad = False`` on a tensor the graph made: the graph does it too (on
+                # each run's tensor, raising where eager would: only a leaf's flag can change)
+                self.need(value, prov)
+                node = self.cap.graph.call_method("requires_grad_", (entry[1], value))
+                self.nodes[id(obj)] = (obj, node)
+                self.cap.autograd_nodes = True
+                return
         if _is_tensor(obj) and (name in rules.TENSOR_STATE_ATTRS or not isinstance(obj_prov, Source)):
             # (``p.data = …`` would change what the graph reads; a tensor the graph makes has no path)
             self.unsupported(f"setting attribute {name!r} of a tensor")
@@ -1326,6 +1336,24 @@ class CaptureObserver(Observer):
             return Expr(_dereference, (fn_prov,))  # ``ref()`` of a weak reference held outside (LSTM weights)
         return self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
 
+    def _dict_of_pairs(self, result, pairs, prov):
+        """``OrderedDict(list(modules.items())[k:])``: a dict made from (key, value) pairs keeps the
+        values' provenance (the keys are guarded). False when a pair's provenance is unknown."""
+        elements = self._element_provs(pairs, prov)
+        provs = {}
+        for pair, p in zip(pairs, elements):
+            if type(pair) is not tuple or len(pair) != 2:
+                return False
+            if p is None:
+                provs[pair[0]] = None
+            elif type(p) is tuple and p[0] == "tuple" and len(p[1]) == 2:
+                self.need(pair[0], p[1][0])
+                provs[pair[0]] = p[1][1]
+            else:
+                return False
+        self.contents[id(result)] = (result, provs)
+        return True
+
     def _weak_reference(self, obj, prov):
         """``weakref.ref(obj)`` without a callback: no effect. Calling it later reads ``obj`` again."""
         if prov is None:
@@ -1421,6 +1449,9 @@ class CaptureObserver(Observer):
             # a namedtuple (or other tuple subclass) built from an iterable: the same elements
             if not self.holds(result, _elements(self, args[1], arg_provs[1])):
                 self.unsupported(f"a {type(result).__name__} built from values of unknown origin")
+            return None
+        if fn in (dict, collections.OrderedDict) and len(args) == 1 and not kwargs and type(result) is fn \
+                and type(args[0]) in (list, tuple) and self._dict_of_pairs(result, args[0], arg_provs[0]):
             return None
         if fn in (list, tuple) and len(args) == 1 and not kwargs and type(result) is fn:
             # a copy of an iterable: the same elements, with their provenance (pairs from zip/items too)
