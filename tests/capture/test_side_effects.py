@@ -5,13 +5,16 @@ import warnings
 
 import pytest
 import torch
+import torch.nn as nn
+
+import magpy
 
 try:
     from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, unsupported, Call, \
-        FromEnv
+        FromEnv, assert_same
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
     from twin import fresh, differential, expect, expect_one_graph, expect_recompile, plain, unsupported, Call, \
-        FromEnv
+        FromEnv, assert_same
 
 
 def t(*shape):
@@ -435,3 +438,45 @@ def test_warning_is_attributed_to_the_users_line():
             compiled(t())
     where = {(w.filename, w.lineno) for w in caught if "user's line" in str(w.message)}
     assert where == {(__file__, _warn_here.__code__.co_firstlineno + 1)}
+
+
+class _QuietPool(nn.Module):
+    """YOLOv5's SPP: pooling inside ``warnings.catch_warnings()`` + ``simplefilter('ignore')``."""
+
+    def __init__(self):
+        super().__init__()
+        self.pools = nn.ModuleList(nn.MaxPool2d(k, 1, k // 2) for k in (3, 5))
+
+    def forward(self, x):
+        x = x * 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = torch.cat([x] + [m(x) for m in self.pools], 1)
+        warnings.warn("pooled")   # (shown on every call: leaving the block reset the registries)
+        return out
+
+
+def _run_warned(fn, calls):
+    """Outputs, warnings shown (with the default once-per-location action) and the program's own
+    filter left behind, over ``calls`` calls."""
+    shown, outs = [], []
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        shown.append(str(message))
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = show
+        for x in calls:
+            outs.append(fn(x))
+            outs.append([f for f in warnings.filters if f[:3] == ("ignore", None, Warning)])
+    return outs, shown
+
+
+def test_catch_warnings_and_simplefilter_leave_the_filters_as_eager_does():
+    calls = [torch.randn(1, 2, 4, 4) for _ in range(3)]
+    eager, model = _QuietPool(), _QuietPool()
+    compiled = magpy.compile(model, backend="eager", fullgraph=True)
+    want, got = _run_warned(eager, calls), _run_warned(compiled, calls)
+    assert_same(got, want, "outputs, the filters after each call, the warnings shown")
+    assert len(want[1]) == 3   # (leaving the block reset the registries: shown on every call)
+    expect_one_graph(compiled._magpy_compiled.stats)

@@ -1053,6 +1053,14 @@ class CaptureObserver(Observer):
             self.need(key, key_prov)  # ``xs[:-1]`` of a list made here: those elements, as they came
             self.contents[id(value)] = (value, entry[1][key])
             return None
+        if type(key) is slice and type(obj) in (list, tuple) and type(value) is type(obj) and \
+                isinstance(obj_prov, Source) and len(obj) <= rules.COPIED_ELEMENTS_LIMIT:
+            # ``filters[:]`` of an outside list: a new one (the program may change it) holding those
+            # elements, each read by its path
+            self.need(key, key_prov)
+            self.guard(ValueGuard(Expr(len, (obj_prov,)), len(obj)))
+            self.contents[id(value)] = (value, [ItemSource(obj_prov, k) for k in range(*key.indices(len(obj)))])
+            return None
         if _is_tensor(key):
             if _replayable_path(obj_prov) and _replayable_path(key_prov):
                 self.deref(obj, obj_prov)
@@ -1261,6 +1269,24 @@ class CaptureObserver(Observer):
                 return entry[2] >= len(entry[1])  # its length is guarded
             made = self.contents.get(id(it))
             return type(it) is types.GeneratorType and made is not None and made[0] is it
+        self_obj = _bound_self(fn)
+        if type(self_obj) is list and getattr(fn, "__name__", "") in ("remove", "index"):
+            # (bound: the list's provenance is where the method was read, or it is one the call made)
+            entry, bound = self.contents.get(id(self_obj)), self.bound_from.get(id(fn))
+            lst_prov = bound[1] if bound is not None and bound[0] is fn else \
+                None if entry is not None and entry[0] is self_obj else UNKNOWN
+            fn, args, arg_provs = getattr(list, fn.__name__), (self_obj, *args), (lst_prov, *arg_provs)
+        if fn in (list.remove, list.index) and len(args) == 2 and not kwargs and type(args[0]) is list:
+            # ``filters.remove(item)`` of an item not there (``warnings.simplefilter``): decided by
+            # whether the list holds it
+            prov = self.effective(args[0], arg_provs[0])
+            if prov is UNKNOWN or _holds_tensor(args[0]) or _holds_tensor(args[1]):
+                return False
+            self.need(args[1], arg_provs[1])
+            if prov is not None:
+                item = arg_provs[1] if arg_provs[1] is not None else Const(args[1])
+                self.guard(TruthGuard(Expr(operator.contains, (prov, item)), args[1] in args[0]))
+            return True
         if type(args) not in (tuple, list) or not rules.is_pure(fn):
             return False  # (``f(*x)`` of a non-iterable ``x`` raises before any call)
         values = (*args, *kwargs.values())

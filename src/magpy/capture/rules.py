@@ -72,8 +72,10 @@ RANDOM_DRAWS = {"random", "getrandbits"}
 
 import warnings as _warnings
 
-#: native calls whose effect the mock replays (their arguments rebuilt like results)
-REPLAY = {_warnings.warn, print}
+#: native calls whose effect the mock replays (their arguments rebuilt like results);
+#: ``_filters_mutated`` tells the warnings machinery its filters changed (``catch_warnings``,
+#: ``simplefilter``): each call's change invalidates the registries of warnings already shown
+REPLAY = {_warnings.warn, print} | {f for f in (getattr(_warnings, "_filters_mutated", None),) if f is not None}
 
 #: objects the call makes that a replay may hand out again: each holds only what the guards fix
 #: (a module's backward hook wraps the hook function and a weak reference to the module), and
@@ -154,6 +156,9 @@ TENSOR_STATE_ATTRS = {"data", "requires_grad", "grad_fn", "shape", "dtype", "dev
 
 #: the most elements a tensor turned into a numpy array may have: the guard compares them all
 PINNED_DATA_LIMIT = 4096
+
+#: the longest outside list whose slice is followed element by element (``filters[:]``)
+COPIED_ELEMENTS_LIMIT = 256
 
 #: Python-level attributes of a tensor that are tensors computed from it (views), not outside state
 TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
