@@ -330,9 +330,21 @@ def test_numpy_of_module_state_selects_channels_and_follows_pruning():
     expect(stats_of(compiled), compiles=3, fallbacks=0)   # one per mask: the guard compares its numbers
 
 
-def test_numpy_of_the_calls_data_is_a_graph_break():
+def test_numpy_of_the_calls_data_computed_in_the_graph():
+    # (numpy over the call's own data runs inside the graph; its result indexes a tensor)
     def fn(x):
         return x[:, np.argwhere(x[0].numpy() > 0)[:, 0]]
 
-    with pytest.raises(magpy.GraphBreakError, match="numpy"):
-        magpy.compile(fn, backend="eager", fullgraph=True)(torch.randn(2, 3))
+    stats = differential(plain(fn), fresh(lambda: (torch.randn(2, 5),), 4))
+    expect_one_graph(stats, calls=4)
+
+
+def test_a_branch_on_numpy_of_the_calls_data_is_guarded_by_rerunning_it():
+    def fn(x):
+        if x.numpy().sum() > 0:
+            return x * 2
+        return x
+
+    calls = [(torch.tensor(v),) for v in ([1., 2.], [3., 1.], [-1., -2.], [-3., 1.])]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=0, compiles=2, cache_hits=2)

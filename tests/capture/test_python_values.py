@@ -124,6 +124,43 @@ def test_numpy_array_made_here_and_written_slice_by_slice():
     expect(stats_of(compiled), compiles=3, fallbacks=0)
 
 
+class _PackedByNumpyLengths(nn.Module):
+    """A speech decoder: the lengths of a padded batch, as a numpy array, feed pack_padded_sequence."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(3, 4, batch_first=True)
+
+    def forward(self, x):
+        masks = x.abs().sum(-1).ne(0)
+        lengths = masks.sum(-1).cpu().numpy()
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, _ = nn.utils.rnn.pad_packed_sequence(self.rnn(packed)[0], batch_first=True,
+                                                  total_length=x.shape[1])
+        return out * masks[..., None]
+
+
+def test_numpy_of_the_calls_data_feeding_torch_is_computed_in_the_graph():
+    def padded(lengths):
+        x = torch.randn(len(lengths), 5, 3)
+        for row, n in enumerate(lengths):
+            x[row, n:] = 0
+        return (x,)
+
+    stats = differential(twins(_PackedByNumpyLengths()), [padded([5, 2, 4]), padded([3, 5, 1]), padded([5, 5, 2])])
+    expect_one_graph(stats)
+
+
+def test_writing_into_an_array_of_tensor_data_falls_back():
+    def fn(x):
+        a = x.numpy()
+        a[0] = 7.0        # (writes into x's memory)
+        return torch.as_tensor(a) * 2
+
+    stats = differential(plain(fn), fresh(lambda: (t(3),)))
+    expect(stats, fallbacks=1)
+
+
 def test_tensor_data_written_into_a_numpy_array_falls_back():
     # (numpy reads the tensor's number: a later call must not reuse the first call's array)
     def fn(x):

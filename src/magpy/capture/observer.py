@@ -460,7 +460,7 @@ class CaptureObserver(Observer):
         elif isinstance(value, _IDENTITY_TYPES) or isinstance(value, torch.nn.Module):
             if not _library_global(prov) and not self._fresh_binding(value, prov):
                 self.guard(IdGuard(prov, value))
-        elif isinstance(value, (torch.dtype, torch.device)) or (
+        elif isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)) or (
                 type(value).__module__ == "numpy" and getattr(value, "shape", None) == ()):
             self.guard(ValueGuard(prov, value))  # (numpy scalars: same type, equal value)
         elif type(value) is np.ndarray:
@@ -490,7 +490,14 @@ class CaptureObserver(Observer):
         # only state (``self.mask``), not the call's data: a guard on data would miss on every call
         if needed is None or not all(_held_state(self.cap.inputs[int(n.name[2:])][0])
                                      for n in needed if n.op == "placeholder"):
-            self.unsupported("Tensor.numpy() turns tensor data into a Python value (graph break)")
+            # the call's own data: an array the graph computes, as ``t.item()``'s number is. It may
+            # feed torch (``pack_padded_sequence(x, lengths.numpy())``) or pure numpy (computed in the
+            # graph too); Python deciding anything from it, or writing into it, is a graph break
+            array = self.cap.graph.call_method("numpy", (node,))
+            self.scalar_nodes.add(array)
+            self.cap.op_count += 1
+            self.cap.host_values = True
+            return Traced(array)
         values = tuple(tensor.detach().flatten().tolist())
         self.conditions.append((self.cap.graph.call_function(predicates.equals_values, (node, values)), True))
         return None
@@ -835,6 +842,9 @@ class CaptureObserver(Observer):
         """``fn`` over Python values some of which the graph computes: one more graph node."""
         args = tuple(p.node if type(p) is Traced else self.to_graph_arg(v, p) for v, p in zip(inputs, provs))
         self.cap.op_count += 1
+        if type(fn) not in (types.FunctionType, types.BuiltinFunctionType) or not getattr(fn, "__module__", None):
+            # (``ndarray.sum``, a method of a value: fx holds it by reference, not by an import path)
+            fn = vf.calling(fn, f"call_{getattr(fn, '__name__', 'fn')}")
         node = self.cap.graph.call_function(fn, args)
         self.scalar_nodes.add(node)
         return Traced(node)
@@ -1072,6 +1082,10 @@ class CaptureObserver(Observer):
             return None
         if obj_prov is UNKNOWN or key_prov is UNKNOWN:
             return UNKNOWN
+        if type(obj_prov) is Traced and isinstance(obj, np.ndarray):
+            if type(key_prov) is not Traced:
+                self.need(key, key_prov)
+            return self.traced_op(operator.getitem, (obj, key), (obj_prov, key_prov))  # (``a[:, 0]``)
         self.need(key, key_prov)
         if type(key) is not slice:
             try:
@@ -1144,6 +1158,8 @@ class CaptureObserver(Observer):
             self.record(operator.setitem, (obj, key, value), (obj_prov, key_prov, prov), None, None, None)
             return
         if isinstance(obj, np.ndarray):
+            if type(obj_prov) is Traced:
+                self.unsupported("writing into an array of tensor data (graph break)")
             if _holds_tensor(value) or _holds_tensor(key):
                 # numpy reads the tensor's numbers (``a[0] = x.sum()``): data leaves the graph
                 self.unsupported("tensor data written into a numpy array (graph break)")
@@ -1788,6 +1804,8 @@ class CaptureObserver(Observer):
         """``torch.from_numpy(a)`` / ``as_tensor`` / ``tensor``: the entry program makes the tensor again from
         the array's provenance and hands it to the graph as an input."""
         prov = self.effective(args[0], arg_provs[0])
+        if type(prov) is Traced:  # an array of tensor data (``t.numpy()``): made in the graph
+            return self.record(fn, args, arg_provs, kwargs, kw_provs, result) and None
         if prov is None:  # an array of constants: copied each time, so the tensor's writes cannot reach it
             prov = Expr(np.copy, (Const(args[0].copy()),))
         elif not _replayable_path(prov):
@@ -2810,14 +2828,14 @@ def capture(fn, args, kwargs):
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
-    try:
-        obs.finish_objects()
-    except _Abandon:
-        pass
-    except Exception as exc:  # noqa: BLE001 - a bug of ours must not become the user's error
-        obs.cap.unsupported = obs.cap.unsupported or Unsupported(
-            f"internal capture error in finish_objects: {type(exc).__name__}: {exc}")
-    obs.guard_conditions()
+    for step in (obs.finish_objects, obs.guard_conditions):
+        try:
+            step()
+        except _Abandon:
+            pass
+        except Exception as exc:  # noqa: BLE001 - a bug of ours must not become the user's error
+            obs.cap.unsupported = obs.cap.unsupported or Unsupported(
+                f"internal capture error in {step.__name__}: {type(exc).__name__}: {exc}")
     _drop_implied(obs.cap.guards)
     paths = tuple(source for source, value in obs.cap.inputs if _is_tensor(value))
     if len(paths) > 1:
