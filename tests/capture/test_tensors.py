@@ -501,6 +501,17 @@ def test_only_the_dims_that_depend_on_data_are_read_from_the_graph():
     expect_one_graph(stats, calls=4)
 
 
+def test_a_stride_over_a_dim_that_depends_on_data_is_read_every_call():
+    # (dim 0 of the (1, n) index list is fixed, but its stride is n)
+    def fn(x):
+        idx = x.nonzero().t().contiguous()
+        return torch.zeros(idx.stride(0)), idx.size(0)
+
+    calls = [(torch.tensor(v),) for v in ([1., 0., 2.], [1., 1., 1.], [0., 0., 3.])]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=0)
+
+
 def test_a_count_the_graph_computes_as_a_slice_bound():
     # (RetinaFace's hard negative mining: keep three negatives per positive)
     def fn(x):

@@ -656,10 +656,12 @@ class CaptureObserver(Observer):
         if not self.cap.op_count:
             self.cap.pre_graph = len(self.cap.side_effects)
         self.cap.op_count += 1
-        self.bind_result(result, node)
         dims = None
         if not (_is_tensor(result) and result.dim() == 0):
+            # (before the result is bound: an op returning its input — ``contiguous``, ``add_`` — must
+            # be rerun on that input as it was)
             dims = self._dynamic_dims(node, fn, method, args, kwargs, result)
+        self.bind_result(result, node)
         if dims is not None:
             for tensor, d in zip(_flat_tensors(result), dims):
                 if d:
@@ -748,9 +750,9 @@ class CaptureObserver(Observer):
                 name not in rules.SHAPE_METADATA:
             return None
         dims = self.dynamic[entry[1]]
-        if name in ("size", "stride") and len(args) == 1 and type(args[0]) is int and \
-                dims is not _ALL and args[0] % max(tensor.dim(), 1) not in dims:
-            return None  # a dim the guards fix (the 3 of an (n, 3) list of points, n from data)
+        if name == "size" and len(args) == 1 and type(args[0]) is int and args[0] % max(tensor.dim(), 1) not in dims:
+            return None  # a dim the guards fix (the 3 of an (n, 3) list of points, n from data; a stride
+            #              depends on the other dims: always read)
         graph = self.cap.graph
         if name == "shape":
             node = graph.call_function(getattr, (entry[1], "shape"))
@@ -761,7 +763,7 @@ class CaptureObserver(Observer):
         self.cap.host_values = True
         if isinstance(result, tuple):
             self._trace_list(result, node)  # (its elements, as ``t.tolist()``'s)
-            if name in ("size", "shape") and dims is not _ALL:
+            if name in ("size", "shape"):
                 provs = self.contents[id(result)][1]  # (the dims the guards fix are constants)
                 self.contents[id(result)] = (result, [p if k in dims else None for k, p in enumerate(provs)])
             return _SHAPE_TRACED
