@@ -480,9 +480,9 @@ class CaptureObserver(Observer):
         # the graph runs instead, as a branch on random data is)
         self.data_branch(self.cap.graph.call_function(operator.eq, (prov.node, value)), True, frame or self.frame)
 
-    def pinned_data(self, tensor):
-        """``t.numpy()`` of a small tensor the guards can recompute (a mask kept in a module's state):
-        the array is a constant while the guard's rerun of ``t`` gives the same numbers."""
+    def numpy_of(self, tensor):
+        """``t.numpy()``: of a small tensor the guards can recompute (a mask kept in a module's state), a
+        constant while the guard's rerun of ``t`` gives the same numbers; else an array the graph computes."""
         node = self.node_of(tensor)
         small = tensor.numel() <= rules.PINNED_DATA_LIMIT and not tensor.is_complex() and \
             (not tensor.is_floating_point() or bool(torch.isfinite(tensor).all()))
@@ -493,11 +493,7 @@ class CaptureObserver(Observer):
             # the call's own data: an array the graph computes, as ``t.item()``'s number is. It may
             # feed torch (``pack_padded_sequence(x, lengths.numpy())``) or pure numpy (computed in the
             # graph too); Python deciding anything from it, or writing into it, is a graph break
-            array = self.cap.graph.call_method("numpy", (node,))
-            self.scalar_nodes.add(array)
-            self.cap.op_count += 1
-            self.cap.host_values = True
-            return Traced(array)
+            return self.host_value(self.cap.graph.call_method("numpy", (node,)))
         values = tuple(tensor.detach().flatten().tolist())
         self.conditions.append((self.cap.graph.call_function(predicates.equals_values, (node, values)), True))
         return None
@@ -666,7 +662,8 @@ class CaptureObserver(Observer):
             for tensor, d in zip(_flat_tensors(result), dims):
                 if d:
                     self.dynamic[self.nodes.get(id(tensor))[1]] = d
-            self.dynamic.setdefault(node, frozenset(range(result.dim())) if _is_tensor(result) else _ALL)
+            if not _is_tensor(result):
+                self.dynamic.setdefault(node, _ALL)  # (the tuple node itself; its items are marked above)
             self.cap.host_values = True  # (compiling backends plan buffers from the first call's shapes)
         return node
 
@@ -758,16 +755,14 @@ class CaptureObserver(Observer):
             node = graph.call_function(getattr, (entry[1], "shape"))
         else:
             node = graph.call_method(name, (entry[1], *(self.to_graph_arg(a, None) for a in args)))
-        self.scalar_nodes.add(node)
-        self.cap.op_count += 1
-        self.cap.host_values = True
+        traced = self.host_value(node)
         if isinstance(result, tuple):
             self._trace_list(result, node)  # (its elements, as ``t.tolist()``'s)
             if name in ("size", "shape"):
                 provs = self.contents[id(result)][1]  # (the dims the guards fix are constants)
                 self.contents[id(result)] = (result, [p if k in dims else None for k, p in enumerate(provs)])
             return _SHAPE_TRACED
-        return Traced(node)
+        return traced
 
     def draw(self, fn, args, arg_provs, kwargs=None, kw_provs=None):
         """A draw of Python's or numpy's global random generator: re-drawn by the entry program on every
@@ -843,12 +838,16 @@ class CaptureObserver(Observer):
     def traced_op(self, fn, inputs, provs):
         """``fn`` over Python values some of which the graph computes: one more graph node."""
         args = tuple(p.node if type(p) is Traced else self.to_graph_arg(v, p) for v, p in zip(inputs, provs))
-        self.cap.op_count += 1
         if type(fn) not in (types.FunctionType, types.BuiltinFunctionType) or not getattr(fn, "__module__", None):
             # (``ndarray.sum``, a method of a value: fx holds it by reference, not by an import path)
             fn = vf.calling(fn, f"call_{getattr(fn, '__name__', 'fn')}")
-        node = self.cap.graph.call_function(fn, args)
+        return self.host_value(self.cap.graph.call_function(fn, args))
+
+    def host_value(self, node):
+        """``node`` (one more op) computes a Python value: the graph runs as captured (fx)."""
+        self.cap.op_count += 1
         self.scalar_nodes.add(node)
+        self.cap.host_values = True
         return Traced(node)
 
     def bind_result(self, result, node):
@@ -1209,13 +1208,12 @@ class CaptureObserver(Observer):
         while type(root.base) is np.ndarray:
             root = root.base
         made = self.made_arrays.get(id(root))
-        if made is not None and made[0] is root:
-            if made[1] is not None:
-                self.need(made[2], made[1])  # (what it held, as the call computed it)
-                self.made_arrays[id(root)] = (root, None, None)
-                self._forget_provenance(root)
-        else:
+        if made is None or made[0] is not root:
             return False
+        if made[1] is not None:
+            self.need(made[2], made[1])  # (what it held, as the call computed it)
+            self.made_arrays[id(root)] = (root, None, None)
+            self._forget_provenance(root)
         self.need(key, key_prov)
         self.need(value, value_prov)
         return True
@@ -1569,7 +1567,7 @@ class CaptureObserver(Observer):
             if name in rules.TENSOR_TO_SCALAR and not kwargs:
                 return self.scalar_of(None, (self_obj, *args), (None, *arg_provs), result, method=name)
             if name == "numpy" and not args and not kwargs:
-                return self.pinned_data(self_obj)
+                return self.numpy_of(self_obj)
             if name in rules.TENSOR_TO_PYTHON:
                 self.unsupported(f"Tensor.{name}() turns tensor data into a Python value (graph break)")
             if name in rules.TENSOR_METADATA and not _is_tensor(result):

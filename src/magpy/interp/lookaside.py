@@ -124,10 +124,11 @@ exec(compile("def _extend_by_appends(target, items):\n"
 def _extend(vm, args, kwargs):
     # ``xs.extend(v for v in range(n) if v not in xs)``: the generator (Python code) reads the list as
     # it grows, so the appends run one by one where an observer sees each (as list.extend does them)
-    if len(args) != 2 or kwargs or type(args[0]) is not list or type(args[1]) is not GeneratorType:
-        return list.extend(*args, **kwargs)
+    if vm.observer is None or len(args) != 2 or kwargs or type(args[0]) is not list or \
+            type(args[1]) is not GeneratorType:
+        return list.extend(*args, **kwargs)  # (no one watches: the same appends, natively)
     provs, vm.lookaside_provs = vm.lookaside_provs, None
-    if vm.observer is not None and provs is not None:
+    if provs is not None:
         vm.call_provs = provs
     return vm.call_function(_extend_by_appends, args, None)
 
