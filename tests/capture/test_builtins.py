@@ -1,6 +1,8 @@
 """Builtins on Python values inside a captured call: they just run, and their results are guarded."""
 import torch
 
+import magpy
+
 try:
     from .twin import fresh, differential, expect_one_graph, expect_recompile, plain, unsupported, Call
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
@@ -49,6 +51,58 @@ def test_map_with_a_builtin_over_python_values():
 
     stats = differential(plain(fn), [(x3(), ["1", "2"]), (x3(), ["1", "2"]), (x3(), ["1", "5"])])
     expect_recompile(stats)
+
+
+def test_filter_map_and_reduce_keep_their_items_provenance():
+    # (torch.broadcast_shapes filters its shapes through a lambda, then reduces their lengths)
+    import functools
+
+    def fn(x, sizes):
+        kept = list(filter(lambda s: s > 1, sizes))
+        longest = functools.reduce(max, (s for s in sizes))
+        doubled = map(lambda a, b: a * b, sizes, kept)
+        return x * (sum(kept) + longest) + sum(doubled), type(doubled).__name__
+
+    stats = differential(plain(fn), [(x3(), [1, 2, 3]), (x3(), [1, 2, 3]), (x3(), [2, 0, 4])])
+    expect_recompile(stats)
+
+
+def test_reduce_of_an_empty_sequence_raises_as_eager():
+    import functools
+
+    def fn(x, sizes):
+        return x * functools.reduce(lambda a, b: a + b, sizes)
+
+    differential(plain(fn), [(x3(), [])] * 3, raises=True)
+
+
+def test_broadcast_shapes_in_a_loss():
+    # F.binary_cross_entropy(weight=...) calls torch.broadcast_shapes, which reads torch's config
+    # (a ContextVar per option)
+    def fn(score, label, weight):
+        return torch.nn.functional.binary_cross_entropy(score, label, weight=weight, reduction="sum")
+
+    stats = differential(plain(fn), fresh(lambda: (torch.rand(4, 3), torch.rand(4, 3), torch.rand(3))))
+    expect_one_graph(stats)
+
+
+_SCALE = __import__("contextvars").ContextVar("scale", default=2.0)
+
+
+def test_a_context_variable_is_read_again_on_every_call():
+    def fn(x):
+        return x * _SCALE.get()
+
+    compiled = magpy.compile(fn, backend="eager", fullgraph=True)
+    x = x3()
+    assert torch.equal(compiled(x), x * 2.0)
+    token = _SCALE.set(5.0)
+    try:
+        assert torch.equal(compiled(x), x * 5.0)
+    finally:
+        _SCALE.reset(token)
+    assert torch.equal(compiled(x), x * 2.0)
+    assert compiled.stats.compiles == 2
 
 
 def test_range_from_an_int_argument():

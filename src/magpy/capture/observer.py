@@ -29,7 +29,7 @@ from torch import fx
 from ..errors import Unsupported
 from ..interp import Observer, VM, register_lookaside, register_call_instead
 from ..interp.tracking import NOT_RETURNED
-from ..interp.lookaside import CALL_INSTEAD
+from ..interp.lookaside import CALL_INSTEAD, INTERPRETED_AS
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
 from . import predicates, rules, vf
 from .guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard
@@ -590,7 +590,7 @@ class CaptureObserver(Observer):
             return self.node_of(value, prov)
         if type(prov) is Traced:
             return prov.node
-        if type(value) is types.GeneratorType and id(value) in self.yielded_values:
+        if type(value) in _RUN_ITERATORS and id(value) in self.yielded_values:
             # a generator the VM ran, consumed by this op (``sum(p.sum() for p in ps)``): what it yielded
             entry = self.contents.get(id(value))
             if entry is not None and entry[0] is value:
@@ -1284,7 +1284,7 @@ class CaptureObserver(Observer):
             if entry is not None and entry[0] is it and entry[1] is not None:
                 return entry[2] >= len(entry[1])  # its length is guarded
             made = self.contents.get(id(it))
-            return type(it) is types.GeneratorType and made is not None and made[0] is it
+            return type(it) in _RUN_ITERATORS and made is not None and made[0] is it
         self_obj = _bound_self(fn)
         if type(self_obj) is list and getattr(fn, "__name__", "") in ("remove", "index"):
             # (bound: the list's provenance is where the method was read, or it is one the call made)
@@ -1354,6 +1354,13 @@ class CaptureObserver(Observer):
         if isinstance(fn, type) and not isinstance(result, _SCALARS) and fn is not type and \
                 not any(result is a for a in args):
             self.made[id(result)] = result  # a new object of this call (``tuple(t)`` may hand back t)
+        made = self.vm.made_iterator
+        if made is not None and made.iterator is result:
+            # a map/filter object whose steps the VM runs: its items are what the steps returned
+            self.vm.made_iterator = None
+            self.contents[id(result)] = (result, made.provs)
+            self.yielded_values[id(result)] = made.values
+            return None
         if type(result) is types.GeneratorType and returned is NOT_RETURNED:
             driver = result.gi_frame.f_locals.get("frame") if result.gi_frame is not None else None
             if driver is not None and getattr(driver, "vm", None) is self.vm:
@@ -1434,7 +1441,7 @@ class CaptureObserver(Observer):
     def _known_contents(self, obj):
         """A list, tuple or iterator made here whose elements' provenance is listed (snapshot as a
         list's own iteration is: ``start_iteration``)."""
-        if type(obj) in (dict, set, types.GeneratorType):
+        if type(obj) in (dict, set, *_RUN_ITERATORS):
             return False  # (a generator's entry lists what it yielded so far)
         entry = self.contents.get(id(obj))
         return entry is not None and entry[0] is obj and type(entry[1]) is list
@@ -1865,6 +1872,9 @@ class CaptureObserver(Observer):
         self_obj = _bound_self(fn)
         method_prov, self.call_fn_prov = self.call_fn_prov, None
         unbound = getattr(type(self_obj), getattr(fn, "__name__", ""), None) if self_obj is not None else None
+        if unbound in rules.STATE_READS and not kwargs and method_prov is None \
+                and all(p is None for p in arg_provs):
+            return Expr(unbound, (Const(self_obj), *map(Const, args)))  # ``var.get()`` of a library's var
         if unbound is not None and method_prov is not None and not isinstance(self_obj, types.ModuleType):
             # a method bound to a value that has a provenance: the result depends on that value too.
             # The call is the class's function on the value's provenance (``m.group(1)`` of
@@ -2449,6 +2459,8 @@ def _op_list_append(obs, n, inputs, provs, outputs):
 
 #: builtins whose answer depends only on their arguments' types
 _TYPE_QUERIES = (isinstance, issubclass, type, callable)
+#: iterators whose items the VM may compute (a generator; a map or filter object around one)
+_RUN_ITERATORS = (types.GeneratorType, map, filter)
 
 #: torch functions that make a tensor from a numpy array
 _FROM_ARRAY = {torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray, torch.Tensor, torch.FloatTensor}
@@ -2551,7 +2563,7 @@ def start_iteration(obs, obj, prov, it):
         return None
     if _is_tensor(obj):
         obs.unsupported("iterating over a tensor")
-    if type(obj) is types.GeneratorType and it is obj:
+    if type(obj) in _RUN_ITERATORS and it is obj:
         made = obs.contents.get(id(obj))
         if made is not None and made[0] is obj:
             return None  # a generator the VM runs: each step's value comes from its yield
@@ -2570,7 +2582,7 @@ def next_element(obs, it, prov, value):
     entry = obs.iterators.get(id(it))
     if entry is None or entry[0] is not it:
         made = obs.contents.get(id(it))
-        if made is not None and made[0] is it and type(it) is types.GeneratorType:
+        if made is not None and made[0] is it and type(it) in _RUN_ITERATORS:
             # a generator the VM runs: what it just yielded, with the provenance it yielded it with
             return made[1][-1] if made[1] else UNKNOWN
         return None if prov is None else UNKNOWN

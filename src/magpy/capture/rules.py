@@ -13,6 +13,7 @@ A native (not interpreted) call made by the program is classified here:
 """
 import builtins
 import collections
+import contextvars
 import functools
 import math
 import operator
@@ -40,6 +41,11 @@ PURE = {
     torch._C._is_torch_function_mode_enabled, torch.cuda.is_available, torch.finfo, torch.iinfo,
     torch.Size, torch.device, torch.dtype, functools.partial,
 }
+#: reads of state the arguments do not hold (the current context's value of a ``ContextVar``, as torch's
+#: config modules keep their overrides): the result is re-read by the guard even when every argument
+#: is a constant
+STATE_READS = {contextvars.ContextVar.get}
+PURE |= STATE_READS
 #: methods of immutable built-in types are pure too (str.upper, tuple.index …)
 PURE_METHOD_TYPES = (str, bytes, int, float, complex, tuple, frozenset, type(None), bool, range,
                      torch.Size, torch.dtype, torch.device, re.Pattern, re.Match)

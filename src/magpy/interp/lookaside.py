@@ -11,6 +11,7 @@ A handler is ``handler(vm, args, kwargs) -> result``.
 import builtins
 import functools
 import inspect
+import itertools
 import sys
 from collections.abc import MutableMapping
 from types import FunctionType, GeneratorType, MethodType
@@ -86,18 +87,112 @@ def reentrant(vm, fn):
     return callback
 
 
-@lookaside(map)
-def _map(vm, args, kwargs):
-    if args:
-        args = (reentrant(vm, args[0]), *args[1:])
-    return map(*args, **kwargs)
+# ``map``/``filter``/``functools.reduce`` over Python code the VM interprets when an observer watches:
+# each call of the function and each test of an item is then an event with provenance (a native map's
+# items have none). A map or filter object stays a native one (its type, repr, and that it goes on
+# after an exception), whose function runs one interpreted step per item: the step takes the next item
+# from iterators made when the call was (Python ``__iter__`` interpreted), so a StopIteration ends the
+# iteration as it ends a native one.
+exec(compile("def _iterators(*iterables, iter=iter):\n"
+             "    its = []\n"
+             "    for iterable in iterables:\n"
+             "        its.append(iter(iterable))\n"
+             "    return its\n"
+             "def _map_step(fn, its, single, next=next):\n"
+             "    if single:\n"
+             "        return fn(next(its[0]))\n"
+             "    items = []\n"
+             "    for it in its:\n"
+             "        items.append(next(it))\n"
+             "    return fn(*items)\n"
+             "def _filter_step(fn, its, single, next=next):\n"
+             "    while True:\n"
+             "        item = next(its[0])\n"
+             "        if fn is None:\n"
+             "            if item:\n"
+             "                return item\n"
+             "        elif fn(item):\n"
+             "            return item\n"
+             "def _reduce_by_calls(fn, items, *initial):\n"
+             "    empty = not initial\n"
+             "    value = initial[0] if initial else None\n"
+             "    for item in items:\n"
+             "        if empty:\n"
+             "            value, empty = item, False\n"
+             "        else:\n"
+             "            value = fn(value, item)\n"
+             "    if empty:\n"
+             "        raise TypeError('reduce() of empty iterable with no initial value')\n"
+             "    return value\n", "<magpy: map/filter/reduce>", "exec"), globals())
 
 
-@lookaside(filter)
-def _filter(vm, args, kwargs):
-    if args and args[0] is not None:
-        args = (reentrant(vm, args[0]), *args[1:])
-    return filter(*args, **kwargs)
+def _iterable(value):
+    tp = type(value)
+    return getattr(tp, "__iter__", None) is not None or hasattr(tp, "__getitem__")
+
+
+#: builtin -> (the Python code the VM runs in its place, how many arguments it takes, whether that code
+#: is one step of an iterator the builtin makes, the message when an argument after the first is not
+#: iterable)
+INTERPRETED_AS = {
+    map: (_map_step, (2, None), True, None),
+    filter: (_filter_step, (2, 2), True, None),
+    functools.reduce: (_reduce_by_calls, (2, 3), False, "reduce() arg 2 must support iteration"),
+}
+
+
+class MadeIterator:
+    """A map or filter object the VM made around interpreted steps, and what each step produced (the
+    values and their provenance, in order) for the observer."""
+
+    __slots__ = ("iterator", "values", "provs")
+
+    def __init__(self, iterator):
+        self.iterator, self.values, self.provs = iterator, [], []
+
+
+def _interpreted(native, code, arity, stepwise, not_iterable):
+    def handler(vm, args, kwargs):
+        if vm.observer is None or kwargs or not arity[0] <= len(args) <= (arity[1] or len(args)) or \
+                not callable(args[0]) and not (native is filter and args[0] is None):
+            if args and args[0] is not None:
+                args = (reentrant(vm, args[0]), *args[1:])
+            return native(*args, **kwargs)
+        for a in args[1:] if stepwise else args[1:2]:
+            if not _iterable(a):  # (checked when the call is made, as the native one does)
+                raise TypeError(not_iterable or f"'{type(a).__name__}' object is not iterable")
+        provs, vm.lookaside_provs = vm.lookaside_provs, None
+        if not stepwise:
+            vm.call_provs = provs
+            return vm.call_function(code, args, None)
+        fn_prov = provs[0][0] if provs is not None else None
+        vm.call_provs = (provs[0][1:], {}, None) if provs is not None else None
+        its = vm.call_function(_iterators, args[1:], None)
+        made = None
+
+        def step(_):
+            watched = vm.observer is not None
+            if watched:
+                vm.call_provs = ((fn_prov, None, None), {}, None)
+            value = vm.call_function(code, (args[0], its, len(its) == 1), None)
+            if watched:
+                r = vm.returned
+                made.values.append(value)
+                made.provs.append(r[2] if r is not None and r[1] is value and r[0].code is code.__code__
+                                  else None)
+            return value
+
+        steps = map(step, itertools.repeat(None))
+        made = MadeIterator(steps if native is map else filter(id, steps))  # (an id is never 0)
+        vm.made_iterator = made  # (for the observer: what the steps produce)
+        return made.iterator
+    return handler
+
+
+for _fn, _rule in INTERPRETED_AS.items():
+    register_lookaside(_fn, _interpreted(_fn, *_rule))
+#: code the VM runs in place of a native builtin: no program sees its frames (natively there are none)
+HIDDEN_CODE = {_iterators.__code__, _map_step.__code__, _filter_step.__code__, _reduce_by_calls.__code__}
 
 
 def _with_key(native):
@@ -118,6 +213,7 @@ for _fn in (sorted, min, max, list.sort):
 exec(compile("def _extend_by_appends(target, items):\n"
              "    for item in items:\n"
              "        target.append(item)\n", "<magpy: list.extend>", "exec"), globals())
+HIDDEN_CODE.add(_extend_by_appends.__code__)
 
 
 @lookaside(list.extend)
@@ -131,13 +227,6 @@ def _extend(vm, args, kwargs):
     if provs is not None:
         vm.call_provs = provs
     return vm.call_function(_extend_by_appends, args, None)
-
-
-@lookaside(functools.reduce)
-def _reduce(vm, args, kwargs):
-    if args:
-        args = (reentrant(vm, args[0]), *args[1:])
-    return functools.reduce(*args, **kwargs)
 
 
 # ---- protocol builtins whose dunders may be Python code --------------------------------------------
@@ -288,11 +377,11 @@ def _vars(vm, args, kwargs):
 def warning_location(vm, stacklevel):
     """Where ``warnings.warn(..., stacklevel)`` called from the current interpreted frame points:
     keyword arguments for ``warnings.warn_explicit``."""
-    frame = vm.frame
+    frame = _shown(vm.frame)
     for _ in range(max(stacklevel, 1) - 1):
-        if frame is None or frame.back is None:
+        if frame is None or _caller(frame) is None:
             break
-        frame = frame.back
+        frame = _caller(frame)
     if frame is None:
         return {"filename": "sys", "lineno": 1, "module": "sys", "registry": None}
     g = frame.globals
@@ -407,7 +496,7 @@ class FrameProxy:
 
     @property
     def f_back(self):
-        back = self._frame.back
+        back = _caller(self._frame)
         if back is not None:
             return FrameProxy(back)
         return _outside_frame(0)
@@ -417,10 +506,21 @@ class FrameProxy:
         return f"<frame at vm, file '{f.filename}', line {f.lineno}, code {f.code.co_name}>"
 
 
-def _frame_at(vm, depth):
-    frame = vm.frame
-    while depth > 0 and frame is not None:
+def _shown(frame):
+    """``frame``, or the first frame below it that a program may see (not the VM's stand-in code)."""
+    while frame is not None and frame.code in HIDDEN_CODE:
         frame = frame.back
+    return frame
+
+
+def _caller(frame):
+    return _shown(frame.back)
+
+
+def _frame_at(vm, depth):
+    frame = _shown(vm.frame)
+    while depth > 0 and frame is not None:
+        frame = _caller(frame)
         depth -= 1
     if frame is not None:
         return FrameProxy(frame)
@@ -487,11 +587,11 @@ def _stack(vm, args, kwargs):
     """``inspect.stack()`` seen from an interpreted frame: the VM's frames, then the real ones."""
     context = args[0] if args else kwargs.get("context", 1)
     out = []
-    frame = vm.frame
+    frame = _shown(vm.frame)
     while frame is not None:
         out.append(inspect.FrameInfo(FrameProxy(frame), frame.filename, frame.lineno, frame.code.co_name,
                                      None, None))
-        frame = frame.back
+        frame = _caller(frame)
     return out + inspect.getouterframes(_outside_frame(0), context)
 
 

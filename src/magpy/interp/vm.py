@@ -64,6 +64,7 @@ class VM:
         self.returned = None       # (frame, value, prov) of the last interpreted return (observer on)
         self.reraising = None      # the exception RERAISE is raising again (it gets no new context)
         self.lookaside_provs = None  # provenance of a lookaside call's arguments (observer on)
+        self.made_iterator = None  # the map/filter object a lookaside just made (see lookaside.MadeIterator)
         self.user_limit = sys.getrecursionlimit()
         from . import binding
         self._bind = binding.bind

@@ -72,6 +72,50 @@ def reduce_of_empty_without_initial():
 
 
 @program
+def map_and_filter_objects_behave_as_natively():
+    # (an observed VM runs map/filter over interpreted code: they must still be map/filter objects)
+    def stop_at_three(v):
+        if v == 3:
+            raise StopIteration  # ends a map's iteration; a generator would turn it into RuntimeError
+        return v * 10
+    m, f = map(stop_at_three, range(6)), filter(lambda v: v % 2, [1, 2, 3, 0, 5])
+    return (type(m).__name__, isinstance(f, filter), repr(m).startswith("<map object"), list(m), list(m),
+            list(f), list(map(lambda a, b, c: a + b + c, [1, 2, 3], (10, 20), "xyz" and [100, 200, 300])),
+            list(filter(None, map(lambda v: v - 2, range(5)))), next(iter(map(str, [7]))))
+
+
+@program
+def map_filter_reduce_check_their_arguments_when_called():
+    out = []
+    for make in (lambda: map(len, 5), lambda: filter(None, 5), lambda: functools.reduce(max, 5),
+                 lambda: functools.reduce(lambda a, b: a, [1], 2, 3), lambda: map(len),
+                 lambda: filter(len, [1], [2]), lambda: map(len, [1], strict=True)):
+        try:
+            made = make()
+            out.append(("made", type(made).__name__))
+        except TypeError as e:
+            out.append(("TypeError", str(e)))
+    return out
+
+
+@program
+def map_callback_raises_midway():
+    seen = []
+
+    def check(v):
+        seen.append(v)
+        if v > 1:
+            raise ValueError(f"too big: {v}")
+        return -v
+    m = map(check, [0, 1, 2, 3])
+    first = [next(m), next(m)]
+    try:
+        next(m)
+    except ValueError as e:
+        return first, str(e), seen, list(m)
+
+
+@program
 def partial_objects_compose():
     def power(base, exp, *, mod=None):
         return pow(base, exp, mod)
