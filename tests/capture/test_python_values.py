@@ -124,6 +124,55 @@ def test_numpy_array_made_here_and_written_slice_by_slice():
     expect(stats_of(compiled), compiles=3, fallbacks=0)
 
 
+class _GaussKernel(nn.Module):
+    """LapLoss: a Gaussian kernel built with np.mgrid (np.indices → np.arange(n, dtype=result_type(...))
+    into an np.empty array) from the module's size, cached on the module at the first call."""
+
+    def __init__(self):
+        super().__init__()
+        self.size, self.sigma, self.kernel = 5, 2.0, None
+
+    def forward(self, x):
+        if self.kernel is None or self.kernel.shape[0] != x.shape[1]:
+            grid = np.float32(np.mgrid[0:self.size, 0:self.size].T)
+            k = np.sum(np.exp((grid - self.size // 2) ** 2 / (-2 * self.sigma ** 2)), axis=2)
+            self.kernel = torch.FloatTensor(np.tile(k / k.sum(), (x.shape[1], 1, 1))[:, None, :, :])
+        return nn.functional.conv2d(x, self.kernel, padding=2, groups=x.shape[1])
+
+
+def test_a_kernel_built_by_np_mgrid_from_module_attributes():
+    def rebuild(size):
+        def change(m):
+            m.size, m.kernel = size, None
+        return change
+    # (the first call builds the kernel, the second reads it; a rebuild of the same size takes the
+    # first entry again; another size builds, then reads, a new kernel)
+    changes = [None, None, None, rebuild(5), rebuild(3), None]
+    eager, model = _GaussKernel(), _GaussKernel()
+    compiled = magpy.compile(model, backend="eager", fullgraph=True)
+    for k, change in enumerate(changes):
+        if change is not None:
+            change(eager)
+            change(model)
+        x = t(1, 2, 6, 6)
+        assert_same(compiled(x), eager(x), f"call {k}")
+        assert_same(model.kernel, eager.kernel, f"the cached kernel after call {k}")
+    expect(stats_of(compiled), compiles=4, fallbacks=0)
+
+
+def test_arrays_of_the_same_bytes_stay_apart_in_the_entry_program():
+    # (two constants of the same bytes, another shape or dtype: the guard and mock programs must not
+    # merge them into one object)
+    def fn(x):
+        wide = torch.from_numpy(np.arange(6.0).reshape(2, 3))
+        tall = torch.from_numpy(np.arange(6.0).reshape(3, 2))
+        zero_f, zero_i = np.float64(0.0), np.int64(0)
+        return x * wide.sum() + tall[2, 1], np.asarray([zero_f, zero_i]).dtype.name, type(zero_i).__name__
+
+    stats = differential(plain(fn), fresh(lambda: (t(3),)))
+    expect_one_graph(stats)
+
+
 class _PackedByNumpyLengths(nn.Module):
     """A speech decoder: the lengths of a padded batch, as a numpy array, feed pack_padded_sequence."""
 

@@ -173,6 +173,11 @@ def _same_array(a, b):
     return type(a) is np.ndarray and a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b))
 
 
+def _layout(array):
+    """An array's dtype and shape, as plain values."""
+    return array.dtype.str, array.shape
+
+
 def _dereference(ref):
     return ref()
 
@@ -286,10 +291,19 @@ def _fixed_keyword(value):
     return _immutable(value)
 
 
-def _with_keywords(fn, kwargs):
-    def call(*args):
-        return fn(*args, **kwargs)
-    call.__qualname__ = f"{getattr(fn, '__qualname__', fn)}[{', '.join(f'{k}={v!r}' for k, v in kwargs.items())}]"
+def _with_keywords(fn, kwargs, computed=()):
+    """``fn`` with keyword arguments: the constant ones bound, the ``computed`` ones (names) taken as the
+    last positional arguments."""
+    if computed:
+        n = len(computed)
+
+        def call(*args):
+            return fn(*args[:-n], **kwargs, **dict(zip(computed, args[-n:])))
+    else:
+        def call(*args):
+            return fn(*args, **kwargs)
+    shown = [f'{k}={v!r}' for k, v in kwargs.items()] + [f'{k}=…' for k in computed]
+    call.__qualname__ = f"{getattr(fn, '__qualname__', fn)}[{', '.join(shown)}]"
     return call
 
 
@@ -1088,11 +1102,10 @@ class CaptureObserver(Observer):
                 self.need(key, key_prov)
             return self.traced_op(operator.getitem, (obj, key), (obj_prov, key_prov))  # (``a[:, 0]``)
         self.need(key, key_prov)
-        if type(key) is not slice:
-            try:
-                hash(key)
-            except TypeError:
-                return UNKNOWN
+        try:
+            hash(_hkey(key))  # (``a[:, None]``: a tuple of slices, unhashable before 3.12)
+        except TypeError:
+            return UNKNOWN
         self.deref(obj, obj_prov)
         written = self.written.get((id(obj), ("item", _hkey(key))), _NOT_WRITTEN)
         if written is not _NOT_WRITTEN:
@@ -1706,6 +1719,9 @@ class CaptureObserver(Observer):
                 # into it, what it held until then is guarded (``_write_made_array``)
                 if prov is None:
                     self.made_arrays[id(result)] = (result, None, None)
+                elif type(prov) is Expr and fn in rules.UNDEFINED_CONTENTS:
+                    # (``np.empty``: what it holds is not the program's; its kind and shape are)
+                    self.made_arrays[id(result)] = (result, Expr(_layout, (prov,)), _layout(result))
                 elif type(prov) is Expr:
                     self.made_arrays[id(result)] = (result, prov, result.copy())
             return prov
@@ -1900,11 +1916,17 @@ class CaptureObserver(Observer):
         if not pure or any(p is UNKNOWN for p in provs):
             return UNKNOWN
         if kwargs:
-            fixed = all(kw_provs.get(k) is None or (isinstance(v, _IDENTITY_TYPES) and isinstance(kw_provs[k], Source))
-                        for k, v in kwargs.items())  # (a class or function read by path is guarded by identity)
-            if not fixed or not all(map(_fixed_keyword, kwargs.values())):
+            # (a class or function read by path is guarded by identity)
+            fixed = {k: v for k, v in kwargs.items() if kw_provs.get(k) is None or
+                     (isinstance(v, _IDENTITY_TYPES) and isinstance(kw_provs[k], Source))}
+            if not all(map(_fixed_keyword, fixed.values())):
                 return UNKNOWN
-            fn = _with_keywords(fn, kwargs)  # ``sorted(xs, reverse=True)``: the keywords are constants
+            # ``sorted(xs, reverse=True)``: constant keywords are part of the function; computed ones
+            # (``np.arange(n, dtype=np.result_type(...))``) are operands after the positional ones
+            computed = tuple(k for k in kwargs if k not in fixed)
+            fn = _with_keywords(fn, fixed, computed)
+            args = (*args, *(kwargs[k] for k in computed))
+            arg_provs = (*arg_provs, *(kw_provs[k] for k in computed))
         if any(type(p) is Traced for p in provs):
             if fn in _TYPE_QUERIES:
                 return None  # a number the graph computes has the type its tensor's (guarded) dtype gives

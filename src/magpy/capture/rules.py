@@ -62,6 +62,10 @@ MUTATES = {
 #: torch calls with no tensor arguments that still belong in the graph
 GRAPH = {torch._C._set_grad_enabled}
 
+#: numpy calls making an array whose contents are whatever memory held (only its dtype and shape are
+#: the program's)
+UNDEFINED_CONTENTS = {np.empty, np.empty_like}
+
 RANDOM_MODULES = ("random",)
 #: numpy's global generator (``np.random.choice`` … are its bound methods) and the methods that only draw
 #: from it: re-drawn by the entry program as Python's draws are

@@ -15,6 +15,35 @@ _COMPARE = {"==": Compare.EQ, "!=": Compare.NE, "<": Compare.LT, "<=": Compare.L
             ">=": Compare.GE}
 
 
+#: constant types whose marshalled bytes say everything about them (the assembler may merge equal ones)
+_BY_CONTENT_SAFE = frozenset({type(None), bool, int, float, complex, str, bytes, type(...)})
+
+
+def _merged_by_content(value):
+    """Would the assembler merge ``value`` with another constant it is not (marshal takes it, by its
+    contents: mutable containers, and any object exposing a buffer — numpy arrays and scalars)?"""
+    tp = type(value)
+    if tp in _BY_CONTENT_SAFE:
+        return False
+    if tp in (tuple, frozenset):
+        return any(map(_merged_by_content, value))
+    if tp in (list, dict, set, bytearray):
+        return True
+    try:
+        memoryview(value)
+    except TypeError:
+        return False  # (marshal refuses it: kept by identity)
+    return True
+
+
+class _Held:
+    """A constant the assembler cannot merge (it keeps objects marshal refuses apart by identity)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
 class Assembler:
     def __init__(self, name, argnames):
         self.name = name
@@ -38,6 +67,12 @@ class Assembler:
         self.emit("STORE_FAST", name)
 
     def const(self, value):
+        if _merged_by_content(value):
+            # (``bytecode`` merges constants that marshal to the same bytes: two arrays of the same
+            # bytes but another shape or dtype, two equal lists, would become one object)
+            self.emit("LOAD_CONST", _Held(value))
+            self.attr("value")
+            return
         self.emit("LOAD_CONST", value)
 
     def attr(self, name):
