@@ -112,16 +112,25 @@ def test_numpy_array_made_here_and_written_slice_by_slice():
             m.scales[0] = value          # (in place: the guard compares the values the array held)
         return change
 
-    changes = [None, None, set_size(32.0), None, set_scale(3.0), None]
-    eager, model = _Anchors(), _Anchors()
+    stats = _run_with_changes(_Anchors, [None, None, set_size(32.0), None, set_scale(3.0), None],
+                              lambda: t(2, 3))
+    expect(stats, compiles=3, fallbacks=0)
+
+
+def _run_with_changes(make, changes, make_x, state=None):
+    """Calls of a compiled module and its eager twin, each after a change made to both; compares
+    outputs (and ``state(module)`` after each call). Returns the compiled module's stats."""
+    eager, model = make(), make()
     compiled = magpy.compile(model, backend="eager", fullgraph=True)
     for k, change in enumerate(changes):
         if change is not None:
             change(eager)
             change(model)
-        x = t(2, 3)
+        x = make_x()
         assert_same(compiled(x), eager(x), f"call {k}")
-    expect(stats_of(compiled), compiles=3, fallbacks=0)
+        if state is not None:
+            assert_same(state(model), state(eager), f"the state after call {k}")
+    return stats_of(compiled)
 
 
 class _GaussKernel(nn.Module):
@@ -147,17 +156,9 @@ def test_a_kernel_built_by_np_mgrid_from_module_attributes():
         return change
     # (the first call builds the kernel, the second reads it; a rebuild of the same size takes the
     # first entry again; another size builds, then reads, a new kernel)
-    changes = [None, None, None, rebuild(5), rebuild(3), None]
-    eager, model = _GaussKernel(), _GaussKernel()
-    compiled = magpy.compile(model, backend="eager", fullgraph=True)
-    for k, change in enumerate(changes):
-        if change is not None:
-            change(eager)
-            change(model)
-        x = t(1, 2, 6, 6)
-        assert_same(compiled(x), eager(x), f"call {k}")
-        assert_same(model.kernel, eager.kernel, f"the cached kernel after call {k}")
-    expect(stats_of(compiled), compiles=4, fallbacks=0)
+    stats = _run_with_changes(_GaussKernel, [None, None, None, rebuild(5), rebuild(3), None],
+                              lambda: t(1, 2, 6, 6), state=lambda m: m.kernel)
+    expect(stats, compiles=4, fallbacks=0)
 
 
 def test_arrays_of_the_same_bytes_stay_apart_in_the_entry_program():
