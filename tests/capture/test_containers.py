@@ -6,12 +6,14 @@ import itertools
 import torch
 import torch.nn as nn
 
+import magpy
+
 try:
     from .twin import fresh, differential, expect_one_graph, expect_recompile, plain, unsupported, \
-        FromEnv, expect, twins
+        FromEnv, expect, twins, assert_same
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
     from twin import fresh, differential, expect_one_graph, expect_recompile, plain, unsupported, \
-        FromEnv, expect, twins
+        FromEnv, expect, twins, assert_same
 
 
 def t(*shape):
@@ -253,6 +255,52 @@ def test_dict_value_change_recompiles():
     calls = fresh(lambda: (t(), {"scale": 2, "on": True}), 2) + [(t(), {"scale": 3, "on": True})]
     stats = differential(plain(fn), calls)
     expect_recompile(stats)
+
+
+def test_a_dict_made_here_of_arguments_is_read_back_by_key():
+    # (a dict literal, an OrderedDict of pairs, a copy, .get and iteration: each value is the argument's)
+    from collections import OrderedDict
+
+    def fn(x, n, m):
+        lit = {"n": n, "m": m}
+        pairs = OrderedDict([("n", n), ("m", m)])
+        copied = dict(lit)
+        return (x * lit["n"] + pairs["m"], x * copied.get("m") + sum(pairs.values()),
+                [k for k, v in lit.items() if v > 2])
+
+    stats = differential(plain(fn), [(t(), 2, 1), (t(), 2, 1), (t(), 3, 5)])
+    expect_recompile(stats)
+
+
+def test_a_sequential_sliced_in_forward_runs_the_original_submodules():
+    # (retinanet's MobileNet: ``for feat in self.features[:-1]`` — Sequential.__getitem__ builds a new
+    # Sequential from OrderedDict(list(self._modules.items())[idx]))
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 3), nn.Linear(3, 2))
+
+        def forward(self, x):
+            outs = []
+            for k, feat in enumerate(self.features[:-1]):
+                x = feat(x)
+                if k in (0, 2):
+                    outs.append(x)
+            return outs
+
+    def change_weight(m):
+        with torch.no_grad():
+            m.features[2].weight.mul_(2)
+    stats = differential(twins(Net()), fresh(lambda: (t(2, 3),)))
+    expect_one_graph(stats)
+    eager, model = Net(), Net()
+    model.load_state_dict(eager.state_dict())
+    compiled = magpy.compile(model, backend="eager", fullgraph=True)
+    x = t(2, 3)
+    compiled(x)
+    change_weight(eager)
+    change_weight(model)
+    assert_same(compiled(x), eager(x), "after the sliced-off submodule's weight changed")
 
 
 # ---- sets ---------------------------------------------------------------------------------------------

@@ -1073,6 +1073,9 @@ class CaptureObserver(Observer):
                 return entry[1][key]
             except IndexError:
                 return UNKNOWN
+        if entry is not None and entry[0] is obj and type(entry[1]) is dict and isinstance(obj, dict):
+            self.need(key, key_prov)  # (a dict made here of values from outside: ``_dict_of_pairs``)
+            return entry[1].get(key, UNKNOWN)  # (the dict found the key: it hashes)
         if entry is not None and entry[0] is obj and type(key) is slice and type(obj) in (list, tuple, torch.Size) \
                 and type(entry[1]) is list and len(entry[1]) == len(obj):
             self.need(key, key_prov)  # ``xs[:-1]`` of a list made here: those elements, as they came
@@ -1406,13 +1409,14 @@ class CaptureObserver(Observer):
         for pair, p in zip(pairs, elements):
             if type(pair) is not tuple or len(pair) != 2:
                 return False
-            if p is None:
-                provs[pair[0]] = None
-            elif type(p) is tuple and p[0] == "tuple" and len(p[1]) == 2:
-                self.need(pair[0], p[1][0])
-                provs[pair[0]] = p[1][1]
-            else:
+            if p is UNKNOWN:
                 return False
+            # (a pair made here holds what it was made of: ``OrderedDict([("n", n)])``)
+            inner = p[1] if type(p) is tuple and p[0] == "tuple" else self._element_provs(pair, p)
+            if len(inner) != 2 or UNKNOWN in inner[:1]:
+                return False
+            self.need(pair[0], inner[0])
+            provs[pair[0]] = inner[1]
         self.contents[id(result)] = (result, provs)
         return True
 
@@ -1552,9 +1556,11 @@ class CaptureObserver(Observer):
                         self.sources_of.setdefault(id(v), (v, vp))
             return UNKNOWN  # what it yields comes from interpreted code: tensors known by identity only
         if fn in (enumerate, zip) and not kwargs and (fn is zip or len(args) == 1) and \
-                any(_is_tensor(a) or self._known_contents(a) for a in args):
+                any(_is_tensor(a) or self._known_contents(a) or (p is None and _module_sequence(a))
+                    for a, p in zip(args, arg_provs)):
             # ``enumerate(t)`` / ``zip(t, xs)``: the rows of the tensor (or the tuples an iterator made
-            # here yields: ``enumerate(combinations(ts, 2))``), paired as they will be yielded
+            # here yields: ``enumerate(combinations(ts, 2))``, the children of a Sequential made here),
+            # paired as they will be yielded
             parts = [_elements(self, a, p) for a, p in zip(args, arg_provs)]
             if any(part is None for part in parts):
                 self.unsupported(f"{fn.__name__}() over a tensor and values of unknown origin")
@@ -2497,6 +2503,11 @@ _DICT_VIEWS = {dict.keys: "keys", dict.values: "values", dict.items: "items",
 _MODULE_SEQUENCE_ITERS = {torch.nn.ModuleList.__iter__, torch.nn.Sequential.__iter__}
 
 
+def _module_sequence(obj):
+    """A Sequential / ModuleList (or a subclass iterating as they do): its children, in order."""
+    return type(obj).__iter__ in _MODULE_SEQUENCE_ITERS
+
+
 def _elements(obs, obj, prov):
     """Provenance of each element ``iter(obj)`` yields (a pair list for yielded tuples), or None
     when it is unknown."""
@@ -2519,6 +2530,9 @@ def _elements(obs, obj, prov):
     entry = obs.contents.get(id(obj))
     if entry is not None and entry[0] is obj:
         return list(entry[1]) if entry[1] is not None else None
+    if prov is None and _module_sequence(obj):
+        # a Sequential / ModuleList made here (``self.features[:-1]``): the children it was given
+        return list(obs._dict_provs(obj._modules, None).values())
     if prov is None:
         if _user_made(obj):
             return None  # an object of a Python class made here: what it holds may come from outside
@@ -2535,7 +2549,7 @@ def _elements(obs, obj, prov):
     if type(obj) is range:
         obs.guard(ValueGuard(prov, obj))
         return [None] * len(obj)
-    if isinstance(prov, Source) and type(obj).__iter__ in _MODULE_SEQUENCE_ITERS:
+    if isinstance(prov, Source) and _module_sequence(obj):
         # a ModuleList / Sequential iterated natively (``enumerate(self.layers)``): its children in order
         children = ItemSource(AttrSource(prov, "__dict__"), "_modules")
         obs.guard(ValueGuard(Expr(tuple, (children,)), tuple(obj._modules)))
