@@ -348,3 +348,18 @@ def test_a_branch_on_numpy_of_the_calls_data_is_guarded_by_rerunning_it():
     calls = [(torch.tensor(v),) for v in ([1., 2.], [3., 1.], [-1., -2.], [-3., 1.])]
     stats = differential(plain(fn), calls)
     expect(stats, fallbacks=0, compiles=2, cache_hits=2)
+
+
+def test_a_loop_over_the_unique_values_of_the_calls_data():
+    # (pix2pixHD's Encoder: ``for i in np.unique(inst.numpy().astype(int))`` — as many iterations as
+    # the data has values, each value computed in the graph; another count is another entry)
+    def fn(x, inst):
+        out = x.clone()
+        for i in np.unique(inst.numpy().astype(int)):
+            out = out + int(i) * (inst == int(i)).float()
+        return out
+
+    values = ([0., 1., 1., 0.], [1., 0., 0., 0.], [2., 0., 1., 0.], [3., 3., 3., 3.], [0., 2., 1., 0.])
+    calls = [(torch.randn(4), torch.tensor(v)) for v in values]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=0, compiles=3, cache_hits=2)

@@ -522,3 +522,29 @@ class _Tail(nn.Module):
 def test_an_ordered_dict_of_children_made_in_forward_and_a_requires_grad_flag():
     stats = differential(twins(_Tail()), fresh(lambda: (torch.randn(2, 3), torch.tensor([[0], [2]]))))
     expect_one_graph(stats)
+
+
+def _weight_dropped(module, dropout):
+    """PyTorch-NLP's WeightDrop: ``weight`` moves to ``weight_raw``; each forward registers the dropped
+    weight (in eval mode, ``weight_raw`` itself, a Parameter) under the old name."""
+    w = module.weight
+    del module._parameters["weight"]
+    module.register_parameter("weight_raw", nn.Parameter(w))
+    original_forward = module.forward
+
+    def forward(*args, **kwargs):
+        raw_w = getattr(module, "weight_raw")
+        setattr(module, "weight", F.dropout(raw_w, p=dropout, training=module.training))
+        return original_forward(*args, **kwargs)
+    module.forward = forward
+    return module
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_a_parameter_registered_in_forward(training):
+    def make():  # (a deep copy would keep the closure's module: each side builds its own)
+        torch.manual_seed(0)
+        m = _weight_dropped(nn.Linear(3, 2), 0.5).train(training)
+        return m, m
+    stats = differential(make, fresh(lambda: (torch.randn(4, 3),)))
+    expect_one_graph(stats)

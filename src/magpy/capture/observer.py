@@ -851,6 +851,13 @@ class CaptureObserver(Observer):
 
     def traced_op(self, fn, inputs, provs):
         """``fn`` over Python values some of which the graph computes: one more graph node."""
+        fixed = {k: v for k, (v, p) in enumerate(zip(inputs, provs)) if isinstance(v, type) and type(p) is not Traced}
+        if fixed:  # (``a.astype(int)``: a class is part of the function, not an argument fx can write)
+            for k, v in fixed.items():
+                self.need(v, provs[k])
+            fn = vf.calling(_with_fixed(fn, fixed, len(inputs)), f"call_{getattr(fn, '__name__', 'fn')}")
+            inputs = [v for k, v in enumerate(inputs) if k not in fixed]
+            provs = [p for k, p in enumerate(provs) if k not in fixed]
         args = tuple(p.node if type(p) is Traced else self.to_graph_arg(v, p) for v, p in zip(inputs, provs))
         if type(fn) not in (types.FunctionType, types.BuiltinFunctionType) or not getattr(fn, "__module__", None):
             # (``ndarray.sum``, a method of a value: fx holds it by reference, not by an import path)
@@ -1014,6 +1021,8 @@ class CaptureObserver(Observer):
                 return AttrSource(obj_prov, name)
             self.record(getattr, (obj, name), (obj_prov, None), None, None, value)
             return None
+        if name == "grad_fn" and value is None and type(obj) is torch.nn.Parameter:
+            return None  # (a parameter is a leaf: its class is guarded)
         if name == "grad_fn" and id(obj) not in self.input_paths:
             # a tensor the graph made without history: so it is on every call the guards let through
             # (grad mode, the inputs' requires_grad); an input's history is its caller's (not guarded)
@@ -2520,6 +2529,11 @@ def _elements(obs, obj, prov):
         rows = obs.cap.graph.call_method("unbind", (obs.node_of(obj, prov), 0))
         obs.cap.op_count += 1
         return [_Row(rows, k) for k in range(obj.shape[0])]
+    if type(prov) is Traced and type(obj) is np.ndarray and obj.ndim > 0:
+        # an array the graph computes (``np.unique(t.numpy())``): as many items as the guard's rerun
+        # finds again, each computed in the graph
+        obs.pin(obs.traced_op(len, (obj,), (prov,)), len(obj))
+        return [obs.traced_op(operator.getitem, (obj, k), (prov, None)) for k in range(len(obj))]
     if type(obj) is set and obs.sets.get(id(obj), (None,))[0] is obj:
         if not obs.set_pinned(obj):
             return None  # the order of a set of values depends on the values
