@@ -258,15 +258,19 @@ def test_dict_value_change_recompiles():
 
 
 def test_a_dict_made_here_of_arguments_is_read_back_by_key():
-    # (a dict literal, an OrderedDict of pairs, a copy, .get and iteration: each value is the argument's)
+    # (a dict literal, an OrderedDict of pairs, a copy, .get, iteration, pop/setdefault/update: each
+    # value is the argument's)
     from collections import OrderedDict
 
     def fn(x, n, m):
         lit = {"n": n, "m": m}
         pairs = OrderedDict([("n", n), ("m", m)])
         copied = dict(lit)
+        changed = {"n": n}
+        changed.update({"m": m, "k": 4})
         return (x * lit["n"] + pairs["m"], x * copied.get("m") + sum(pairs.values()),
-                [k for k, v in lit.items() if v > 2])
+                [k for k, v in lit.items() if v > 2],
+                x * changed.pop("n") + changed.setdefault("m", 0) + changed.setdefault("q", n) + changed["k"])
 
     stats = differential(plain(fn), [(t(), 2, 1), (t(), 2, 1), (t(), 3, 5)])
     expect_recompile(stats)

@@ -2010,6 +2010,10 @@ class CaptureObserver(Observer):
             return None
         if type(target) is list and name == "pop" and inside and type(entry[1]) is list and not others:
             return entry[1].pop() if entry[1] else UNKNOWN
+        if isinstance(target, dict) and inside and type(entry[1]) is dict and name in _DICT_CHANGES:
+            done = _DICT_CHANGES[name](self, entry[1], args[len(args) - len(others):], others)
+            if done is not UNKNOWN:
+                return done  # (else what it holds is unknown from here: below)
         if name == "move_to_end" and inside and type(entry[1]) is dict:
             for a, p in zip(args[-len(others):] if others else (), others):
                 self.need(a, p)  # (which key moves, and to which end)
@@ -2510,6 +2514,37 @@ _DICT_VIEWS = {dict.keys: "keys", dict.values: "values", dict.items: "items",
                collections.OrderedDict.items: "items"}
 #: containers of modules whose ``__iter__`` yields their children in order
 _MODULE_SEQUENCE_ITERS = {torch.nn.ModuleList.__iter__, torch.nn.Sequential.__iter__}
+
+
+def _dict_pop(obs, provs, args, arg_provs):
+    """``d.pop(key[, default])`` on a dict the call made: the value's provenance, or the default's."""
+    obs.need(args[0], arg_provs[0])  # (which key)
+    if args[0] in provs:
+        return provs.pop(args[0])
+    return arg_provs[1] if len(args) > 1 else UNKNOWN
+
+
+def _dict_setdefault(obs, provs, args, arg_provs):
+    obs.need(args[0], arg_provs[0])
+    if args[0] not in provs:
+        provs[args[0]] = arg_provs[1] if len(args) > 1 else None
+    return provs[args[0]]
+
+
+def _dict_update(obs, provs, args, arg_provs):
+    if len(args) != 1 or not isinstance(args[0], dict):
+        return UNKNOWN  # (pairs, keywords: not followed)
+    provs.update(obs._dict_provs(args[0], arg_provs[0]))
+    return None
+
+
+def _dict_clear(obs, provs, args, arg_provs):
+    provs.clear()
+    return None
+
+
+#: mutations of a dict the call made whose contents' provenance capture keeps up to date
+_DICT_CHANGES = {"pop": _dict_pop, "setdefault": _dict_setdefault, "update": _dict_update, "clear": _dict_clear}
 
 
 def _module_sequence(obj):
