@@ -166,6 +166,34 @@ def test_an_exception_of_an_operation_on_inputs_caught_inside_falls_back():
     assert stats.fallbacks and "caught inside" in stats.reasons[0][0], stats.reasons
 
 
+def test_tensors_that_do_not_broadcast_caught_inside():
+    # (vformer's PVTPosEmbedding: ``try: x + pos except: x + resized(pos)``; the shapes decide the
+    # raise, and they are guarded: each shape is an entry of its own)
+    pos = torch.randn(1, 4, 3)
+
+    def fn(x):
+        try:
+            return x + pos
+        except RuntimeError:
+            return x + pos.mean(1, keepdim=True)
+
+    calls = [(t(2, 4, 3),), (t(2, 4, 3),), (t(2, 6, 3),), (t(2, 6, 3),), (t(2, 4, 3),)]
+    stats = differential(plain(fn), calls)
+    expect(stats, compiles=2, cache_hits=3, fallbacks=0)
+
+
+def test_a_data_dependent_error_caught_inside_still_falls_back():
+    # (integer division by zero raises depending on the data: not a shape error)
+    def fn(x, d):
+        try:
+            return x // d
+        except RuntimeError:
+            return x
+
+    stats = differential(plain(fn), [(torch.tensor([4, 6]), torch.tensor([0, 2]))] * 2)
+    assert stats.fallbacks and "caught inside" in stats.reasons[0][0], stats.reasons
+
+
 def test_assert_statement():
     def fn(x, n):
         assert n > 0, "n must be positive"

@@ -8,12 +8,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import magpy
+
 try:
     from .twin import fresh, differential, expect, expect_one_graph, expect_recompile, twins, unsupported, \
-        Call, FromEnv, plain
+        Call, FromEnv, plain, stats_of
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
     from twin import fresh, differential, expect, expect_one_graph, expect_recompile, twins, unsupported, \
-        Call, FromEnv, plain
+        Call, FromEnv, plain, stats_of
 
 
 def t(*shape):
@@ -548,3 +550,47 @@ def test_a_parameter_registered_in_forward(training):
         return m, m
     stats = differential(make, fresh(lambda: (torch.randn(4, 3),)))
     expect_one_graph(stats)
+
+
+def test_a_module_list_unpacked_into_names():
+    # (vformer's CVTEmbedding: ``for conv, act, pool in self.layers`` over ModuleLists of three)
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.ModuleList([nn.Conv2d(2, 2, 3, padding=1), nn.ReLU(),
+                                                        nn.MaxPool2d(2)]) for _ in range(2)])
+
+        def forward(self, x):
+            for conv, act, pool in self.layers:
+                x = pool(act(conv(x)))
+            return x
+
+    stats = differential(twins(Net()), fresh(lambda: (torch.randn(1, 2, 8, 8),)))
+    expect_one_graph(stats)
+
+
+def test_a_checkpointed_block_runs_in_the_graph_with_the_same_gradients():
+    # (torch.utils.checkpoint.checkpoint(f, *args) is f(*args) in values and gradients)
+    from torch.utils.checkpoint import checkpoint
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+
+        def forward(self, x):
+            return checkpoint(self.block, x, use_reentrant=False) * 2
+
+    eager = Net()
+    model = Net()
+    model.load_state_dict(eager.state_dict())
+    compiled = magpy.compile(model, backend="eager", fullgraph=True)
+    for _ in range(3):
+        x = torch.randn(5, 3)
+        want, got = eager(x), compiled(x)
+        assert torch.allclose(got, want)
+        want.sum().backward()
+        got.sum().backward()
+    for (name, p), q in zip(eager.named_parameters(), model.parameters()):
+        assert torch.allclose(q.grad, p.grad), name
+    expect(stats_of(compiled), compiles=1, graphs=1, fallbacks=0)

@@ -622,6 +622,22 @@ def test_a_branch_on_an_input_written_through_a_view_falls_back():
     expect(stats, fallbacks=1)
 
 
+def test_a_branch_on_an_input_written_in_place_after_it():
+    # (cogdl's MemoryMoCo: the condition reads the memory before the call updates it; the guard reruns
+    # it on the entry's memory, which is what the program read)
+    def fn(x, memory):
+        if memory.sum() > 0:
+            y = x + 1
+        else:
+            y = x - 1
+        memory.add_(x.sum())
+        return y
+
+    calls = [(torch.ones(2), torch.full((2,), v)) for v in (1.0, -5.0, 1.0, 2.0)]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=0, compiles=2, cache_hits=2)
+
+
 def test_a_branch_on_a_tensor_the_graph_made_and_wrote_in_place():
     # (Lovász softmax: ``zeros_like(p).scatter_(…)`` — rerunning it in the guard makes and writes it again)
     def fn(p, label):

@@ -24,6 +24,7 @@ import weakref
 
 import numpy as np
 import torch
+import torch.utils.checkpoint
 from torch import fx
 
 from ..errors import Unsupported
@@ -1362,6 +1363,11 @@ class CaptureObserver(Observer):
                 known = (exc, True, None)  # (``raise KeyError``: the VM made it from constants)
             elif type(exc) is GeneratorExit:
                 known = (exc, True, None)  # a generator of the call closed where the program drops it
+            elif opname in rules.SHAPE_ERROR_OPS and type(exc) is RuntimeError and not self.dynamic and \
+                    rules.SHAPE_ERROR.fullmatch(str(exc)):
+                # tensors that do not broadcast (``try: x + pos except: x + resized``): every shape in
+                # the graph is fixed by the guards (none depends on data), so the op raises again
+                known = (exc, True, None)
             else:
                 known = (exc, False, UNKNOWN)
             self.raises[id(exc)] = known
@@ -2180,8 +2186,13 @@ class CaptureObserver(Observer):
             cap.host_values = True
         if self.conditions:
             nodes, truths = zip(*self.conditions)
-            graph, sources = predicates.cut(self.cap.graph, nodes, self.cap.inputs)
-            self.guard(ValueGuard(Expr(predicates.holds, (Const(graph), *sources)), tuple(truths)))
+            cut = predicates.cut(self.cap.graph, nodes, self.cap.inputs)
+            if cut is None:  # (a later in-place op writes into what a condition read)
+                frame = self.root
+                cap.unsupported = Unsupported("a branch on tensor data that an in-place op changes later "
+                                              "(graph break)", frame and frame.filename, frame and frame.lineno)
+                return
+            self.guard(ValueGuard(Expr(predicates.holds, (Const(cut[0]), *cut[1])), tuple(truths)))
 
     # ---- results and stored values ------------------------------------------------------------------------
     def template(self, value, prov):
@@ -2712,7 +2723,7 @@ def _unpacked(obs, seq, prov, values):
             obs.guard(ValueGuard(Expr(len, (prov,)), len(seq)))  # (how the items split)
         return items[:len(values)]
     known = obs.contents.get(id(seq)) is not None or id(seq) in obs.iterators or \
-        type(seq) in (dict, range, str, bytes, set, frozenset)
+        type(seq) in (dict, range, str, bytes, set, frozenset) or _module_sequence(seq)
     items = _elements(obs, seq, prov) if known and prov is not UNKNOWN else None
     if items is None or len(items) != len(values) or any(type(p) is tuple for p in items):
         items = obs.by_identity(values)
@@ -2867,6 +2878,22 @@ def _run_natively(target):
 
 for _target in (inspect.signature,):
     register_lookaside(_target, _run_natively(_target))
+
+def _checkpoint_as_call(vm, args, kwargs):
+    """``torch.utils.checkpoint.checkpoint(fn, *args)`` runs as ``fn(*args)``: the same values and
+    gradients (activations are kept rather than recomputed in backward). Its own options are dropped;
+    other keywords go to ``fn``, as checkpoint passes them."""
+    from ..interp.calls import call
+    provs, vm.lookaside_provs = vm.lookaside_provs, None
+    if not args:
+        return torch.utils.checkpoint.checkpoint(*args, **kwargs)  # (its own error)
+    passed = {k: v for k, v in kwargs.items() if k not in rules.CHECKPOINT_OPTIONS}
+    if provs is not None:
+        vm.call_provs = (provs[0][1:], {k: p for k, p in provs[1].items() if k in passed}, provs[0][0])
+    return call(vm, args[0], args[1:], passed)
+
+
+register_lookaside(torch.utils.checkpoint.checkpoint, _checkpoint_as_call, delegates=True)
 
 # A TorchScript function runs as the Python function it was scripted from (the same semantics, and
 # its tensor ops then join the graph); TorchScript keeps that function for torch's own compiler.

@@ -109,7 +109,11 @@ def ancestry(nodes):
         needed.add(n)
         stack.extend(n.all_input_nodes)
     graph = nodes[0].graph if nodes else None
+    last = set(nodes)
     for n in graph.nodes if graph is not None else ():
+        if not last:
+            break  # (a write after every condition was computed cannot change what they read)
+        last.discard(n)
         if n not in needed and n.op in ("call_function", "call_method") and n.args and writes(n) and \
                 _base(n.args[0]) in needed:
             return None

@@ -62,6 +62,16 @@ MUTATES = {
 #: torch calls with no tensor arguments that still belong in the graph
 GRAPH = {torch._C._set_grad_enabled}
 
+#: torch's error for operands whose shapes do not broadcast, and the instructions it may come from: the
+#: shapes decide it (a program may catch it when they are all fixed by the guards)
+SHAPE_ERROR = re.compile(r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\) at "
+                         r"non-singleton dimension \d+")
+SHAPE_ERROR_OPS = {"BINARY_OP"}
+
+#: keywords of ``torch.utils.checkpoint.checkpoint`` that are its own (the rest go to the function)
+CHECKPOINT_OPTIONS = {"use_reentrant", "context_fn", "determinism_check", "debug", "preserve_rng_state",
+                      "early_stop"}
+
 #: numpy calls making an array whose contents are whatever memory held (only its dtype and shape are
 #: the program's)
 UNDEFINED_CONTENTS = {np.empty, np.empty_like}

@@ -25,11 +25,17 @@ LOOKASIDE = {}
 PY_LOOKASIDE = {}
 #: called after each registration (compiled call sites forget the callables they took as native)
 ON_REGISTER = []
+#: targets whose handler hands the call on to one interpreted function: what that function returns
+#: (with its provenance) is what the target returned
+DELEGATES = set()
 
 
-def register_lookaside(target, handler):
-    """Make the VM run ``handler(vm, args, kwargs)`` whenever user code calls ``target``."""
+def register_lookaside(target, handler, delegates=False):
+    """Make the VM run ``handler(vm, args, kwargs)`` whenever user code calls ``target``
+    (``delegates``: the handler's result is what one interpreted call it makes returns)."""
     LOOKASIDE[target] = handler
+    if delegates:
+        DELEGATES.add(target)
     for hook in ON_REGISTER:
         hook()
     if type(target) is FunctionType:
@@ -190,7 +196,7 @@ def _interpreted(native, code, arity, stepwise, not_iterable):
 
 
 for _fn, _rule in INTERPRETED_AS.items():
-    register_lookaside(_fn, _interpreted(_fn, *_rule))
+    register_lookaside(_fn, _interpreted(_fn, *_rule), delegates=not _rule[2])
 #: code the VM runs in place of a native builtin: no program sees its frames (natively there are none)
 HIDDEN_CODE = {_iterators.__code__, _map_step.__code__, _filter_step.__code__, _reduce_by_calls.__code__}
 

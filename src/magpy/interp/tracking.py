@@ -16,7 +16,7 @@ from types import FunctionType, MethodType
 from .frame import NULL
 from . import protocols
 from .calls import call
-from .lookaside import called_instead, CALL_INSTEAD, INTERPRETED_AS
+from .lookaside import called_instead, CALL_INSTEAD, DELEGATES
 from .decode import HANDLERS
 from .observer import CONSTANT_SCALARS, CONSTANT_ITERATORS, QUIET_OPS
 from .ops_calls import _call_ex
@@ -514,7 +514,7 @@ def _returned(vm, caller, fn, result):
         target = target.func
     elif not isinstance(target, type(_returned)) and not isinstance(target, type):
         target = getattr(type(target), "__call__", None)
-    if callee is not target and fn not in _PROTOCOL_BUILTINS and INTERPRETED_AS.get(fn, (None,))[0] is not callee:
+    if callee is not target and fn not in _PROTOCOL_BUILTINS and fn not in DELEGATES:
         return NOT_RETURNED
     return r[2]
 

@@ -120,7 +120,7 @@ class VM:
             return self.run_frame(frame)
         special = _PY_LOOKASIDE.get(func)
         if special is not None:
-            self.call_provs = None
+            self.lookaside_provs, self.call_provs = self.call_provs, None
             return special(self, args, kwargs or {})
         code = func.__code__
         flags = code.co_flags
