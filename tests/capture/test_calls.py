@@ -58,6 +58,26 @@ def test_star_call_with_a_list_and_a_dict_built_inside():
     expect_recompile(stats)
 
 
+def test_star_args_of_an_iterator():
+    # (adapter-transformers' reshape_fortran: ``x.permute(*reversed(range(len(x.shape))))`` — the
+    # iterator is consumed once; its items are the call's arguments)
+    def fn(x):
+        x = x.permute(*reversed(range(len(x.shape))))
+        return x.reshape(*reversed([4, 3, 2])) * 2
+
+    stats = differential(plain(fn), fresh(lambda: (torch.randn(2, 3, 4),)))
+    expect_one_graph(stats)
+
+
+def test_star_args_of_an_iterator_over_an_argument():
+    # (the items come from the argument: a call with other dims must not reuse the first's)
+    def fn(x, dims):
+        return x.permute(*reversed(dims)) + x.permute(*iter(dims)).sum()
+
+    differential(plain(fn), [(torch.randn(3, 3), [0, 1]), (torch.randn(3, 3), [0, 1]),
+                             (torch.randn(3, 3), [1, 0])])
+
+
 def test_star_args_of_a_tuple_argument():
     def fn(pair):
         return torch.add(*pair)

@@ -581,16 +581,65 @@ def test_a_checkpointed_block_runs_in_the_graph_with_the_same_gradients():
         def forward(self, x):
             return checkpoint(self.block, x, use_reentrant=False) * 2
 
-    eager = Net()
-    model = Net()
+    expect(_trains_as_eager(Net, lambda: torch.randn(5, 3)), compiles=1, graphs=1, fallbacks=0)
+
+
+def _trains_as_eager(make, make_x, steps=3):
+    """A module and its compiled twin (same weights) take the same SGD steps: outputs, gradients and
+    the parameters after each step are compared. Returns the compiled module's stats."""
+    eager, model = make(), make()
     model.load_state_dict(eager.state_dict())
     compiled = magpy.compile(model, backend="eager", fullgraph=True)
-    for _ in range(3):
-        x = torch.randn(5, 3)
+    for _ in range(steps):
+        x = make_x()
         want, got = eager(x), compiled(x)
         assert torch.allclose(got, want)
         want.sum().backward()
         got.sum().backward()
-    for (name, p), q in zip(eager.named_parameters(), model.parameters()):
-        assert torch.allclose(q.grad, p.grad), name
-    expect(stats_of(compiled), compiles=1, graphs=1, fallbacks=0)
+        for (name, p), q in zip(eager.named_parameters(), model.parameters()):
+            assert torch.allclose(q.grad, p.grad), name
+            with torch.no_grad():
+                p -= 0.5 * p.grad
+                q -= 0.5 * q.grad
+            p.grad = q.grad = None
+        assert all(torch.equal(p, q) for p, q in zip(eager.parameters(), model.parameters()))
+    return stats_of(compiled)
+
+
+class _ClampedActivation(nn.Module):
+    """LBAM's GaussActivation: ``p.data = torch.clamp(p.data, lo, hi)`` on its parameters each forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.tensor(7.0))
+        self.mu = nn.Parameter(torch.tensor([0.05, 0.5, 4.0]))
+
+    def forward(self, x):
+        self.a.data = torch.clamp(self.a.data, 1.01, 6.0)
+        self.mu.data = torch.clamp(self.mu.data, 0.1, 3.0)
+        return self.a * torch.exp(-(x - self.mu) ** 2)
+
+
+def test_parameter_data_replaced_in_forward():
+    stats = differential(twins(_ClampedActivation()), fresh(lambda: (torch.randn(2, 3),)))
+    expect_one_graph(stats)
+
+
+def test_parameter_data_replaced_in_forward_trains_as_eager():
+    expect(_trains_as_eager(_ClampedActivation, lambda: torch.randn(2, 3)), compiles=1, fallbacks=0)
+
+
+def test_parameter_data_replaced_after_it_was_used_falls_back():
+    # (an op that saved the parameter for backward would see the copy; eager gave it new storage)
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.tensor([3.0, -2.0]))
+
+        def forward(self, x):
+            y = self.w * x
+            self.w.data = torch.clamp(self.w.data, 0.0, 1.0)
+            return y
+
+    stats = differential(twins(Net()), fresh(lambda: (torch.randn(2),)))
+    expect(stats, fallbacks=1)

@@ -174,6 +174,12 @@ def _same_array(a, b):
     return type(a) is np.ndarray and a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b))
 
 
+def _copy_data(tensor, value):
+    """``tensor.data = value`` as the graph replays it: the same values, in place, outside autograd."""
+    with torch.no_grad():
+        tensor.copy_(value)
+
+
 def _layout(array):
     """An array's dtype and shape, as plain values."""
     return array.dtype.str, array.shape
@@ -423,6 +429,15 @@ class _TensorNodes:
 
     def __contains__(self, key):
         return self.get(key) is not None
+
+    def forget_sharing(self, kept, other):
+        """Forget every tensor but ``kept`` that shares storage with ``kept`` or ``other``."""
+        storages = {t.untyped_storage().data_ptr() for t in (kept, other)}
+        for key, (ref, _) in list(self._entries.items()):
+            t = ref()
+            if t is not None and t is not kept and t.layout is torch.strided and \
+                    t.untyped_storage().data_ptr() in storages:
+                del self._entries[key]
 
 
 class CaptureObserver(Observer):
@@ -1107,7 +1122,15 @@ class CaptureObserver(Observer):
                 return prov
             self.unsupported("a tensor used as a key of a Python container (looked up by identity)")
         if obj_prov is None and key_prov is None and self.effective(key, None) is None:
-            return None
+            # a container made here: what the call stored under this key, else a constant unless
+            # something from outside went into it where capture lost track
+            try:
+                written = self.written.get((id(obj), ("item", _hkey(key))), _NOT_WRITTEN)
+            except TypeError:
+                written = _NOT_WRITTEN
+            if written is not _NOT_WRITTEN:
+                return written
+            return UNKNOWN if entry is not None and entry[0] is obj and entry[1] is None else None
         if obj_prov is UNKNOWN or key_prov is UNKNOWN:
             return UNKNOWN
         if type(obj_prov) is Traced and isinstance(obj, np.ndarray):
@@ -1164,6 +1187,8 @@ class CaptureObserver(Observer):
                 self.nodes[id(obj)] = (obj, node)
                 self.cap.autograd_nodes = True
                 return
+        if name == "data" and _is_tensor(obj) and _is_tensor(value) and self._set_data(obj, obj_prov, value):
+            return
         if _is_tensor(obj) and (name in rules.TENSOR_STATE_ATTRS or not isinstance(obj_prov, Source)):
             # (``p.data = …`` would change what the graph reads; a tensor the graph makes has no path)
             self.unsupported(f"setting attribute {name!r} of a tensor")
@@ -1224,6 +1249,24 @@ class CaptureObserver(Observer):
         elif prov is not None or (key_prov is not None and self.effective(key, key_prov) is not None):
             # (an array made here now holds a value from outside: it is no longer a constant)
             dict.__setitem__(self.contents, id(obj), (obj, None))
+
+    def _set_data(self, tensor, prov, value):
+        """``p.data = torch.clamp(p.data, lo, hi)`` on a tensor from outside: the graph copies the new
+        values into it (without autograd, as ``.data`` is written). Eager then has ``p`` share ``value``'s
+        storage and drops its old one: that differs from a copy only through other tensors on either
+        storage, so those (and ``value``) cannot be used afterwards. False when shape, dtype or device
+        would change, or when an op already read the tensor."""
+        if not isinstance(prov, Source) or value.shape != tensor.shape or value.dtype != tensor.dtype or \
+                value.device != tensor.device or value.layout is not torch.strided:
+            return False
+        node = self.node_of(tensor, prov)
+        if any(not (u.target is getattr and u.args[1:] == ("data",)) for u in node.users):
+            return False  # (an op that read it before may have saved it for backward: a copy would
+            #              change what it saved, eager's new storage does not)
+        self.record(_copy_data, (tensor, value), (prov, None), None, None, None)
+        self.nodes[id(tensor)] = (tensor, node)  # (the same input: its values are the new ones)
+        self.nodes.forget_sharing(tensor, value)
+        return True
 
     def _write_made_array(self, array, prov, key, key_prov, value, value_prov):
         """A write into a numpy array the call made (``anchors[:, 2:] = size * np.tile(scales, …)``): the
@@ -1900,8 +1943,8 @@ class CaptureObserver(Observer):
             if entry is not None and entry[0] is args[0] and type(entry[1]) is list:
                 self.contents[id(result)] = (result, entry[1][::-1])
                 return None
-        if fn is len and len(args) == 1 and not kwargs and type(args[0]) in (list, tuple, dict) \
-                and arg_provs[0] is None:
+        if fn is len and len(args) == 1 and not kwargs and (type(args[0]) in (list, dict) or
+                                                            isinstance(args[0], tuple)) and arg_provs[0] is None:
             return None  # the length of a container made here is fixed by the guards of what filled it
         if fn in _TYPE_QUERIES and args and arg_provs[0] is None and not kwargs and \
                 all(_pinned(a, p) for a, p in zip(args[1:], arg_provs[1:])):
@@ -2079,6 +2122,10 @@ class CaptureObserver(Observer):
 
     @_event(None)
     def packed(self, container, element_provs):
+        if type(container) is dict:  # ``**kwargs``: the program may change it (``kwds.pop(name, default)``)
+            self.made[id(container)] = container
+            self.contents[id(container)] = (container, dict(element_provs))
+            return None
         items = element_provs.values() if type(element_provs) is dict else element_provs
         if any(p is not None for p in items):
             self.contents[id(container)] = (container, dict(element_provs) if type(element_provs) is dict
@@ -2102,8 +2149,11 @@ class CaptureObserver(Observer):
             return prov
         return self.provenance_of(method.__self__)
 
-    @_event(lambda iterable, prov: [UNKNOWN] * len(iterable) if hasattr(iterable, '__len__') else [])
-    def unpacked(self, iterable, prov):
+    @_event(lambda iterable, prov, values=None: [UNKNOWN] * len(iterable if values is None else values)
+            if values is not None or hasattr(iterable, '__len__') else [])
+    def unpacked(self, iterable, prov, values=None):
+        if values is not None:
+            return _unpacked(self, iterable, prov, list(values))
         if not isinstance(iterable, (tuple, list)):
             return [UNKNOWN] * len(iterable) if hasattr(iterable, "__len__") else []
         return self._element_provs(iterable, prov)
@@ -2511,6 +2561,8 @@ def _op_list_append(obs, n, inputs, provs, outputs):
 
 #: builtins whose answer depends only on their arguments' types
 _TYPE_QUERIES = (isinstance, issubclass, type, callable)
+#: what ``reversed`` makes of ranges, lists and other sequences
+_REVERSED_ITERATORS = (type(reversed(range(0))), type(reversed([])), reversed)
 #: iterators whose items the VM may compute (a generator; a map or filter object around one)
 _RUN_ITERATORS = (types.GeneratorType, map, filter)
 
@@ -2722,6 +2774,10 @@ def _unpacked(obs, seq, prov, values):
         if isinstance(prov, Source) and type(seq) in (list, tuple):
             obs.guard(ValueGuard(Expr(len, (prov,)), len(seq)))  # (how the items split)
         return items[:len(values)]
+    if prov is None and type(seq) in _REVERSED_ITERATORS and obs.contents.get(id(seq)) is None:
+        # (``reversed(range(x.dim()))`` of constants: one over values from outside has contents or a
+        # provenance)
+        return [None] * len(values)
     known = obs.contents.get(id(seq)) is not None or id(seq) in obs.iterators or \
         type(seq) in (dict, range, str, bytes, set, frozenset) or _module_sequence(seq)
     items = _elements(obs, seq, prov) if known and prov is not UNKNOWN else None

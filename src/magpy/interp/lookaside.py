@@ -185,7 +185,7 @@ def _interpreted(native, code, arity, stepwise, not_iterable):
                 r = vm.returned
                 made.values.append(value)
                 made.provs.append(r[2] if r is not None and r[1] is value and r[0].code is code.__code__
-                                  else None)
+                                  else vm.observer.opaque(value))
             return value
 
         steps = map(step, itertools.repeat(None))

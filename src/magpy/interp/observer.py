@@ -44,8 +44,9 @@ Computation
     ``packed(container, element_provs) -> prov`` — a call packed arguments into the ``*args`` tuple
         or ``**kwargs`` dict of the callee (``element_provs``: a list, or a dict by keyword).
     ``bound_self(method, method_prov) -> prov`` — provenance of a bound method's ``__self__``.
-    ``unpacked(iterable, prov) -> provs`` / ``unpacked_mapping(mapping, prov) -> {key: prov}`` — the
-        provenance of the arguments a ``f(*args, **kwargs)`` call unpacks (one per element).
+    ``unpacked(iterable, prov, values=None) -> provs`` / ``unpacked_mapping(mapping, prov) -> {key: prov}``
+        — the provenance of the arguments a ``f(*args, **kwargs)`` call unpacks (one per element;
+        ``values``: what was taken from an iterable that is not a tuple or list, already consumed).
 Calls through wrappers
     An object whose class defines ``__vm_call_instead__(self)`` is called as the callable that returns
     (``magpy.compile``'s functions return their original function, so an enclosing capture sees inside).
@@ -150,8 +151,8 @@ class Observer:
     def packed(self, container, element_provs):
         return None
 
-    def unpacked(self, iterable, prov):
-        return [None] * len(iterable) if hasattr(iterable, "__len__") else []
+    def unpacked(self, iterable, prov, values=None):
+        return [None] * len(iterable if values is None else values)
 
     def unpacked_mapping(self, mapping, prov):
         return dict.fromkeys(mapping)

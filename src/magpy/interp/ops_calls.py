@@ -85,12 +85,18 @@ def function_str(fn):
     return f"{qualname}()"
 
 
+def star_args(fn, callargs):
+    """``f(*callargs)``'s positional arguments, as a tuple (CPython's error when not iterable)."""
+    if type(callargs) is tuple:
+        return callargs
+    if not hasattr(type(callargs), "__iter__") and not hasattr(type(callargs), "__getitem__"):
+        raise TypeError(f"{function_str(fn)} argument after * must be an iterable, "
+                        f"not {type(callargs).__name__}")
+    return tuple(callargs)
+
+
 def _call_ex(f, fn, callargs, kwargs):
-    if type(callargs) is not tuple:
-        if not hasattr(type(callargs), "__iter__") and not hasattr(type(callargs), "__getitem__"):
-            raise TypeError(f"{function_str(fn)} argument after * must be an iterable, "
-                            f"not {type(callargs).__name__}")
-        callargs = tuple(callargs)
+    callargs = star_args(fn, callargs)
     if kwargs is not None and type(kwargs) is not dict:
         if not hasattr(kwargs, "keys"):
             raise TypeError(f"{function_str(fn)} argument after ** must be a mapping, "

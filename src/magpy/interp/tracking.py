@@ -19,7 +19,7 @@ from .calls import call
 from .lookaside import called_instead, CALL_INSTEAD, DELEGATES
 from .decode import HANDLERS
 from .observer import CONSTANT_SCALARS, CONSTANT_ITERATORS, QUIET_OPS
-from .ops_calls import _call_ex
+from .ops_calls import _call_ex, star_args
 from .ops_control import for_iter
 from .ops_exceptions import raise_varargs
 from .ops_stack import load_fast_check, delete_fast, make_cell
@@ -592,7 +592,11 @@ def _t_call_ex(layout):
         else:                 # [NULL, callable, args, kwargs] or [method, self, args, kwargs]
             fn, fprov, self_, sprov = (a, pa, NULL, None) if b is NULL else (b, pb, a, pa)
         obs = f.vm.observer
-        provs = tuple(obs.unpacked(callargs, aprov))
+        if type(callargs) in (tuple, list):
+            provs = tuple(obs.unpacked(callargs, aprov))
+        else:  # (``f(*reversed(shape))``: what the iterator yields, taken once)
+            iterable, callargs = callargs, star_args(fn, callargs)
+            provs = tuple(obs.unpacked(iterable, aprov, callargs))
         kw_provs = obs.unpacked_mapping(kwargs, kwprov) if kwargs is not None else {}
         if self_ is not NULL:
             callargs, provs = (self_, *callargs), (sprov, *provs)
