@@ -279,6 +279,22 @@ def test_a_dict_made_here_of_arguments_is_read_back_by_key():
     expect_recompile(stats)
 
 
+def test_a_list_made_here_written_by_slice_is_read_back():
+    # (a slice write of an argument, of a generator over it, an extended slice, an insertion)
+    def fn(x, n):
+        a = [0, 0]
+        a[1:] = [n]
+        b = [0, 0]
+        b[1:] = (v for v in [n])
+        c = list(range(4))
+        c[::2] = [n, n]
+        d = [n, 0]
+        d[0:0] = [n, 1]
+        return x * a[1] + b[1] + c[2] + c[1], x * d[0] + d[1] + d[2]
+
+    differential(plain(fn), [(t(), 2), (t(), 2), (t(), 1)])  # (the generator's items: a fallback)
+
+
 def test_a_sequential_sliced_in_forward_runs_the_original_submodules():
     # (retinanet's MobileNet: ``for feat in self.features[:-1]`` — Sequential.__getitem__ builds a new
     # Sequential from OrderedDict(list(self._modules.items())[idx]))

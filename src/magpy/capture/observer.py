@@ -899,7 +899,7 @@ class CaptureObserver(Observer):
     def _element_provs(self, container, prov):
         entry = self.contents.get(id(container))
         if entry is not None and entry[0] is container:
-            return entry[1]
+            return entry[1] if entry[1] is not None else [UNKNOWN] * len(container)
         if isinstance(prov, Source):
             # the program depends on how many elements there are
             self.guard(ValueGuard(Expr(len, (prov,)), len(container)))
@@ -1092,7 +1092,8 @@ class CaptureObserver(Observer):
             self.record(operator.getitem, (obj, key), (obj_prov, key_prov), None, None, value)
             return None
         entry = self.contents.get(id(obj))
-        if entry is not None and entry[0] is obj and type(key) is int and type(obj) in (list, tuple, torch.Size):
+        if entry is not None and entry[0] is obj and type(key) is int and type(obj) in (list, tuple, torch.Size) \
+                and entry[1] is not None:
             self.need(key, key_prov)  # which element it is depends on the index
             try:
                 return entry[1][key]
@@ -1218,14 +1219,28 @@ class CaptureObserver(Observer):
             if self._write_made_array(obj, obj_prov, key, key_prov, value, prov):
                 return
         entry = self.contents.get(id(obj))
+        if type(obj) is list and type(key) is slice and (entry is None or entry[0] is not obj) and \
+                obj_prov is None:
+            # ``xs[1:] = [n]`` into a list made here of constants: what went in, where (else unknown)
+            self.need(key, key_prov)
+            added = _elements(self, value, prov) if type(value) in (list, tuple) else None
+            if added is None or any(p is not None for p in added):
+                self.contents[id(obj)] = (obj, [UNKNOWN] * len(obj))
+            return
         if entry is not None and entry[0] is obj:
-            if type(obj) is list and type(key) is int and -len(entry[1]) <= key < len(entry[1]):
+            if type(obj) is list and type(key) is slice and type(entry[1]) is list and \
+                    type(value) in (list, tuple):
+                self.need(key, key_prov)
+                provs = list(entry[1])
+                provs[key] = _elements(self, value, prov)
+                self.contents[id(obj)] = (obj, provs if len(provs) == len(obj) else [UNKNOWN] * len(obj))
+            elif type(obj) is list and type(key) is int and -len(entry[1]) <= key < len(entry[1]):
                 entry[1][key] = prov
             elif type(entry[1]) is dict:
                 self.need(key, key_prov)
                 entry[1][key] = prov
             else:
-                del self.contents[id(obj)]
+                self.contents[id(obj)] = (obj, None)  # (what it holds is unknown from here)
             return
         if obj_prov is None and prov is not None and type(obj) in (list, dict, collections.OrderedDict):
             # a constant container made inside now holds a value from outside
@@ -2478,7 +2493,8 @@ def _op_map_add(obs, n, inputs, provs, outputs):
     target = obs.frame.stack[-n]
     entry = obs.contents.get(id(target))
     if entry is not None and entry[0] is target:
-        entry[1][key] = provs[1]
+        if type(entry[1]) is dict:  # (else what it holds is unknown already)
+            entry[1][key] = provs[1]
     elif provs[1] is not None:
         obs.contents[id(target)] = (target, {**dict.fromkeys(target), key: provs[1]})
     return None
