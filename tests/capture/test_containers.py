@@ -295,6 +295,24 @@ def test_a_list_made_here_written_by_slice_is_read_back():
     differential(plain(fn), [(t(), 2), (t(), 2), (t(), 1)])  # (the generator's items: a fallback)
 
 
+def test_containers_made_here_changed_by_operators_and_read_by_field():
+    # (``xs *= n`` repeats what the list holds n times; ``d |= e`` is an update; a namedtuple made of
+    # an argument reads its field as that argument — each was a constant before: wrong answers)
+    def repeated(x, n):
+        xs = [1]
+        xs *= n
+        d = {}
+        d |= {"a": n}
+        return x * len(xs) + d["a"]
+
+    def by_field(x, n):
+        pair = Pair(x, n)
+        return pair.left * pair.right
+
+    for fn in (repeated, by_field):
+        differential(plain(fn), [(t(), 2), (t(), 2), (t(), 1)])
+
+
 def test_a_sequential_sliced_in_forward_runs_the_original_submodules():
     # (retinanet's MobileNet: ``for feat in self.features[:-1]`` — Sequential.__getitem__ builds a new
     # Sequential from OrderedDict(list(self._modules.items())[idx]))

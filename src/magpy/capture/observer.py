@@ -1010,6 +1010,14 @@ class CaptureObserver(Observer):
                 for node, _ in value if name == "next_functions" else ():
                     if node is not None:  # the nodes of the op's inputs: as fixed, and no more usable
                         self.grad_fns.setdefault(id(node), (node, None, None))
+            entry = self.contents.get(id(obj))
+            if entry is not None and entry[0] is obj and not callable(value):
+                # a container made here holding values from outside: a namedtuple's field is its item;
+                # any other attribute may be computed from what it holds
+                fields = getattr(type(obj), "_fields", ()) if isinstance(obj, tuple) else ()
+                if name in fields and type(entry[1]) is list and len(entry[1]) == len(obj):
+                    return entry[1][fields.index(name)]
+                return UNKNOWN
             return None
         if obj_prov is UNKNOWN or type(obj_prov) is Traced:
             return UNKNOWN
@@ -2365,6 +2373,8 @@ def _op_binary(obs, k, inputs, provs, outputs):
     fn = NATIVE_BINARY[k]
     if fn in (operator.add, operator.iadd) and type(a) in (list, tuple) and type(b) is type(a):
         return _op_concat(obs, fn, inputs, provs, outputs[0])
+    if k >= 13 and type(a) in (list, dict, set) and outputs[0] is a:
+        return [_op_in_place(obs, fn, a, b, provs)]
     provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     if k >= 13 and not _is_tensor(a) and type(a) not in (list, dict, set):
         fn = NATIVE_BINARY[k - 13]  # ``n += t`` on an immutable number is ``n = n + t`` (fx cannot write ``0 += t``)
@@ -2372,6 +2382,31 @@ def _op_binary(obs, k, inputs, provs, outputs):
         obs.record(fn, (a, b), provs, None, None, outputs[0])
         return [None]
     return [_derive(fn, inputs, provs, obs)]
+
+
+def _op_in_place(obs, fn, target, other, provs):
+    """``xs *= n``, ``d |= e``, ``s -= t`` … on a container: it changed where it is. What it holds is
+    followed for ``xs *= n`` (the count guarded); otherwise it is unknown from here when anything
+    involved has a provenance. Returns the target's provenance."""
+    if isinstance(provs[0], Source) or provs[0] is UNKNOWN:
+        obs.unsupported(f"{getattr(fn, '__name__', fn)} changes a container from outside the call in place")
+    if type(target) is set:
+        obs.sets.pop(id(target), None)  # (its elements: not followed through set operators)
+    entry = obs.contents.get(id(target))
+    before = entry[1] if entry is not None and entry[0] is target else None
+    if fn is operator.imul and type(target) is list and type(other) is int:
+        obs.need(other, provs[1])
+        if before is not None:
+            obs.contents[id(target)] = (target, list(before) * other if type(before) is list else None)
+        return provs[0]
+    if fn is operator.ior and type(target) is dict and isinstance(other, dict) and type(before) in (dict, type(None)):
+        provs_now = dict(before) if before is not None else dict.fromkeys(target)
+        provs_now.update(obs._dict_provs(other, provs[1]))  # (``d |= e`` is ``d.update(e)``)
+        obs.contents[id(target)] = (target, provs_now)
+        return provs[0]
+    if before is not None or obs.effective(other, provs[1]) is not None:
+        dict.__setitem__(obs.contents, id(target), (target, None))
+    return provs[0]
 
 
 def _op_concat(obs, fn, inputs, provs, result):
