@@ -2394,6 +2394,9 @@ def _op_in_place(obs, fn, target, other, provs):
         obs.sets.pop(id(target), None)  # (its elements: not followed through set operators)
     entry = obs.contents.get(id(target))
     before = entry[1] if entry is not None and entry[0] is target else None
+    if fn is operator.iadd and type(target) is list:
+        _op_list_extend_target(obs, target, other, provs[1])  # (``hooks += d.values()``: an extend)
+        return provs[0]
     if fn is operator.imul and type(target) is list and type(other) is int:
         obs.need(other, provs[1])
         if before is not None:
@@ -2542,6 +2545,8 @@ def _op_list_extend(obs, n, inputs, provs, outputs):
 def _op_list_extend_target(obs, target, iterable, prov):
     """``target`` (a list made here) grew by the elements of ``iterable``."""
     entry = obs.contents.get(id(target))
+    if entry is not None and entry[0] is target and entry[1] is None:
+        return None  # (what it holds is unknown already)
     added = _elements(obs, iterable, prov)
     count = len(target) - (len(entry[1]) if entry is not None and entry[0] is target else 0)
     if added is None and type(prov) is Expr and prov.fn is itertools.repeat and len(prov.args) == 2:
