@@ -10,10 +10,10 @@ import magpy
 
 try:
     from .twin import fresh, differential, expect_one_graph, expect_recompile, plain, unsupported, \
-        FromEnv, expect, twins, assert_same
+        FromEnv, expect, twins, assert_same, Call
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
     from twin import fresh, differential, expect_one_graph, expect_recompile, plain, unsupported, \
-        FromEnv, expect, twins, assert_same
+        FromEnv, expect, twins, assert_same, Call
 
 
 def t(*shape):
@@ -311,6 +311,45 @@ def test_containers_made_here_changed_by_operators_and_read_by_field():
 
     for fn in (repeated, by_field):
         differential(plain(fn), [(t(), 2), (t(), 2), (t(), 1)])
+
+
+def test_a_shape_list_written_where_module_state_says():
+    # (openfold's DropoutColumnwise: ``shape = list(x.shape); for bd in self.batch_dim: shape[bd] = 1``;
+    # which element changed depends on the module's list)
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.batch_dim = [0]
+
+        def forward(self, x):
+            shape = list(x.shape)
+            for bd in self.batch_dim:
+                shape[bd] = 1
+            return x * x.new_ones(shape).cumsum(0).cumsum(1)
+
+    def set_dims(dims):
+        return lambda env: setattr(env, "batch_dim", dims)
+    calls = [Call((t(2, 3),)), Call((t(2, 3),)), Call((t(2, 3),), before=set_dims([1]))]
+    stats = differential(twins(Net()), calls)
+    expect_recompile(stats)
+
+
+class _ObjectDict(dict):
+    """torch-audiomentations' ObjectDict: a dict of the program's own class, read by attribute."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name)
+
+
+def test_a_dict_subclass_made_from_keywords():
+    def fn(x, rate):
+        out = _ObjectDict(samples=x * 2, sample_rate=rate)
+        return out.samples * out.sample_rate, out
+
+    differential(plain(fn), [(t(), 2), (t(), 2), (t(), 3)])
 
 
 def test_a_sequential_sliced_in_forward_runs_the_original_submodules():

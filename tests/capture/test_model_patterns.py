@@ -363,3 +363,17 @@ def test_a_loop_over_the_unique_values_of_the_calls_data():
     calls = [(torch.randn(4), torch.tensor(v)) for v in values]
     stats = differential(plain(fn), calls)
     expect(stats, fallbacks=0, compiles=3, cache_hits=2)
+
+
+def test_a_loop_over_a_range_the_data_decides():
+    # (allennlp's ElmoLstm: ``for timestep in range(total_timesteps)`` with a count from the batch's
+    # lengths — the guard reruns the count, each step's index is computed in the graph)
+    def fn(x, lengths):
+        out = x.clone()
+        for step in range(lengths.max().item()):
+            out = out + step * x
+        return out
+
+    calls = [(torch.randn(3), torch.tensor(v)) for v in ([2, 3], [3, 1], [1, 1], [2, 1])]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=0, compiles=3, cache_hits=1)

@@ -1243,6 +1243,7 @@ class CaptureObserver(Observer):
                 provs[key] = _elements(self, value, prov)
                 self.contents[id(obj)] = (obj, provs if len(provs) == len(obj) else [UNKNOWN] * len(obj))
             elif type(obj) is list and type(key) is int and -len(entry[1]) <= key < len(entry[1]):
+                self.need(key, key_prov)  # (which element it replaced)
                 entry[1][key] = prov
             elif type(entry[1]) is dict:
                 self.need(key, key_prov)
@@ -1250,8 +1251,10 @@ class CaptureObserver(Observer):
             else:
                 self.contents[id(obj)] = (obj, None)  # (what it holds is unknown from here)
             return
-        if obj_prov is None and prov is not None and type(obj) in (list, dict, collections.OrderedDict):
-            # a constant container made inside now holds a value from outside
+        if obj_prov is None and (prov is not None or key_prov is not None) and \
+                type(obj) in (list, dict, collections.OrderedDict):
+            # a constant container made inside now holds a value from outside (or where outside values
+            # said: ``shape[bd] = 1``)
             self.need(key, key_prov)
             if type(obj) is not list:
                 self.contents[id(obj)] = (obj, {**dict.fromkeys(obj), key: prov})
@@ -1596,6 +1599,14 @@ class CaptureObserver(Observer):
             # a namedtuple (or other tuple subclass) built from an iterable: the same elements
             if not self.holds(result, _elements(self, args[1], arg_provs[1])):
                 self.unsupported(f"a {type(result).__name__} built from values of unknown origin")
+            return None
+        if isinstance(fn, type) and issubclass(fn, dict) and type(result) is fn and len(args) <= 1 and \
+                fn.__init__ is dict.__init__ and fn.__new__ is dict.__new__ and \
+                (not args or type(args[0]) is dict):
+            # ``ObjectDict(samples=x, rate=r)``: a dict of the program's own class, made as dict() makes one
+            provs = dict(self._dict_provs(args[0], arg_provs[0])) if args else {}
+            provs.update(kw_provs)
+            self.contents[id(result)] = (result, provs)
             return None
         if fn in (dict, collections.OrderedDict) and len(args) == 1 and not kwargs and type(result) is fn \
                 and type(args[0]) in (list, tuple) and self._dict_of_pairs(result, args[0], arg_provs[0]):
@@ -2683,9 +2694,9 @@ def _elements(obs, obj, prov):
         rows = obs.cap.graph.call_method("unbind", (obs.node_of(obj, prov), 0))
         obs.cap.op_count += 1
         return [_Row(rows, k) for k in range(obj.shape[0])]
-    if type(prov) is Traced and type(obj) is np.ndarray and obj.ndim > 0:
-        # an array the graph computes (``np.unique(t.numpy())``): as many items as the guard's rerun
-        # finds again, each computed in the graph
+    if type(prov) is Traced and (type(obj) is np.ndarray and obj.ndim > 0 or type(obj) in (range, list, tuple)):
+        # an array or range the graph computes (``np.unique(t.numpy())``, ``range(lengths.max())``): as
+        # many items as the guard's rerun finds again, each computed in the graph
         obs.pin(obs.traced_op(len, (obj,), (prov,)), len(obj))
         return [obs.traced_op(operator.getitem, (obj, k), (prov, None)) for k in range(len(obj))]
     if type(obj) is set and obs.sets.get(id(obj), (None,))[0] is obj:
