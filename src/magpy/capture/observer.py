@@ -30,7 +30,7 @@ from torch import fx
 from ..errors import Unsupported
 from ..interp import Observer, VM, register_lookaside, register_call_instead
 from ..interp.tracking import NOT_RETURNED
-from ..interp.lookaside import CALL_INSTEAD, INTERPRETED_AS
+from ..interp.lookaside import CALL_INSTEAD
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
 from . import predicates, rules, vf
 from .guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard
