@@ -2401,10 +2401,11 @@ def _op_in_place(obs, fn, target, other, provs):
     involved has a provenance. Returns the target's provenance."""
     if isinstance(provs[0], Source) or provs[0] is UNKNOWN:
         obs.unsupported(f"{getattr(fn, '__name__', fn)} changes a container from outside the call in place")
-    if type(target) is set:
-        obs.sets.pop(id(target), None)  # (its elements: not followed through set operators)
+    tracked = obs.sets.pop(id(target), None) if type(target) is set else None
     entry = obs.contents.get(id(target))
     before = entry[1] if entry is not None and entry[0] is target else None
+    if tracked is not None and tracked[0] is target:
+        before = []  # (a set whose elements were followed: not through set operators)
     if fn is operator.iadd and type(target) is list:
         _op_list_extend_target(obs, target, other, provs[1])  # (``hooks += d.values()``: an extend)
         return provs[0]
