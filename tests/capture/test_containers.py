@@ -334,6 +334,24 @@ def test_a_shape_list_written_where_module_state_says():
     expect_recompile(stats)
 
 
+def test_a_dict_keyed_by_module_and_name_filled_by_setdefault():
+    # (Hawkeye's decision-tree Leaf: ``node_attr = kwargs.setdefault('attr', dict())``, then
+    # ``node_attr.setdefault((self, 'pa'), ones(n))``: the key is the module itself and a name)
+    class Leaf(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dist = nn.Parameter(torch.randn(3), requires_grad=False)
+
+        def forward(self, xs, **kwargs):
+            node_attr = kwargs.setdefault("attr", dict())
+            node_attr.setdefault((self, "pa"), torch.ones(xs.size(0)))
+            node_attr[self, "ds"] = self.dist.view(1, -1).expand(xs.size(0), -1) * 2
+            return node_attr[self, "ds"] * node_attr[self, "pa"][:, None], len(node_attr)
+
+    stats = differential(twins(Leaf()), fresh(lambda: (t(4, 2),)))
+    expect_one_graph(stats)
+
+
 class _ObjectDict(dict):
     """torch-audiomentations' ObjectDict: a dict of the program's own class, read by attribute."""
 

@@ -495,6 +495,11 @@ class CaptureObserver(Observer):
             self.guard(ValueGuard(prov, value))  # (numpy scalars: same type, equal value)
         elif type(value) is np.ndarray:
             self.guard(TruthGuard(Expr(_same_array, (prov, Const(value.copy()))), True))
+        elif type(value) is tuple and isinstance(prov, (Source, Expr)):
+            # ``d.setdefault((self, "pa"), …)``: each element, by value or identity
+            for v, p in zip(value, self._element_provs(value, prov)):
+                if type(p) is not Const:
+                    self.need(v, p, frame)
         else:
             self.unsupported(f"the program depends on the exact value of a {type(value).__name__} "
                              "read from outside", frame)
@@ -1600,7 +1605,7 @@ class CaptureObserver(Observer):
             if not self.holds(result, _elements(self, args[1], arg_provs[1])):
                 self.unsupported(f"a {type(result).__name__} built from values of unknown origin")
             return None
-        if isinstance(fn, type) and issubclass(fn, dict) and type(result) is fn and len(args) <= 1 and \
+        if isinstance(fn, type) and issubclass(fn, dict) and fn is not dict and type(result) is fn and len(args) <= 1 and \
                 fn.__init__ is dict.__init__ and fn.__new__ is dict.__new__ and \
                 (not args or type(args[0]) is dict):
             # ``ObjectDict(samples=x, rate=r)``: a dict of the program's own class, made as dict() makes one
