@@ -67,6 +67,22 @@ def test_filter_map_and_reduce_keep_their_items_provenance():
     expect_recompile(stats)
 
 
+def test_an_iterator_consumed_by_a_builtin_after_next():
+    # (``sum(it)`` takes what is left of the iterator: the guard must be on those items; before, a plain
+    # ``iter(xs)`` was a constant and a partly consumed one counted the items ``next`` took too)
+    def of_iter(x, xs):
+        return x * sum(iter(xs)), x * max(iter(xs))
+
+    def after_next(x, xs):
+        it, gen, mapped = iter(xs), (int(v) for v in xs), map(int, xs)
+        next(it), next(gen), next(mapped)
+        return x * sum(it), x * sum(gen), x * sum(mapped)
+
+    for fn in (of_iter, after_next):
+        stats = differential(plain(fn), [(x3(), [0, 2, 3]), (x3(), [1, 1, 3]), (x3(), [1, 1, 4])])
+        assert not stats.fallbacks, stats.reasons
+
+
 def test_reduce_of_an_empty_sequence_raises_as_eager():
     import functools
 

@@ -1485,10 +1485,14 @@ class CaptureObserver(Observer):
                     self.need(fn, fn_prov) if isinstance(fn, _IDENTITY_TYPES) else None
                 self.reads[key] = (fn, fn_prov)
         if interpreted:
+            if fn is next:
+                self._mark_taken(args, kwargs)  # (``next(m)`` of a map whose step the VM ran)
             return returned
         if type(fn) is weakref.ref and not args and not kwargs and _replayable_path(fn_prov):
             return Expr(_dereference, (fn_prov,))  # ``ref()`` of a weak reference held outside (LSTM weights)
-        return self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
+        prov = self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
+        self._mark_taken(args, kwargs)
+        return prov
 
     def _dict_of_pairs(self, result, pairs, prov):
         """``OrderedDict(list(modules.items())[k:])``: a dict made from (key, value) pairs keeps the
@@ -1838,6 +1842,9 @@ class CaptureObserver(Observer):
             return prov
         if type(value) is set and id(value) in self.sets:
             return self._set_expr(value)
+        taken = self._taken_by_call(value)
+        if taken is not None:
+            return taken
         entry = self.contents.get(id(value))
         if entry is None or entry[0] is not value:
             return None
@@ -1869,6 +1876,52 @@ class CaptureObserver(Observer):
             return UNKNOWN
         return Expr(_build_list if type(value) is list else _build_tuple,
                     tuple(p if p is not None else Const(v) for p, v in zip(items, values)))
+
+    def _taken_by_call(self, it):
+        """An iterator a native call just consumed (``sum(iter(xs))``, ``sum(gen)`` after ``next(gen)``):
+        the items it took — from where earlier consumers stopped to where this one did — as the
+        expression building them; None when ``it`` is not an iterator capture follows."""
+        known = self.iterators.get(id(it))
+        if known is not None and known[0] is it:
+            items, k = known[1], known[2]
+            if items is None:
+                return UNKNOWN
+            left = operator.length_hint(it, -1)
+            end = len(items) - left if 0 <= left <= len(items) else None
+        elif type(it) in _RUN_ITERATORS:
+            made = self.contents.get(id(it))
+            if made is None or made[0] is not it or made[1] is None:
+                return None
+            items, end = made[1], len(made[1])
+            seen = self.consumed.get(id(it))
+            k = seen[1] if seen is not None and seen[0] is it else 0
+        else:
+            return None
+        if end is None or end < k:
+            return UNKNOWN
+        part = items[k:end]
+        if any(p is UNKNOWN or type(p) in (tuple, Traced) for p in part):
+            return UNKNOWN
+        if all(p is None for p in part):
+            return None
+        values = self.yielded_values.get(id(it)) if type(it) in _RUN_ITERATORS else None
+        if any(p is None for p in part) and values is None:
+            return UNKNOWN  # (a constant item: its value is not kept)
+        return Expr(_build_tuple, tuple(p if p is not None else Const(values[k + i])
+                                        for i, p in enumerate(part)))
+
+    def _mark_taken(self, args, kwargs):
+        """After a native call: the iterators among its arguments are consumed as far as they are now."""
+        for a in (*args, *(kwargs or {}).values()):
+            known = self.iterators.get(id(a))
+            if known is not None and known[0] is a and known[1] is not None:
+                left = operator.length_hint(a, -1)
+                if 0 <= left <= len(known[1]):
+                    self.iterators[id(a)] = (a, known[1], len(known[1]) - left)
+            elif type(a) in _RUN_ITERATORS:
+                made = self.contents.get(id(a))
+                if made is not None and made[0] is a and made[1] is not None:
+                    self.consumed[id(a)] = (a, len(made[1]))
 
     def finish_objects(self):
         """The state of each new object and container the mock rebuilds, as the program left it. An
@@ -2805,6 +2858,8 @@ def next_element(obs, it, prov, value):
         made = obs.contents.get(id(it))
         if made is not None and made[0] is it and type(it) in _RUN_ITERATORS:
             # a generator the VM runs: what it just yielded, with the provenance it yielded it with
+            if made[1] is not None:
+                obs.consumed[id(it)] = (it, len(made[1]))
             return made[1][-1] if made[1] else UNKNOWN
         return None if prov is None else UNKNOWN
     _, items, k = entry
@@ -3057,6 +3112,7 @@ def capture(fn, args, kwargs):
     obs.made = {}
     obs.generator_yields = {}
     obs.yielded_values = {}
+    obs.consumed = {}         # id(run iterator) -> (iterator, how many of its items were taken so far)
     obs.pending_objects = []
     obs.conditions = []
     obs.made_classes = {}
