@@ -1877,27 +1877,33 @@ class CaptureObserver(Observer):
         return Expr(_build_list if type(value) is list else _build_tuple,
                     tuple(p if p is not None else Const(v) for p, v in zip(items, values)))
 
+    def _consumption(self, it):
+        """For an iterator capture follows: ``(items, taken, end)`` — the provenance of all it yields, how
+        many were taken before, and how many are taken now (None when that cannot be told); None when
+        ``it`` is no such iterator."""
+        known = self.iterators.get(id(it))
+        if known is not None and known[0] is it:
+            if known[1] is None:
+                return None, known[2], None
+            left = operator.length_hint(it, -1)
+            return known[1], known[2], len(known[1]) - left if 0 <= left <= len(known[1]) else None
+        if type(it) in _RUN_ITERATORS:
+            made = self.contents.get(id(it))
+            if made is None or made[0] is not it or made[1] is None:
+                return None
+            seen = self.consumed.get(id(it))
+            return made[1], seen[1] if seen is not None and seen[0] is it else 0, len(made[1])
+        return None
+
     def _taken_by_call(self, it):
         """An iterator a native call just consumed (``sum(iter(xs))``, ``sum(gen)`` after ``next(gen)``):
         the items it took — from where earlier consumers stopped to where this one did — as the
         expression building them; None when ``it`` is not an iterator capture follows."""
-        known = self.iterators.get(id(it))
-        if known is not None and known[0] is it:
-            items, k = known[1], known[2]
-            if items is None:
-                return UNKNOWN
-            left = operator.length_hint(it, -1)
-            end = len(items) - left if 0 <= left <= len(items) else None
-        elif type(it) in _RUN_ITERATORS:
-            made = self.contents.get(id(it))
-            if made is None or made[0] is not it or made[1] is None:
-                return None
-            items, end = made[1], len(made[1])
-            seen = self.consumed.get(id(it))
-            k = seen[1] if seen is not None and seen[0] is it else 0
-        else:
+        consumption = self._consumption(it)
+        if consumption is None:
             return None
-        if end is None or end < k:
+        items, k, end = consumption
+        if items is None or end is None or end < k:
             return UNKNOWN
         part = items[k:end]
         if any(p is UNKNOWN or type(p) in (tuple, Traced) for p in part):
@@ -1913,15 +1919,13 @@ class CaptureObserver(Observer):
     def _mark_taken(self, args, kwargs):
         """After a native call: the iterators among its arguments are consumed as far as they are now."""
         for a in (*args, *(kwargs or {}).values()):
-            known = self.iterators.get(id(a))
-            if known is not None and known[0] is a and known[1] is not None:
-                left = operator.length_hint(a, -1)
-                if 0 <= left <= len(known[1]):
-                    self.iterators[id(a)] = (a, known[1], len(known[1]) - left)
-            elif type(a) in _RUN_ITERATORS:
-                made = self.contents.get(id(a))
-                if made is not None and made[0] is a and made[1] is not None:
-                    self.consumed[id(a)] = (a, len(made[1]))
+            consumption = self._consumption(a)
+            if consumption is None or consumption[0] is None or consumption[2] is None:
+                continue
+            if type(a) in _RUN_ITERATORS:
+                self.consumed[id(a)] = (a, consumption[2])
+            else:
+                self.iterators[id(a)] = (a, consumption[0], consumption[2])
 
     def finish_objects(self):
         """The state of each new object and container the mock rebuilds, as the program left it. An

@@ -132,7 +132,8 @@ exec(compile("def _iterators(*iterables, iter=iter):\n"
              "    return value\n", "<magpy: map/filter/reduce>", "exec"), globals())
 
 
-def _iterable(value):
+def iterable(value):
+    """Would ``iter(value)`` find a protocol (``__iter__``, or the ``__getitem__`` sequence one)?"""
     tp = type(value)
     return getattr(tp, "__iter__", None) is not None or hasattr(tp, "__getitem__")
 
@@ -165,7 +166,7 @@ def _interpreted(native, code, arity, stepwise, not_iterable):
                 args = (reentrant(vm, args[0]), *args[1:])
             return native(*args, **kwargs)
         for a in args[1:] if stepwise else args[1:2]:
-            if not _iterable(a):  # (checked when the call is made, as the native one does)
+            if not iterable(a):  # (checked when the call is made, as the native one does)
                 raise TypeError(not_iterable or f"'{type(a).__name__}' object is not iterable")
         provs, vm.lookaside_provs = vm.lookaside_provs, None
         if not stepwise:

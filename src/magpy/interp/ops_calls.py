@@ -4,6 +4,7 @@ from types import FunctionType
 from .decode import handler
 from .frame import NULL
 from .calls import call
+from .lookaside import iterable
 
 _CellType = type((lambda x: lambda: x)(0).__closure__[0])
 
@@ -89,7 +90,7 @@ def star_args(fn, callargs):
     """``f(*callargs)``'s positional arguments, as a tuple (CPython's error when not iterable)."""
     if type(callargs) is tuple:
         return callargs
-    if not hasattr(type(callargs), "__iter__") and not hasattr(type(callargs), "__getitem__"):
+    if not iterable(callargs):
         raise TypeError(f"{function_str(fn)} argument after * must be an iterable, "
                         f"not {type(callargs).__name__}")
     return tuple(callargs)
