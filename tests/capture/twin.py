@@ -16,6 +16,7 @@ was captured (graph count, cache hits, recompiles) is checked afterwards by ``ex
 ``CaptureShortfall``: a test of a feature capture does not support yet is marked ``@unsupported(...)``,
 an xfail that only accepts ``CaptureShortfall`` — a wrong answer still fails the test.
 """
+import collections
 import copy
 import dataclasses
 import math
@@ -215,6 +216,10 @@ def snapshot(value, memo=None):
         out = type(value)(snapshot(v, memo) for v in value)
     elif type(value) is dict:
         out = {k: snapshot(v, memo) for k, v in value.items()}
+    elif isinstance(value, collections.OrderedDict):  # (its order is part of its state)
+        out = (type(value).__name__, [(k, snapshot(v, memo)) for k, v in value.items()])
+    elif isinstance(value, collections.deque):
+        out = ("deque", value.maxlen, [snapshot(v, memo) for v in value])
     elif isinstance(value, (set, frozenset)):
         out = type(value)(value)
     elif isinstance(value, np.ndarray):

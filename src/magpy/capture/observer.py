@@ -33,6 +33,7 @@ from ..interp.tracking import NOT_RETURNED
 from ..interp.lookaside import CALL_INSTEAD
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
 from . import predicates, rules, vf
+from .mutations import OutsideState, LIST_HELPERS, changes, clear_cell
 from .guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard
 from .sources import Source, ArgSource, GlobalSource, AttrSource, ItemSource, CellSource, DrawSource, Expr, \
     Const, mentions_draw
@@ -89,6 +90,7 @@ class _Unknown:
 
 UNKNOWN = _Unknown()
 _NOT_WRITTEN = object()
+_DELETED = object()  # ``written``: the call deleted that attribute / global / cell
 
 
 class _Row:
@@ -113,6 +115,8 @@ class Traced:
     def __repr__(self):
         return f"Traced({self.node.name})"
 _SCALARS = (int, float, bool, str, bytes, complex, type(None))
+#: containers whose changes by the program capture replays (``mutations``)
+_MUTABLE_CONTAINERS = (list, dict, set, collections.deque)
 _IDENTITY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
                    types.MethodDescriptorType, types.WrapperDescriptorType)
 
@@ -454,6 +458,7 @@ class CaptureObserver(Observer):
         self.made_arrays = {}     # id(numpy array a pure call made from outside values) -> (array, prov, copy)
         self.frame = None         # the innermost frame an event came from (for messages)
         self.root = None
+        self.outside_state = OutsideState(self)  # outside containers the call changes (``mutations``)
 
     # ---- failure ---------------------------------------------------------------------------------
     def unsupported(self, reason, frame=None):
@@ -467,6 +472,25 @@ class CaptureObserver(Observer):
         raise _Abandon
 
     # ---- guards ------------------------------------------------------------------------------------
+    UNKNOWN = UNKNOWN
+
+    def guard_value(self, expr, value):
+        self.guard(ValueGuard(expr, value))
+
+    def element_provenance(self, value, prov):
+        return _elements(self, value, prov)
+
+    @staticmethod
+    def replayable(prov):
+        return _replayable_path(prov)
+
+    def made_here(self, obj):
+        """Did the call make this container (whatever path it is reached by now)?"""
+        entry = self.contents.get(id(obj))
+        if entry is not None and entry[0] is obj and id(obj) not in self.contents.outside:
+            return True
+        return self.made.get(id(obj)) is obj
+
     def guard(self, g):
         if not _fixed_by_construction(g.expr):
             self.cap.guards.setdefault(g.key(), g)
@@ -541,6 +565,8 @@ class CaptureObserver(Observer):
             return
         if not isinstance(value, _SCALARS) and isinstance(prov, Source):
             self.sources_of.setdefault(id(value), (value, prov))
+            if isinstance(value, _MUTABLE_CONTAINERS):
+                self.outside_state.saw(value, prov)  # (its state on entry, should the program change it)
         if _is_tensor(value):
             self.tensor_input(value, prov)
         elif isinstance(value, (_IDENTITY_TYPES, torch.nn.Module, functools.partial)) or \
@@ -969,6 +995,13 @@ class CaptureObserver(Observer):
     @_event(None)
     def read_global(self, frame, name, value):
         written = self.written.get((id(frame.globals), name), _NOT_WRITTEN)
+        if written is _NOT_WRITTEN:
+            # (``warnings.filters = …`` then ``filters.insert(…)`` inside the module: one variable)
+            module = sys.modules.get(frame.globals.get("__name__"))
+            if module is not None and getattr(module, "__dict__", None) is frame.globals:
+                written = self.written.get((id(module), name), _NOT_WRITTEN)
+        if written is _DELETED:
+            self.unsupported(f"reading {name!r} after the call deleted the global")
         if written is not _NOT_WRITTEN:
             return written
         key = (id(frame.globals), name)
@@ -984,6 +1017,8 @@ class CaptureObserver(Observer):
     def read_cell(self, frame, cell, name, value):
         known = self.cells.get(id(cell))
         if known is not None and known[0] is cell:
+            if known[1] is _DELETED:
+                self.unsupported(f"reading {name!r} after the call deleted it")
             return known[1]
         # a cell that existed before the call: a closure of the function (or of one it calls)
         prov = CellSource(cell, name)
@@ -997,6 +1032,8 @@ class CaptureObserver(Observer):
     @_event(None)
     def read_attr(self, obj, obj_prov, name, value, computed=NOT_RETURNED):
         written = self.written.get((id(obj), name), _NOT_WRITTEN)
+        if written is _DELETED:
+            self.unsupported(f"reading attribute {name!r} after the call deleted it")
         if written is not _NOT_WRITTEN:
             return written
         if computed is not NOT_RETURNED:
@@ -1088,6 +1125,8 @@ class CaptureObserver(Observer):
         if obj_prov is None or type(obj_prov) is Traced or _library_global(obj_prov):
             return  # (a traced number's type is fixed by its tensor's dtype, which is guarded)
         self.deref(obj, obj_prov)
+        if isinstance(obj, _MUTABLE_CONTAINERS) and isinstance(obj_prov, Source):
+            self.outside_state.saw(obj, obj_prov)  # (reached by a path capture did not read it by: an element)
         self.guard(IdGuard(Expr(getattr, (Expr(type, (obj_prov,)), Const(name))), function))
         if hasattr(obj, "__dict__"):
             self.guard(TruthGuard(Expr(_has_own, (obj_prov, Const(name))), False))
@@ -1105,8 +1144,8 @@ class CaptureObserver(Observer):
             self.record(operator.getitem, (obj, key), (obj_prov, key_prov), None, None, value)
             return None
         entry = self.contents.get(id(obj))
-        if entry is not None and entry[0] is obj and type(key) is int and type(obj) in (list, tuple, torch.Size) \
-                and entry[1] is not None:
+        if entry is not None and entry[0] is obj and type(key) is int and \
+                type(obj) in (list, tuple, torch.Size, collections.deque) and entry[1] is not None:
             self.need(key, key_prov)  # which element it is depends on the index
             try:
                 return entry[1][key]
@@ -1231,6 +1270,12 @@ class CaptureObserver(Observer):
                 self.unsupported("tensor data written into a numpy array (graph break)")
             if self._write_made_array(obj, obj_prov, key, key_prov, value, prov):
                 return
+        if isinstance(obj_prov, Source) and isinstance(obj, _MUTABLE_CONTAINERS) and (
+                not isinstance(obj, dict) or self.contents.changed_outside(obj)):
+            # (``d[k] = v`` on a dict whose other items are not followed needs no shadow: ``written``)
+            self.need(key, key_prov)
+            self.outside_state.store_item(obj, obj_prov, key, value, prov)
+            return
         entry = self.contents.get(id(obj))
         if type(obj) is list and type(key) is slice and (entry is None or entry[0] is not obj) and \
                 obj_prov is None:
@@ -1351,14 +1396,38 @@ class CaptureObserver(Observer):
             self.cap.side_effects.append(("setcell", cell, name, self.template(value, prov)))
 
     @_event(None)
+    def delete_global(self, frame, namespace, name):
+        if namespace is not frame.globals:
+            if namespace is not None and namespace is not frame.names:
+                self.unsupported(f"del {name} in a namespace MagPy does not follow")
+            return  # a class body or exec namespace made inside the call
+        self.written[(id(namespace), name)] = _DELETED
+        self.cap.side_effects.append(("call", operator.delitem, [("const", namespace), ("const", name)], {}))
+
+    @_event(None)
+    def delete_cell(self, frame, cell, name):
+        known = self.cells.get(id(cell))
+        made_inside = known is not None and known[0] is cell and known[2:] == ("inside",)
+        self.cells[id(cell)] = (cell, _DELETED) + (("inside",) if made_inside else ())
+        if not made_inside:
+            self.cap.side_effects.append(("call", clear_cell, [("const", cell)], {}))
+
+    @_event(None)
     def delete_attr(self, obj, obj_prov, name):
-        if obj_prov is not None:
+        if obj_prov is None:
+            return
+        if not isinstance(obj_prov, (Source, Expr)) or _is_tensor(obj):
             self.unsupported(f"deleting attribute {name!r} of an outside object")
+        self.written[(id(obj), name)] = _DELETED
+        self.cap.side_effects.append(("call", delattr, [("source", obj_prov), ("const", name)], {}))
 
     @_event(None)
     def delete_item(self, obj, obj_prov, key, key_prov):
-        if _is_tensor(obj) or obj_prov is not None:
+        if obj_prov is None and not _is_tensor(obj):
+            return
+        if _is_tensor(obj) or not isinstance(obj_prov, Source):
             self.unsupported("deleting an item of an outside container")
+        self.outside_state.delete_item(obj, obj_prov, key, key_prov)
 
     # ---- exceptions ------------------------------------------------------------------------------------
     # An exception the call catches itself is replayable when raising it was decided by what the
@@ -1756,8 +1825,11 @@ class CaptureObserver(Observer):
             return self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
         if fn in rules.MUTATES or (self_obj is not None and not isinstance(self_obj, types.ModuleType)
                                    and getattr(type(self_obj), getattr(fn, "__name__", ""), None)
-                                   in rules.MUTATES):
-            return self._mutation(fn, args, arg_provs, result)
+                                   in rules.MUTATES) or \
+                changes(fn, None if isinstance(self_obj, types.ModuleType) else self_obj, args) is not None:
+            return self._mutation(fn, args, arg_provs, kwargs, kw_provs, result)
+        if fn in LIST_HELPERS:
+            return self.outside_state.helper(fn, args, arg_provs, kwargs, kw_provs)
         if self_obj is torch.default_generator and getattr(fn, "__name__", "") == "get_state" and not args:
             # ``torch.get_rng_state()`` (saved to replay a forward, as checkpointing does): the graph
             # reads the generator where the program did, after the draws before it
@@ -1817,7 +1889,7 @@ class CaptureObserver(Observer):
             return None
         if fn in rules.MUTATES or (self_obj is not None and getattr(type(self_obj), fn.__name__, None)
                                    in rules.MUTATES):
-            return self._mutation(fn, args, arg_provs, result)
+            return self._mutation(fn, args, arg_provs, kwargs, kw_provs, result)
         if rules.is_pure(fn):
             prov = self._pure(fn, args, arg_provs, kwargs, kw_provs, result)
             if type(result) is np.ndarray and result.base is None and result.size <= rules.PINNED_DATA_LIMIT \
@@ -2107,12 +2179,15 @@ class CaptureObserver(Observer):
         """``xs.append(v)`` / ``xs.extend(vs)`` on a list from outside: replayed on the entry's list."""
         if name == "append":
             added = [value_prov]
+            stored = self.template(value, value_prov)  # (the object itself: later changes to it show)
         else:
             added = _elements(self, value, value_prov) if value_prov is not UNKNOWN else None
-            if added is None or any(type(p) is tuple for p in added):
+            if added is None or any(type(p) is tuple for p in added) or not hasattr(value, "__len__") or \
+                    len(added) != len(value):
                 self.unsupported("extend() of an outside list by values of unknown origin")
-        self.cap.side_effects.append(("call", getattr(list, name), [("source", prov),
-                                                                    self.frozen_template(value, value_prov)], {}))
+            # (its items as they are now, each the object itself)
+            stored = ("list", [self.template(v, p) for v, p in zip(value, added)])
+        self.cap.side_effects.append(("call", getattr(list, name), [("source", prov), stored], {}))
         grown = self.contents.grown.get(id(target))
         entry = dict.get(self.contents, id(target))
         if entry is not None and entry[0] is target:
@@ -2121,28 +2196,23 @@ class CaptureObserver(Observer):
             grown[3].extend(added)
         else:
             self.contents.grow(id(target), (target, prov, len(target) - len(added), list(added)))
+        self.outside_state.changed(target)
         return None
 
-    def _mutation(self, fn, args, arg_provs, result):
+    def _mutation(self, fn, args, arg_provs, kwargs, kw_provs, result):
         self_obj = _bound_self(fn)
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):
             target, target_prov, others = self_obj, self.provenance_of(self_obj), arg_provs
         else:
             target, target_prov, others = args[0], arg_provs[0], arg_provs[1:]
         name = getattr(fn, "__name__", "")
-        if type(target) is list and isinstance(target_prov, Source) and name in ("append", "extend"):
-            return self._grow_outside_list(fn, target, target_prov, args[-1], others[-1], name)
-        if type(target) is set and isinstance(target_prov, Source) and name in ("add", "discard") and \
-                len(others) == 1:
-            # (``register_buffer`` keeps a module's set of non-persistent names): replayed on the entry's
-            # set; what the set holds afterwards is unknown to the rest of the call
-            self.need(args[-1], others[0])
-            self.cap.side_effects.append(("call", getattr(set, name), [("source", target_prov),
-                                                                       ("const", args[-1])], {}))
-            dict.__setitem__(self.contents, id(target), (target, None))  # its size and order: unknown
-            self.contents.outside.add(id(target))
-            self.set_changes.setdefault(id(target), (target, {}))[1][args[-1]] = name == "add"
-            return None
+        if isinstance(target_prov, Source):
+            given = args[len(args) - len(others):]
+            if type(target) is list and name in ("append", "extend") and not kwargs and len(given) == 1 and \
+                    not self.contents.changed_outside(target):
+                # (a list that only grows needs no guard on its length: a history)
+                return self._grow_outside_list(fn, target, target_prov, args[-1], others[-1], name)
+            return self.outside_state.call(fn, target, target_prov, given, list(others), kwargs, kw_provs, result)
         entry = self.contents.get(id(target))
         inside = entry is not None and entry[0] is target
         if type(target) is set and target_prov is None and name in ("add", "update") and len(others) == 1:
@@ -2446,7 +2516,7 @@ def _op_binary(obs, k, inputs, provs, outputs):
     fn = NATIVE_BINARY[k]
     if fn in (operator.add, operator.iadd) and type(a) in (list, tuple) and type(b) is type(a):
         return _op_concat(obs, fn, inputs, provs, outputs[0])
-    if k >= 13 and type(a) in (list, dict, set) and outputs[0] is a:
+    if k >= 13 and type(a) in _IN_PLACE_CONTAINERS and outputs[0] is a:
         return [_op_in_place(obs, fn, a, b, provs)]
     provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     if k >= 13 and not _is_tensor(a) and type(a) not in (list, dict, set):
@@ -2457,12 +2527,17 @@ def _op_binary(obs, k, inputs, provs, outputs):
     return [_derive(fn, inputs, provs, obs)]
 
 
+_IN_PLACE_CONTAINERS = (list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict)
+
+
 def _op_in_place(obs, fn, target, other, provs):
     """``xs *= n``, ``d |= e``, ``s -= t`` … on a container: it changed where it is. What it holds is
     followed for ``xs *= n`` (the count guarded); otherwise it is unknown from here when anything
     involved has a provenance. Returns the target's provenance."""
-    if isinstance(provs[0], Source) or provs[0] is UNKNOWN:
-        obs.unsupported(f"{getattr(fn, '__name__', fn)} changes a container from outside the call in place")
+    if isinstance(provs[0], Source):
+        return obs.outside_state.in_place(fn, target, provs[0], other, provs[1])
+    if provs[0] is UNKNOWN:
+        obs.unsupported(f"{getattr(fn, '__name__', fn)} changes a container of unknown origin in place")
     tracked = obs.sets.pop(id(target), None) if type(target) is set else None
     entry = obs.contents.get(id(target))
     before = entry[1] if entry is not None and entry[0] is target else None

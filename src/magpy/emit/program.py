@@ -11,6 +11,7 @@
 """
 import builtins
 import collections
+import itertools
 import math
 import operator
 import random
@@ -343,17 +344,20 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     a.ret()
     a.place(mock)
     # every path a replayed value reads is read now, from the entry state (later uses load the local)
-    for leaf in _source_leaves([value for kind, _, _, value in cap.side_effects if kind != "call"] +
-                               [part for kind, _, args, kw in cap.side_effects if kind == "call"
-                                for part in [*args, *kw.values()]] + [cap.result_template]):
+    # (the objects the mock changes too: a change must not move what a later one's path leads to)
+    targets = [target for kind, target, _, _ in cap.side_effects if kind in ("setattr", "setitem")]
+    for leaf in targets + _source_leaves([value for kind, _, _, value in cap.side_effects if kind != "call"] +
+                                         [part for kind, _, args, kw in cap.side_effects if kind == "call"
+                                          for part in [*args, *kw.values()]] + [cap.result_template]):
         em.expr(leaf)
         a.pop()
     seen = {}
     # side effects the program made before its first tensor op happen before the graph runs (so that
     # an error raised by the graph leaves them done, as eager does); the others after it
     # (a write whose value the graph computes waits for it: a container filled later in the call)
-    before = [e for e in cap.side_effects[:cap.pre_graph] if not _uses_outputs(e)]
-    after = [e for e in cap.side_effects if not any(e is b for b in before)]
+    # (only a prefix of them: the effects keep their order)
+    before = list(itertools.takewhile(lambda e: not _uses_outputs(e), cap.side_effects[:cap.pre_graph]))
+    after = cap.side_effects[len(before):]
     _side_effects(em, before, seen)
     if cap.checks:
         a.call_begin(_rng_state)

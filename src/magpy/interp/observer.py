@@ -25,6 +25,8 @@ Reads from outside the frame
         ``read_attr`` (a Python ``__getitem__`` returned the value with it).
 Writes
     ``write_global(frame, name, value, prov)``, ``write_cell(frame, cell, name, value, prov)``
+    ``delete_global(frame, namespace, name)``, ``delete_cell(frame, cell, name)`` — ``del name`` of a
+        global (or of a name in a class body or exec namespace) and of a closure variable
     ``new_cell(frame, cell, name, prov)`` — MAKE_CELL made ``cell`` holding a value of provenance ``prov``.
     ``write_attr(obj, obj_prov, name, value, prov)``, ``write_item(obj, obj_prov, key, key_prov, value, prov)``
     ``delete_attr(obj, obj_prov, name)``, ``delete_item(obj, obj_prov, key, key_prov)``
@@ -116,6 +118,12 @@ class Observer:
         pass
 
     def new_cell(self, frame, cell, name, prov):
+        pass
+
+    def delete_global(self, frame, namespace, name):
+        pass
+
+    def delete_cell(self, frame, cell, name):
         pass
 
     def write_attr(self, obj, obj_prov, name, value, prov):

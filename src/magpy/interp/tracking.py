@@ -312,6 +312,22 @@ def t_store_deref(f, arg, i):
     return i + 1
 
 
+@tracked("DELETE_GLOBAL", "DELETE_NAME")
+def t_delete_global(f, name, i):
+    opname = f.decoded.names[i]
+    namespace = f.globals if opname == "DELETE_GLOBAL" else f.names
+    nxt = HANDLERS[opname](f, name, i)
+    f.vm.observer.delete_global(f, namespace, name)
+    return nxt
+
+
+@tracked("DELETE_DEREF")
+def t_delete_deref(f, arg, i):
+    nxt = HANDLERS["DELETE_DEREF"](f, arg, i)
+    f.vm.observer.delete_cell(f, f.locals[arg], f.decoded.localsplus_names[arg])
+    return nxt
+
+
 def _computed(vm, caller, value):
     """The provenance Python code (a property, ``__getattr__``, a dunder) returned ``value`` with, when
     such code just ran for ``caller``; else NOT_RETURNED."""
