@@ -24,6 +24,7 @@ import collections
 import heapq
 import operator
 
+from .guards import TruthGuard
 from .sources import Source, ItemSource, Expr
 
 #: roles of a method's arguments: K a position or key (guarded; the real value is used),
@@ -55,7 +56,7 @@ _KEY_KEYWORDS = {"last", "reverse"}
 IN_PLACE = {operator.iadd: "__iadd__", operator.imul: "__imul__", operator.ior: "__ior__",
             operator.iand: "__iand__", operator.isub: "__isub__", operator.ixor: "__ixor__"}
 #: the kinds of container whose entry state ``saw`` keeps
-SHADOWED = frozenset(EFFECTS) | {collections.Counter}
+CONTAINERS = (list, dict, set, collections.deque)
 #: how long a mapping may be for its keys to be compared after each change (else only its length)
 _COMPARED_KEYS = 1024
 
@@ -88,6 +89,17 @@ def builtin_method(obj, name):
     return None
 
 
+def distinct_from(obj, *others):
+    """Is ``obj`` none of ``others`` (by identity)?"""
+    return all(o is not obj for o in others)
+
+
+def _plain(value):
+    """A value the guards fix by equality, whose hash and order do not depend on identity."""
+    return type(value) in (int, float, str, bytes, bool, type(None)) or \
+        (type(value) is tuple and all(map(_plain, value)))
+
+
 def _keys(mapping):
     """The keys of a dict (or subclass) in iteration order, without running Python code of the program."""
     if isinstance(mapping, collections.OrderedDict):
@@ -104,14 +116,45 @@ class OutsideState:
 
     def __init__(self, observer):
         self.obs = observer
+        self.paths = {}     # id -> (object, the paths the program reached it by), for objects from outside
         self.entry = {}     # id -> (container, its path, its state on entry: list of items / of keys)
         self.before = {}    # id -> (container, its items before the next change) for sequences
+        self.constant_sets = {}  # id -> outside set of plain values, changed: what it holds is a constant
 
     # ---- entry states ----------------------------------------------------------------------------
     def saw(self, obj, prov):
-        """The program reached ``obj`` by ``prov``, before changing it: keep what it holds now."""
-        if id(obj) not in self.entry and isinstance(prov, Source) and not self.obs.made_here(obj):
-            self.entry[id(obj)] = (obj, prov, _keys(obj) if isinstance(obj, dict) else list(obj))
+        """The program reached ``obj`` (a container or a user object) by ``prov``: keep the path, and for a
+        container what it holds now (its state on entry, should the program change it later)."""
+        if not isinstance(prov, Source):
+            return
+        known = self.paths.get(id(obj))
+        if known is None:
+            if self.obs.made_here(obj):
+                return
+            self.paths[id(obj)] = (obj, [prov])
+            if isinstance(obj, CONTAINERS):
+                self.entry[id(obj)] = (obj, prov, _keys(obj) if isinstance(obj, dict) else list(obj))
+        elif known[0] is obj and prov not in known[1]:
+            known[1].append(prov)
+
+    def guard_aliasing(self, changed):
+        """Objects the program changed (``changed``: their ids) must be, on a later call, the same objects
+        by the same paths, and no other object the call read: a write through one path shows through
+        every other path to the same object."""
+        obs = self.obs
+        by_type = {}
+        for obj, paths in self.paths.values():
+            by_type.setdefault(type(obj), []).append((obj, paths[0]))
+        for oid in changed:
+            known = self.paths.get(oid)
+            if known is None:
+                continue
+            obj, paths = known
+            for other in paths[1:]:
+                obs.guard(TruthGuard(Expr(operator.is_, (other, paths[0])), True))
+            others = [p for o, p in by_type[type(obj)] if o is not obj]
+            if others:
+                obs.guard(TruthGuard(Expr(distinct_from, (paths[0], *others)), True))
 
     def _entry(self, obj, what):
         known = self.entry.get(id(obj))
@@ -310,7 +353,6 @@ class OutsideState:
         for k, (v, p) in enumerate(zip(before, provs)):
             if v is value:
                 if p != value_prov and self.obs.replayable(p) and self.obs.replayable(value_prov):
-                    from .guards import TruthGuard
                     self.obs.guard(TruthGuard(Expr(operator.is_, (p, value_prov)), True))
                 elif p != value_prov:
                     self._comparable(v, p, what)
@@ -377,10 +419,20 @@ class OutsideState:
                 obs.need(a, p)
                 templates.append(obs.template(a, p))
         obs.cap.side_effects.append(("call", method, [("source", prov), *templates], {}))
-        dict.__setitem__(obs.contents, id(target), (target, None))  # its size and order: unknown
+        dict.__setitem__(obs.contents, id(target), (target, None))  # its order: unknown (iterating it fails)
         obs.contents.outside.add(id(target))
-        if method.__name__ in ("add", "discard") and len(args) == 1:
+        entry = self.entry.get(id(target))
+        if entry is not None and entry[0] is target and all(map(_plain, entry[2])) and all(map(_plain, target)):
+            # plain values only: with the entry's members guarded (not their order), what it holds now
+            # follows from them — a constant to the rest of the call
+            if id(target) not in self.constant_sets:
+                obs.guard_value(Expr(frozenset, (prov,)), frozenset(entry[2]))
+            self.constant_sets[id(target)] = target
+            obs.set_changes.pop(id(target), None)
+        elif method.__name__ in ("add", "discard", "remove") and len(args) == 1:
             obs.set_changes.setdefault(id(target), (target, {}))[1][args[0]] = method.__name__ == "add"
+        else:
+            obs.set_changes.pop(id(target), None)  # (membership of anything: unknown from here)
         return None
 
     # ---- item stores and deletions -------------------------------------------------------------------------

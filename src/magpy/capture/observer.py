@@ -115,6 +115,7 @@ class Traced:
     def __repr__(self):
         return f"Traced({self.node.name})"
 _SCALARS = (int, float, bool, str, bytes, complex, type(None))
+_HEAPTYPE = 1 << 9
 #: containers whose changes by the program capture replays (``mutations``)
 _MUTABLE_CONTAINERS = (list, dict, set, collections.deque)
 _IDENTITY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
@@ -484,6 +485,12 @@ class CaptureObserver(Observer):
     def replayable(prov):
         return _replayable_path(prov)
 
+    def guard_aliasing(self):
+        """Objects from outside the call that it changed: see ``OutsideState.guard_aliasing``."""
+        changed = {key[0] for key in self.written if type(key) is tuple and type(key[1]) in (str, tuple)}
+        changed |= self.contents.outside | set(self.contents.grown) | set(self.outside_state.constant_sets)
+        self.outside_state.guard_aliasing(changed)
+
     def made_here(self, obj):
         """Did the call make this container (whatever path it is reached by now)?"""
         entry = self.contents.get(id(obj))
@@ -565,8 +572,9 @@ class CaptureObserver(Observer):
             return
         if not isinstance(value, _SCALARS) and isinstance(prov, Source):
             self.sources_of.setdefault(id(value), (value, prov))
-            if isinstance(value, _MUTABLE_CONTAINERS):
-                self.outside_state.saw(value, prov)  # (its state on entry, should the program change it)
+            if isinstance(value, _MUTABLE_CONTAINERS) or (type(value).__flags__ & _HEAPTYPE and not isinstance(
+                    value, (torch.Tensor, torch.nn.Module, types.FunctionType, types.MethodType, type))):
+                self.outside_state.saw(value, prov)  # (its paths; a container's state on entry)
         if _is_tensor(value):
             self.tensor_input(value, prov)
         elif isinstance(value, (_IDENTITY_TYPES, torch.nn.Module, functools.partial)) or \
@@ -1488,6 +1496,11 @@ class CaptureObserver(Observer):
             self.need(key, key_prov)
             if obj_prov is None:
                 determined = self.effective(obj, None) is None  # made here from constants
+            elif isinstance(obj_prov, Source) and (self.contents.changed_outside(obj) or type(obj) is list and (
+                    id(obj) in self.contents.grown or self.outside_state.before.get(id(obj), (None,))[0] is obj)):
+                # changed by the call: what it holds now follows from its guarded state on entry
+                self.outside_state.shadow(obj, "a failed lookup")
+                determined = True
             elif isinstance(obj_prov, Source):
                 self.deref(obj, obj_prov)
                 self.guard(TruthGuard(Expr(operator.contains, (obj_prov, Const(key))), False)
@@ -1562,6 +1575,32 @@ class CaptureObserver(Observer):
         prov = self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
         self._mark_taken(args, kwargs)
         return prov
+
+    def _mapping_get(self, fn, args, arg_provs, kwargs, result):
+        """``d.get(key[, default])`` (bound, unbound or through ``super()``) is a read of ``d[key]``, or the
+        default while the key stays missing. ``_NOT_WRITTEN`` when the call is no such read."""
+        if getattr(fn, "__name__", None) != "get" or kwargs:
+            return _NOT_WRITTEN
+        self_obj = _bound_self(fn)
+        if self_obj is not None:
+            d, d_prov, rest, rest_provs = self_obj, self.provenance_of(self_obj), args, arg_provs
+        elif getattr(fn, "__objclass__", None) is dict and args:
+            d, d_prov, rest, rest_provs = args[0], arg_provs[0], args[1:], arg_provs[1:]
+        else:
+            return _NOT_WRITTEN
+        if not isinstance(d, dict) or not 1 <= len(rest) <= 2 or _is_tensor(rest[0]) or type(d).get is not dict.get:
+            return _NOT_WRITTEN
+        key, key_prov = rest[0], rest_provs[0]
+        if d_prov is UNKNOWN:
+            self.unsupported("get() on a dict of unknown origin")
+        self.need(key, key_prov)  # (which item)
+        if dict.__contains__(d, key):
+            return self.read_item(d, d_prov, key, key_prov, result)
+        if isinstance(d_prov, Source) and not self.contents.changed_outside(d):
+            self.guard(TruthGuard(Expr(operator.contains, (d_prov, Const(key))), False))
+        elif d_prov is not None and not isinstance(d_prov, Source):
+            return _NOT_WRITTEN
+        return rest_provs[1] if len(rest) == 2 else None
 
     def _dict_of_pairs(self, result, pairs, prov):
         """``OrderedDict(list(modules.items())[k:])``: a dict made from (key, value) pairs keeps the
@@ -1718,6 +1757,9 @@ class CaptureObserver(Observer):
                     self.unsupported("getattr() with a default on an object of unknown origin")
                 self.guard(TruthGuard(Expr(hasattr, (arg_provs[0], Const(args[1]))), False))
             return arg_provs[2] if len(args) == 3 else None
+        lookup = self._mapping_get(fn, args, arg_provs, kwargs, result)
+        if lookup is not _NOT_WRITTEN:
+            return lookup
         if fn in (map, filter) and len(args) >= 2 and not kwargs and _is_python_code(args[0]):
             # the callback runs later, natively driven: let it find the elements' paths by identity
             for a, p in zip(args[1:], arg_provs[1:]):
@@ -1912,6 +1954,8 @@ class CaptureObserver(Observer):
         is the expression that rebuilds it from their provenance, or UNKNOWN — never a constant."""
         if prov is not None and not (isinstance(prov, Source) and self.contents.changed_outside(value)):
             return prov
+        if self.outside_state.constant_sets.get(id(value)) is value:
+            return None
         if type(value) is set and id(value) in self.sets:
             return self._set_expr(value)
         taken = self._taken_by_call(value)
@@ -2475,6 +2519,8 @@ class CaptureObserver(Observer):
                 self.unsupported("a set of values MagPy lost track of leaves the compiled function")
             return ("set", [self.template(v, p) for v, p in adds])
         if type(value) in (set, frozenset):
+            if isinstance(prov, Source) and self.contents.changed_outside(value):
+                return ("source", prov)  # the entry's own set, which the mock changes the same way
             entry = self.contents.get(id(value))
             if (entry is not None and entry[0] is value) or (prov is not None and not isinstance(prov, Source)):
                 self.unsupported("a set holding values from outside leaves the compiled function")
@@ -2846,6 +2892,8 @@ def _elements(obs, obj, prov):
         return [first.get(id(v), UNKNOWN) for v in obj]
     entry = obs.contents.get(id(obj))
     if entry is not None and entry[0] is obj:
+        if type(entry[1]) is dict:
+            return [None] * len(obj)  # (a dict yields its keys: constants, guarded where they came from)
         return list(entry[1]) if entry[1] is not None else None
     if prov is None and _module_sequence(obj):
         # a Sequential / ModuleList made here (``self.features[:-1]``): the children it was given
@@ -3216,7 +3264,7 @@ def capture(fn, args, kwargs):
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
-    for step in (obs.finish_objects, obs.guard_conditions):
+    for step in (obs.finish_objects, obs.guard_conditions, obs.guard_aliasing):
         try:
             step()
         except _Abandon:
