@@ -1,2 +1,24 @@
-"""Capture: observe one call in the VM and turn it into a graph, guards and a replay plan."""
+"""Capture: observe one call in the VM and turn it into a graph, guards and a replay plan.
+
+The VM reports events (reads, writes, calls, operations, branches, exceptions: ``interp.observer``) to one
+``CaptureObserver``, whose event methods live in rooms by family; what they produce is a ``Capture``
+(fx graph, guards, side effects, the result's template) for ``emit``.
+
+The house (each room one concept; a room imports only rooms above it in this list):
+
+    values        provenance markers (UNKNOWN, Traced), shared predicates and builders, ``_event``
+    state         the Capture produced; contents of containers; the graph's tensors
+    iteration     what an iterable yields, by provenance; unpacking
+    operations    one rule per generic instruction (``OPERATIONS``): operators, builds, formatting
+    lookasides    calls capture runs its own way (checkpoint, TorchScript, library internals)
+    mutations     changes to containers from outside: the table of builtin methods, shadows, replay
+    graph_builder tensors in, fx nodes out; Python numbers the graph computes
+    containers    containers made here; ``effective``; sets; packed and unpacked arguments
+    reads / writes / exceptions / calls / conditions / templates
+                  the VM's events by family (mixins of ``CaptureObserver``)
+    observer      the observer's shared core (failure, guards, frames) and ``capture``
+
+A new rule for a native call goes in ``rules`` (data) or, when it needs code, beside its kind in
+``calls``; a new instruction rule in ``operations``; a new builtin method's effect in ``mutations.EFFECTS``.
+"""
 from .observer import capture, Capture  # noqa: F401

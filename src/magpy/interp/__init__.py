@@ -12,6 +12,17 @@ Public names:
     register_lookaside(target, handler)  make calls to ``target`` run ``handler(vm, args, kwargs)`` instead
     register_call_instead(cls, unwrap)   calls of ``cls`` instances run ``unwrap(instance)`` (when not None)
     InterpreterError                     an internal failure of the VM; names the user's file and line
+
+The house, bottom up (a module imports only modules above it in this list, at module level):
+    frame, decode, errors, observer, protocols    the core: frames, the canonical instruction set,
+                                                  the observation interface, Python's protocols
+    lookaside, calls, binding                     the single call decision point and its table
+    ops_*                                         opcode handlers by family
+    tracking                                      the provenance forms of the handlers (with an observer)
+    block_templates, block_ops, block_tracking    compiled blocks: the template table and its entries
+    blocks                                        compiled blocks' one entry point (``compile_blocks``)
+    vm, generators                                the dispatch loop; generator objects over VM frames
+(``tests/package/test_house.py`` checks there is no cycle.)
 """
 from .errors import InterpreterError
 from .observer import Observer

@@ -6,7 +6,7 @@ itself does for built-in operands; the other side is the same protocol call the 
 """
 import keyword
 
-from .blocks import TEMPLATES, template
+from .block_templates import TEMPLATES, template
 from .ops_operators import PLAIN
 
 _BINARY_SYMBOLS = ["+", "&", "//", "<<", "@", "*", "%", "|", "**", ">>", "-", "/", "^"]

@@ -6,7 +6,7 @@ whose result is the provenance of what the instruction pushed. An instruction wi
 runs through its tracked handler. Moves (locals, constants, stack shuffles) are shared with plain
 blocks (``block_ops``): the tracked emitter carries the provenance along.
 """
-from .blocks import TRACKED_TEMPLATES, TEMPLATES
+from .block_templates import TRACKED_TEMPLATES, TEMPLATES
 from .block_ops import _attr, _BRANCH_TESTS
 
 

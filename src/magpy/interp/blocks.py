@@ -40,6 +40,7 @@ from .ops_stack import _unbound_local, _global
 from .protocols import _HEAPTYPE, _NATIVE_ATTR, _NATIVE_SETATTR
 from .tracking import NOT_RETURNED, _computed
 from .observer import CONSTANT_SCALARS, CONSTANT_ITERATORS
+from .block_templates import TEMPLATES, TRACKED_TEMPLATES, SUSPENDING
 
 #: the shortest run worth a generated function
 MIN_LENGTH = 2
@@ -377,29 +378,6 @@ class _TrackedEmitter(_Emitter):
             self.bound.discard(arg)
 
 
-#: canonical name -> template (see block_ops); plain blocks are runs of these
-TEMPLATES = {}
-#: canonical name -> template of tracked blocks (see block_tracking); any other instruction a tracked
-#: block holds runs through its tracked handler
-TRACKED_TEMPLATES = {}
-#: instructions a tracked block never holds: those that suspend the frame or resume it elsewhere
-SUSPENDING = frozenset({"YIELD_VALUE", "SEND", "SEND_311", "RETURN_GENERATOR", "GET_AWAITABLE",
-                        "GET_YIELD_FROM_ITER", "END_SEND", "CLEANUP_THROW", "GET_ANEXT", "GET_AITER",
-                        "END_ASYNC_FOR", "ASYNC_GEN_WRAP", "INTRINSIC_ASYNC_GEN_WRAP",
-                        "BEFORE_ASYNC_WITH"})
-
-
-def template(*names, tracked=False):
-    """Register a template for the canonical instructions ``names`` (in tracked blocks too)."""
-    def register(fn):
-        for name in names:
-            TEMPLATES[name] = fn
-            if tracked:
-                TRACKED_TEMPLATES[name] = fn
-        return fn
-    return register
-
-
 # ---- block formation ----------------------------------------------------------------------------
 
 def _runs(decoded, targets, allowed):
@@ -542,4 +520,5 @@ def compile_blocks(decoded, instrs, tracked=False):
 
 _GENERATED_PREFIX = __file__.rsplit("/", 1)[0] + "/<block "
 
-from . import block_ops, block_tracking  # noqa: E402,F401  (they register the templates)
+from . import block_ops, block_tracking  # noqa: E402,F401  (they register the templates; they import
+#                                                         block_templates, not this module: one way)

@@ -1,0 +1,85 @@
+"""Operators and branches: the instruction rules of ``operations`` dispatched, and the conditions the
+program decided on (a branch on data becomes a guard that reruns its condition).
+"""
+from . import predicates
+from ..errors import Unsupported
+from .guards import NoneGuard, TruthGuard, ValueGuard
+from .sources import Const, Expr
+from .values import Traced, UNKNOWN, _SCALARS, _event, _is_tensor
+from .operations import _OPERATIONS, _TENSOR_NEUTRAL
+
+
+class Conditions:
+
+    """Operators and branches: what the program decides, and the guards that make it decide so again."""
+
+
+
+    @_event(lambda frame, opname, arg, inputs, provs, outputs: [None] * len(outputs))
+    def operation(self, frame, opname, arg, inputs, input_provs, outputs):
+        self.frame = frame
+        handler = _OPERATIONS.get(opname)
+        if handler is not None:
+            return handler(self, arg, inputs, input_provs, outputs)
+        if any(_is_tensor(x) for x in inputs) and opname not in _TENSOR_NEUTRAL:
+            self.unsupported(f"{opname} on a tensor")
+        if all(p is None for p in input_provs):
+            return None
+        return [UNKNOWN] * len(outputs)
+
+    @_event(None)
+    def branch(self, frame, kind, value, prov, taken):
+        if _is_tensor(value):
+            if kind in ("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"):
+                return
+            return self.data_branch(self.node_of(value, prov), bool(value), frame)
+        if kind in ("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE"):
+            if prov is None or type(prov) is Traced:
+                return  # a constant, an object made by the program, or a number the graph computes
+            if prov is not None:
+                if prov is UNKNOWN:
+                    self.unsupported("a None check on a value of unknown origin", frame)
+                self.guard(NoneGuard(prov, value is None))
+            return
+        if prov is None:
+            prov = self.effective(value, None)
+        if prov is None:
+            return
+        if prov is UNKNOWN:
+            self.unsupported("a branch on a value computed by a call MagPy has no rule for", frame)
+        if type(prov) is Traced:
+            return self.data_branch(prov.node, bool(value), frame)
+        if type(value) is bool or isinstance(value, _SCALARS):
+            self.guard(ValueGuard(prov, value) if type(value) is not bool else TruthGuard(prov, value))
+        else:
+            self.guard(TruthGuard(prov, bool(value)))
+
+    def data_branch(self, node, truth, frame):
+        """A branch on tensor data: guarded by rerunning the condition (``predicates``; one guard for all
+        of the call's conditions, made by ``guard_conditions`` at the end)."""
+        if predicates.ancestry([node]) is None:
+            self.checks.append((node, truth, frame))  # (random: checked after the graph runs, if it can be)
+            return
+        self.conditions.append((node, truth))
+
+    def guard_conditions(self):
+        cap = self.cap
+        if self.checks and cap.unsupported is None:
+            frame = self.checks[0][2]
+            if not predicates.checkable(cap.graph) or cap.pre_graph and cap.side_effects[:cap.pre_graph]:
+                cap.unsupported = Unsupported("a branch on tensor data that depends on an in-place op (graph "
+                                              "break)", frame.filename, frame.lineno)
+                return
+            for node, truth, _ in self.checks:
+                cap.outputs.append(cap.graph.call_function(bool, (node,)))
+                cap.checks.append((len(cap.outputs) - 1, truth))
+            cap.host_values = True
+        if self.conditions:
+            nodes, truths = zip(*self.conditions)
+            cut = predicates.cut(self.cap.graph, nodes, self.cap.inputs)
+            if cut is None:  # (a later in-place op writes into what a condition read)
+                frame = self.root
+                cap.unsupported = Unsupported("a branch on tensor data that an in-place op changes later "
+                                              "(graph break)", frame and frame.filename, frame and frame.lineno)
+                return
+            self.guard(ValueGuard(Expr(predicates.holds, (Const(cut[0]), *cut[1])), tuple(truths)))

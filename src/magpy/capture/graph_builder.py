@@ -1,0 +1,348 @@
+"""The graph room: tensors from outside become graph inputs, tensor operations fx nodes; Python
+numbers and shapes the graph computes (``t.item()``, data-dependent sizes) are graph values too.
+"""
+import functools
+import operator
+import types
+import warnings
+
+import torch
+import numpy as np
+
+from . import rules, vf
+from .guards import TensorGuard, TruthGuard
+from .sources import AttrSource, Const, DrawSource, Expr, Source, mentions_draw
+from .values import (Traced, UNKNOWN, _ALL, _RUN_ITERATORS, _Row, _SCALARS, _SHAPE_TRACED, _flat_tensors, _is_tensor,
+    _is_torch_callable, _replayable_path, _with_fixed)
+
+
+class GraphBuilding:
+
+    """Tensor operations recorded into the fx graph; Python values the graph computes."""
+
+
+
+    def tensor_input(self, tensor, source):
+        entry = self.nodes.get(id(tensor))
+        if entry is not None:
+            first = self.input_paths.get(id(tensor))
+            if isinstance(source, Source) and first is not None and source != first:
+                # the same tensor reached by a second path (``f(x, x)``, tied weights): the graph
+                # reads it once, so a later call must pass the very same object there too
+                self.guard(TruthGuard(Expr(operator.is_, (source, first)), True))
+            return entry[1]
+        if not _replayable_path(source) and not (type(source) is Expr and mentions_draw(source)):
+            # (an expression over random draws is evaluated by the entry after it drew them)
+            self.unsupported("a tensor reached the program by a path MagPy cannot replay")
+        if type(source) is Expr and source in self.computed_inputs:
+            # the same expression computed again (``torch.tensor(a)`` twice): the entry computes it once,
+            # so the graph copies it first thing — two tensors, as eager has, whatever writes to either
+            placeholder = self.computed_inputs[source]
+            with self.cap.graph.inserting_after(placeholder):
+                node = self.cap.graph.call_method("clone", (placeholder,))
+            self.cap.op_count += 1
+            self.nodes[id(tensor)] = (tensor, node)
+            return node
+        node = self.cap.graph.placeholder(f"in{len(self.cap.inputs)}")
+        if type(source) is Expr:
+            self.computed_inputs[source] = node
+        node.meta["source"] = source.render()
+        self.cap.inputs.append((source, tensor))
+        self.guard(TensorGuard(source, tensor))
+        self.nodes[id(tensor)] = (tensor, node)
+        self.input_paths[id(tensor)] = source
+        return node
+
+    def node_of(self, tensor, prov=None):
+        entry = self.nodes.get(id(tensor))
+        if type(prov) is _Row and (entry is None or entry[0] is not tensor):
+            node = self.cap.graph.call_function(operator.getitem, (prov.rows, prov.index))
+            self.nodes[id(tensor)] = (tensor, node)
+            return node
+        if _replayable_path(prov) and (entry is None or entry[0] is not tensor or id(tensor) in self.input_paths):
+            return self.tensor_input(tensor, prov)
+        if entry is None or entry[0] is not tensor:
+            self.unsupported("a tensor of unknown origin was used (made by a call MagPy did not record)")
+        return entry[1]
+
+    def to_graph_arg(self, value, prov):
+        """``value`` as an fx argument: tensors as nodes, containers recursively, scalars as guarded
+        constants."""
+        if _is_tensor(value):
+            return self.node_of(value, prov)
+        if type(prov) is Traced:
+            return prov.node
+        if type(value) in _RUN_ITERATORS and id(value) in self.yielded_values:
+            # a generator the VM ran, consumed by this op (``sum(p.sum() for p in ps)``): what it yielded
+            entry = self.contents.get(id(value))
+            if entry is not None and entry[0] is value:
+                return [self.to_graph_arg(v, p) for v, p in zip(self.yielded_values[id(value)], entry[1])]
+        if type(value) in (list, tuple) or (type(value) is torch.Size and id(value) in self.contents):
+            items = self._element_provs(value, prov)
+            mapped = [self.to_graph_arg(v, p) for v, p in zip(value, items)]
+            return mapped if type(value) is list else tuple(mapped)  # (a shape the graph reads: a tuple)
+        if type(value) is dict:
+            provs = self._dict_provs(value, prov)
+            return {k: self.to_graph_arg(v, provs[k]) for k, v in value.items()}
+        if isinstance(value, slice):
+            parts = (value.start, value.stop, value.step)
+            if isinstance(prov, Expr) and prov.fn is slice:
+                part_provs = [None if type(p) is Const else p for p in prov.args]
+                part_provs += [None] * (3 - len(part_provs))
+                if len(prov.args) < 3 and len(prov.args) == 2:
+                    part_provs = [part_provs[0], part_provs[1], None]
+            elif isinstance(prov, Source):
+                part_provs = [AttrSource(prov, a) for a in ("start", "stop", "step")]
+            else:
+                part_provs = [prov] * 3 if prov is not None else [None] * 3
+            return slice(*(self.to_graph_arg(v, p) for v, p in zip(parts, part_provs)))
+        if type(value) in (int, float, bool) and isinstance(prov, (Source, Expr)) and mentions_draw(prov):
+            return self.scalar_input(value, prov)  # a random number: an input of the graph, not a constant
+        if type(value).__module__ == "numpy" and getattr(value, "shape", None) == () and hasattr(value, "item"):
+            # a numpy scalar: torch treats it as the Python number it holds (and fx code would name it
+            # ``np.float64(…)``, a name the graph's code does not have)
+            self.need(value, prov)
+            return value.item()
+        if isinstance(value, _SCALARS + (torch.dtype, torch.device, torch.Size, torch.layout,
+                                          torch.memory_format, type(Ellipsis), range)):
+            self.need(value, prov)
+            return value
+        if type(value) is np.ndarray and value.dtype.kind in "biu" and value.size <= rules.PINNED_DATA_LIMIT:
+            # an index array (``x[:, np.argwhere(mask)]``): torch reads it as the tensor of its numbers
+            self.need(value, prov)
+            try:
+                dtype = torch.from_numpy(value[:0].copy()).dtype
+            except TypeError:
+                self.unsupported(f"an index array of {value.dtype} (torch has no such dtype)")
+            return self.cap.graph.call_function(torch.tensor, (value.tolist(),), {"dtype": dtype})
+        self.unsupported(f"a {type(value).__name__} was passed to a tensor operation")
+
+    def record(self, fn, args, arg_provs, kwargs, kw_provs, result, method=None):
+        """Add ``fn(*args, **kwargs)`` (a tensor op that already ran) to the graph."""
+        if (method == "type" or getattr(fn, "__name__", None) == "type") and len(args) == 2 and \
+                type(args[1]).__name__ == "tensortype":
+            # ``t.type(torch.FloatTensor)``: the same as by name (fx code cannot spell the class)
+            self.need(args[1], arg_provs[1])
+            args, arg_provs = (args[0], f"{args[1].__module__}.{args[1].__name__}"), (arg_provs[0], None)
+        gargs = tuple(self.to_graph_arg(a, p) for a, p in zip(args, arg_provs))
+        gkwargs = {k: self.to_graph_arg(v, (kw_provs or {}).get(k)) for k, v in (kwargs or {}).items()}
+        graph = self.cap.graph
+        if method is not None:
+            node = graph.call_method(method, gargs, gkwargs)
+        else:
+            node = graph.call_function(vf.exact(fn), gargs, gkwargs)
+        if not self.cap.op_count:
+            self.cap.pre_graph = len(self.cap.side_effects)
+        self.cap.op_count += 1
+        dims = None
+        if not (_is_tensor(result) and result.dim() == 0):
+            # (before the result is bound: an op returning its input — ``contiguous``, ``add_`` — must
+            # be rerun on that input as it was)
+            dims = self._dynamic_dims(node, fn, method, args, kwargs, result)
+        self.bind_result(result, node)
+        if dims is not None:
+            for tensor, d in zip(_flat_tensors(result), dims):
+                if d:
+                    self.dynamic[self.nodes.get(id(tensor))[1]] = d
+            if not _is_tensor(result):
+                self.dynamic.setdefault(node, _ALL)  # (the tuple node itself; its items are marked above)
+            self.cap.host_values = True  # (compiling backends plan buffers from the first call's shapes)
+        return node
+
+    def _dynamic_dims(self, node, fn, method, args, kwargs, result):
+        """For each tensor ``node`` computes (flattened), the dims whose size depends on tensor data
+        (a mask's count, a length the graph computes), which reading must happen in the graph on every
+        call; None when no dim does. An op on such tensors is run again on meta tensors whose dynamic
+        sizes are changed: the output dims that change with them are dynamic, the others are fixed by
+        the guards (a sparse matrix built to a given size from as many edges as the data has)."""
+        name = method or getattr(fn, "__name__", "")
+        shape_from_data = self._shape_from_data(node, name, args)
+        if not shape_from_data:
+            return None
+        tensors = _flat_tensors(result)
+        every = [frozenset(range(t.dim())) for t in tensors]
+        if name in rules.SPLITS:
+            every = None  # (``unbind``/``split``/``chunk``: how many tensors come out may be data)
+        if shape_from_data != "inputs":
+            if name in rules.DATA_DEPENDENT_DIMS and len(tensors) == 1:
+                return [frozenset(rules.DATA_DEPENDENT_DIMS[name])]
+            return self._every(every)
+        if method is None and not _is_torch_callable(fn):
+            return self._every(every)  # (the program's own code, a custom autograd.Function: not run twice)
+        found = [set() for _ in tensors]
+        for delta in (3, 11):
+            try:
+                meta_args = [self._meta(a, delta) for a in args]
+                meta_kwargs = {k: self._meta(v, delta) for k, v in (kwargs or {}).items()}
+                with torch.no_grad(), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    out = getattr(meta_args[0], method)(*meta_args[1:], **meta_kwargs) if method else \
+                        fn(*meta_args, **meta_kwargs)
+            except Exception:  # noqa: BLE001 - an op meta tensors cannot run: every dim may depend on data
+                return self._every(every)
+            outs = _flat_tensors(out)
+            if len(outs) != len(tensors) or any(m.dim() != r.dim() for m, r in zip(outs, tensors)):
+                return self._every(every)
+            for dims, real, meta in zip(found, tensors, outs):
+                dims.update(k for k, (a, b) in enumerate(zip(real.shape, meta.shape)) if a != b)
+        return [frozenset(d) for d in found] if any(found) else None
+
+    def _every(self, every):
+        if every is None:
+            self.unsupported("a number of tensors that depends on tensor data (graph break)")
+        return every
+
+    def _meta(self, value, delta):
+        """``value`` for a meta rerun: tensors as meta tensors (sparse ones as dense) of the same shape,
+        except that each size that depends on data grows by ``delta``."""
+        if _is_tensor(value):
+            entry = self.nodes.get(id(value))
+            dims = self.dynamic.get(entry[1], ()) if entry is not None and entry[0] is value else ()
+            shape = [n + delta if k in dims else n for k, n in enumerate(value.shape)]
+            return torch.empty(shape, dtype=value.dtype, device="meta")
+        if type(value) in (list, tuple):
+            return type(value)(self._meta(v, delta) for v in value)
+        return value
+
+    def _shape_from_data(self, node, name, args):
+        """Does the shape of what ``node`` computes depend on tensor data (a mask's count, a length the
+        graph computes), so that reading it must happen in the graph on every call?"""
+        inputs = node.all_input_nodes
+        if any(n in self.dynamic for n in inputs):
+            return "inputs"
+        if name in rules.DATA_DEPENDENT_SHAPE and (name != "where" or len(args) == 1):
+            return True
+        if name in ("getitem", "__getitem__") and len(args) == 2:
+            keys = args[1] if isinstance(args[1], tuple) else (args[1],)
+            if any(_is_tensor(k) and k.dtype in (torch.bool, torch.uint8) for k in keys):
+                return True  # a boolean mask selects as many elements as it holds
+        numbers = [n for n in inputs if n in self.scalar_nodes]
+        return bool(numbers) and (name not in rules.NUMBER_OPERANDS and
+                                  getattr(node.target, "__module__", None) != "_operator" or
+                                  node.target in (operator.getitem, operator.setitem))
+
+    def dynamic_metadata(self, tensor, name, args, result):
+        """``t.shape`` / ``t.size(k)`` / ``t.numel()`` of a tensor whose shape depends on data: computed by
+        the graph on every call (None when the shape is fixed by the guards)."""
+        entry = self.nodes.get(id(tensor))
+        if entry is None or entry[0] is not tensor or entry[1] not in self.dynamic or \
+                name not in rules.SHAPE_METADATA:
+            return None
+        dims = self.dynamic[entry[1]]
+        if name == "size" and len(args) == 1 and type(args[0]) is int and args[0] % max(tensor.dim(), 1) not in dims:
+            return None  # a dim the guards fix (the 3 of an (n, 3) list of points, n from data; a stride
+            #              depends on the other dims: always read)
+        graph = self.cap.graph
+        if name == "shape":
+            node = graph.call_function(getattr, (entry[1], "shape"))
+        else:
+            node = graph.call_method(name, (entry[1], *(self.to_graph_arg(a, None) for a in args)))
+        traced = self.host_value(node)
+        if isinstance(result, tuple):
+            self._trace_list(result, node)  # (its elements, as ``t.tolist()``'s)
+            if name in ("size", "shape"):
+                provs = self.contents[id(result)][1]  # (the dims the guards fix are constants)
+                self.contents[id(result)] = (result, [p if k in dims else None for k, p in enumerate(provs)])
+            return _SHAPE_TRACED
+        return traced
+
+    def draw(self, fn, args, arg_provs, kwargs=None, kw_provs=None):
+        """A draw of Python's or numpy's global random generator: re-drawn by the entry program on every
+        call."""
+        for a, p in zip(args, arg_provs):
+            self.need(a, p)  # (``getrandbits(k)``: the same k)
+        for k, v in (kwargs or {}).items():
+            self.need(v, (kw_provs or {}).get(k))  # (``choice(xs, n, p=[…])``: the same probabilities)
+        if kwargs:
+            fn = functools.partial(fn, **kwargs)
+        self.cap.draws.append((fn, tuple(args)))
+        return DrawSource(len(self.cap.draws) - 1)
+
+    def scalar_input(self, value, prov):
+        """A Python number the graph takes as an input, computed by the entry program (a random draw)."""
+        known = self.scalar_inputs.get(prov)
+        if known is None:
+            known = self.cap.graph.placeholder(f"in{len(self.cap.inputs)}")
+            known.meta["source"] = prov.render()
+            self.cap.inputs.append((prov, value))
+            self.scalar_inputs[prov] = known
+            self.cap.host_values = True
+        return known
+
+    def scalar_of(self, fn, args, arg_provs, result, method=None):
+        """``float(t)``, ``t.item()``, ``t.tolist()``: a graph node whose Python result is traced."""
+        node = self.record(fn, args, arg_provs, None, None, None, method=method)
+        self.scalar_nodes.add(node)
+        self.cap.host_values = True
+        if type(result) is list:
+            entry = self.nodes.get(id(args[0])) if args else None
+            if entry is not None and entry[1] in self.dynamic:
+                # a list as long as tensor data says: this long, while the guard's rerun agrees
+                self.pin(Traced(self.cap.graph.call_method("numel", (entry[1],))), entry[0].numel())
+            self._trace_list(result, node)
+            return None
+        return Traced(node)
+
+    def _trace_list(self, values, node):
+        graph = self.cap.graph
+        provs = []
+        for k, v in enumerate(values):
+            item = graph.call_function(operator.getitem, (node, k))
+            self.scalar_nodes.add(item)
+            if type(v) is list:
+                self._trace_list(v, item)
+                provs.append(None)
+            else:
+                provs.append(Traced(item))
+        self.contents[id(values)] = (values, provs)
+
+    def by_identity(self, values):
+        """Provenance of values that came through code MagPy did not follow: the tensors the graph made
+        are known by identity, anything else is of unknown origin."""
+        return [None if _is_tensor(v) and id(v) in self.nodes else UNKNOWN for v in values]
+
+    def holds(self, container, elements):
+        """``container`` (made here) holds values of these provenances; False when they do not fit it."""
+        if elements is None or len(elements) != len(container):
+            return False
+        if any(p is not None for p in elements):
+            self.contents[id(container)] = (container, list(elements))
+        return True
+
+    def holds_traced(self, value):
+        """A list, tuple (or shape) made here holding a number the graph computes."""
+        if type(value) not in (list, tuple, torch.Size):
+            return False
+        entry = self.contents.get(id(value))
+        return entry is not None and entry[0] is value and type(entry[1]) is list and \
+            any(type(p) is Traced for p in entry[1])
+
+    def traced_op(self, fn, inputs, provs):
+        """``fn`` over Python values some of which the graph computes: one more graph node."""
+        fixed = {k: v for k, (v, p) in enumerate(zip(inputs, provs)) if isinstance(v, type) and type(p) is not Traced}
+        if fixed:  # (``a.astype(int)``: a class is part of the function, not an argument fx can write)
+            for k, v in fixed.items():
+                self.need(v, provs[k])
+            fn = vf.calling(_with_fixed(fn, fixed, len(inputs)), f"call_{getattr(fn, '__name__', 'fn')}")
+            inputs = [v for k, v in enumerate(inputs) if k not in fixed]
+            provs = [p for k, p in enumerate(provs) if k not in fixed]
+        args = tuple(p.node if type(p) is Traced else self.to_graph_arg(v, p) for v, p in zip(inputs, provs))
+        if type(fn) not in (types.FunctionType, types.BuiltinFunctionType) or not getattr(fn, "__module__", None):
+            # (``ndarray.sum``, a method of a value: fx holds it by reference, not by an import path)
+            fn = vf.calling(fn, f"call_{getattr(fn, '__name__', 'fn')}")
+        return self.host_value(self.cap.graph.call_function(fn, args))
+
+    def host_value(self, node):
+        """``node`` (one more op) computes a Python value: the graph runs as captured (fx)."""
+        self.cap.op_count += 1
+        self.scalar_nodes.add(node)
+        self.cap.host_values = True
+        return Traced(node)
+
+    def bind_result(self, result, node):
+        if _is_tensor(result):
+            self.nodes[id(result)] = (result, node)
+        elif type(result) in (tuple, list) or isinstance(result, tuple):
+            for k, item in enumerate(result):
+                if _is_tensor(item) or isinstance(item, (tuple, list)):
+                    self.bind_result(item, self.cap.graph.call_function(operator.getitem, (node, k)))

@@ -1,0 +1,55 @@
+"""Calls capture runs its own way (through the VM's lookaside table): library functions run natively,
+``checkpoint(f, *args)`` as ``f(*args)``, TorchScript functions as their Python source.
+"""
+import inspect
+import sys
+
+import torch
+import torch.utils.checkpoint
+
+from . import rules
+from ..interp import register_call_instead, register_lookaside
+
+
+def _run_natively(target):
+    """A lookaside that runs ``target`` natively: a library function the rules table treats as pure
+    over its arguments (interpreting its introspection internals gains nothing)."""
+    def run(vm, args, kwargs):
+        return target(*args, **kwargs)
+    return run
+
+
+for _target in (inspect.signature,):
+    register_lookaside(_target, _run_natively(_target))
+
+def _checkpoint_as_call(vm, args, kwargs):
+    """``torch.utils.checkpoint.checkpoint(fn, *args)`` runs as ``fn(*args)``: the same values and
+    gradients (activations are kept rather than recomputed in backward). Its own options are dropped;
+    other keywords go to ``fn``, as checkpoint passes them."""
+    from ..interp.calls import call
+    provs, vm.lookaside_provs = vm.lookaside_provs, None
+    if not args:
+        return torch.utils.checkpoint.checkpoint(*args, **kwargs)  # (its own error)
+    passed = {k: v for k, v in kwargs.items() if k not in rules.CHECKPOINT_OPTIONS}
+    if provs is not None:
+        vm.call_provs = (provs[0][1:], {k: p for k, p in provs[1].items() if k in passed}, provs[0][0])
+    return call(vm, args[0], args[1:], passed)
+
+
+register_lookaside(torch.utils.checkpoint.checkpoint, _checkpoint_as_call, delegates=True)
+
+# A TorchScript function runs as the Python function it was scripted from (the same semantics, and
+# its tensor ops then join the graph); TorchScript keeps that function for torch's own compiler.
+register_call_instead(torch.jit.ScriptFunction, lambda f: getattr(f, "_torchdynamo_inline", None))
+
+#: bookkeeping functions torch's own compiler installs (Dynamo tags every new nn.Module in its
+#: ``__init__``): run natively, and nothing to replay
+_BOOKKEEPING = set()
+
+
+def _register_bookkeeping():
+    guard = sys.modules.get("torch._dynamo.mutation_guard")
+    tag = getattr(getattr(guard, "GenerationTracker", None), "tag", None)
+    if tag is not None and tag.__func__ not in _BOOKKEEPING:
+        _BOOKKEEPING.add(tag.__func__)
+        register_lookaside(tag.__func__, _run_natively(tag.__func__))

@@ -1,0 +1,94 @@
+"""What one capture holds besides the observer's rooms: the ``Capture`` it produces (graph, guards, side
+effects), the contents of containers by provenance, and the graph's tensors (held weakly).
+"""
+import weakref
+
+import torch
+from torch import fx
+
+from .guards import ValueGuard
+from .sources import Expr, ItemSource
+
+
+class Capture:
+    """What one observed call produced (consumed by ``emit``)."""
+
+    def __init__(self):
+        self.graph = fx.Graph()
+        self.inputs = []          # (Source, example tensor) per graph placeholder, in order
+        self.outputs = []         # fx nodes returned by the graph, in order
+        self.guards = {}          # key -> Guard
+        self.side_effects = []    # (kind, target expr, name/key, value template)
+        self.pre_graph = 0        # how many side effects came before the first graph op
+        self.result_template = None
+        self.unsupported = None   # an Unsupported, when capture must give up
+        self.op_count = 0
+        self.draws = []           # (native random function, constant arguments) per draw, in order
+        self.host_values = False  # the graph computes or takes Python numbers, or shapes from data
+        self.checks = []          # (output index, truth): conditions on random data, checked after the graph
+        self.autograd_nodes = False  # side effects act on the autograd nodes of graph tensors: the graph
+                                     # must run op by op (a compiled graph has one node for all of them)
+
+
+class _Contents(dict):
+    """``CaptureObserver.contents``: also lists outside lists the program appended to. Their elements are
+    the entry list's items followed by the appended values; the length of the entry list is guarded
+    only once the program reads the list (a list that only grows, like a history, needs no guard)."""
+
+    def __init__(self, observer):
+        super().__init__()
+        self.observer = observer
+        self.grown = {}           # id(outside list) -> (list, its path, length on entry, appended provs)
+        self.outside = set()      # ids of outside lists whose contents are tracked here (they changed)
+
+    def changed_outside(self, obj):
+        return id(obj) in self.grown or id(obj) in self.outside
+
+    def grow(self, key, entry):
+        self.grown[key] = entry
+        self.get = self._get_grown  # (until then lookups are the dict's own: capture makes very many)
+
+    def _get_grown(self, key, default=None):
+        grown = self.grown.pop(key, None)
+        if grown is not None:
+            target, prov, n, added = grown
+            self.observer.guard(ValueGuard(Expr(len, (prov,)), n))
+            self[key] = (target, [ItemSource(prov, k) for k in range(n)] + added)
+            self.outside.add(key)
+            if not self.grown:
+                del self.get
+        return dict.get(self, key, default)
+
+
+class _TensorNodes:
+    """``id(tensor) -> (tensor, node)`` for the tensors the graph computes, holding them weakly: capture
+    must not keep every activation of the call alive (eager frees them as it goes). A dead tensor's
+    entry is gone, so an id used again by a new tensor finds nothing."""
+
+    def __init__(self):
+        self._entries = {}
+
+    def get(self, key, default=None):
+        entry = self._entries.get(key)
+        if entry is None:
+            return default
+        tensor = entry[0]()
+        if tensor is None:
+            del self._entries[key]
+            return default
+        return tensor, entry[1]
+
+    def __setitem__(self, key, value):
+        self._entries[key] = (weakref.ref(value[0]), value[1])
+
+    def __contains__(self, key):
+        return self.get(key) is not None
+
+    def forget_sharing(self, kept, other):
+        """Forget every tensor but ``kept`` that shares storage with ``kept`` or ``other``."""
+        storages = {t.untyped_storage().data_ptr() for t in (kept, other)}
+        for key, (ref, _) in list(self._entries.items()):
+            t = ref()
+            if t is not None and t is not kept and t.layout is torch.strided and \
+                    t.untyped_storage().data_ptr() in storages:
+                del self._entries[key]

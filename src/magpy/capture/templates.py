@@ -1,0 +1,114 @@
+"""Templates: how the mock rebuilds a value the call returns or stores — a graph output, an outside path,
+a constant, or a container or object made fresh on every call (aliasing kept).
+"""
+import collections
+import operator
+
+from . import rules
+from .guards import TruthGuard
+from .sources import Expr, Source
+from .values import (Traced, UNKNOWN, _CONTAINER_KINDS, _Row, _SCALARS, _immutable, _is_tensor, _rebuildable,
+    _replayable_path)
+
+
+class Templates:
+
+    """How the mock rebuilds a value: a graph output, an outside path, a constant, a new container."""
+
+
+
+    def template(self, value, prov):
+        """How the mock rebuilds ``value``: a graph output, an outside path, a constant, or a container.
+        The same object gets the same template, so the mock keeps aliasing (``return out, out``)."""
+        if not isinstance(value, _SCALARS):
+            known = self.templates.get(id(value))
+            if known is not None and known[0] is value:
+                first = known[1]
+                if first[0] == "source" and _replayable_path(prov) and prov != first[1]:
+                    # one object reached by two paths: a later call must have one object there too
+                    self.guard(TruthGuard(Expr(operator.is_, (prov, first[1])), True))
+                return first
+            t = self._template(value, prov)
+            self.templates[id(value)] = (value, t)
+            return t
+        return self._template(value, prov)
+
+    def _template(self, value, prov):
+        if type(prov) is Traced:  # a Python value the graph computes: one more graph output
+            if prov.node not in self.cap.outputs:
+                self.cap.outputs.append(prov.node)
+            return ("output", self.cap.outputs.index(prov.node))
+        if _is_tensor(value):
+            if type(prov) is _Row:
+                self.node_of(value, prov)
+            if _replayable_path(prov) and id(value) not in self.nodes:
+                return ("source", prov)
+            entry = self.nodes.get(id(value))
+            if entry is None or entry[0] is not value:
+                self.unsupported("a tensor of unknown origin leaves the compiled function")
+            node = entry[1]
+            if node.op == "placeholder":
+                return ("source", self.cap.inputs[int(node.name[2:])][0])
+            if node not in self.cap.outputs:
+                self.cap.outputs.append(node)
+            return ("output", self.cap.outputs.index(node))
+        if type(value) in (list, tuple, dict, collections.OrderedDict) or (
+                isinstance(value, tuple) and hasattr(value, "_fields")):
+            if isinstance(prov, Source) and self.contents.changed_outside(value):
+                return ("source", prov)  # the entry's own list, which the mock changes the same way
+            entry = self.contents.get(id(value))
+            if isinstance(prov, Source) and entry is None:
+                return ("source", prov)
+            kind = _CONTAINER_KINDS.get(type(value))
+            if kind is not None and not self.snapshot:
+                # made by the call and maybe changed later on: rebuilt as the call leaves it
+                parts = []
+                self.pending_objects.append((value, prov, parts))
+                return (kind, parts)
+            if isinstance(value, dict):
+                provs = self._dict_provs(value, prov)
+                return (kind, [(k, self.template(v, provs[k])) for k, v in value.items()])
+            provs = self._element_provs(value, prov)
+            parts = [self.template(v, p) for v, p in zip(value, provs)]
+            if type(value) is list:
+                return ("list", parts)
+            if type(value) is tuple:
+                return ("tuple", parts)
+            return ("namedtuple", type(value), parts)
+        if type(value) is set and prov is None and self.sets.get(id(value), (None,))[0] is value:
+            adds = self.sets[id(value)][1]
+            if any(p is UNKNOWN for _, p in adds):
+                self.unsupported("a set of values MagPy lost track of leaves the compiled function")
+            return ("set", [self.template(v, p) for v, p in adds])
+        if type(value) in (set, frozenset):
+            if isinstance(prov, Source) and self.contents.changed_outside(value):
+                return ("source", prov)  # the entry's own set, which the mock changes the same way
+            entry = self.contents.get(id(value))
+            if (entry is not None and entry[0] is value) or (prov is not None and not isinstance(prov, Source)):
+                self.unsupported("a set holding values from outside leaves the compiled function")
+            if isinstance(prov, Source):
+                return ("source", prov)
+            if any(_is_tensor(v) for v in value):
+                self.unsupported("a set of tensors leaves the compiled function")
+            return ("set", [("const", v) for v in value]) if type(value) is set else ("const", value)
+        if isinstance(prov, Source):
+            return ("source", prov)
+        if isinstance(prov, Expr) and isinstance(value, _SCALARS):
+            return ("source", prov)  # recomputed by the mock from the entry state (no guard needed)
+        made_class = isinstance(value, type) and self.made_classes.get(id(value)) is value
+        if prov is None and (made_class or self.made_classes.get(id(type(value))) is type(value)):
+            # a later call makes another class: handing out this one (or its instances) would differ
+            self.unsupported("a class made by the call (or an instance of it) leaves it")
+        if prov is None and type(value) in rules.REUSED_OBJECTS:
+            return ("const", value)
+        if prov is None and self.made.get(id(value)) is value and _rebuildable(type(value)):
+            # a new object of this call: the mock makes a fresh one each call, with the attributes
+            # this one holds when capture ends (filled in by ``finish_objects``)
+            fields = []
+            self.pending_objects.append((value, None, fields))
+            return ("object", type(value), fields)
+        if prov is None and not _immutable(value):
+            # an object made by this call: a replay would hand out the first call's object again
+            self.unsupported(f"a new {type(value).__name__} object made by the call leaves it")
+        self.need(value, prov)
+        return ("const", value)
