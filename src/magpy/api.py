@@ -9,6 +9,7 @@ from torch import fx
 from . import backends as _backends
 from .cache import Cache, Stats, register, reset_all
 from .capture import capture
+from .capture.names import home_of, rendering_home
 from .emit import build_entry, MISS
 from .errors import GraphBreakError, Unsupported
 from .interp.binding import bind
@@ -85,6 +86,10 @@ class CompiledFunction:
         return result
 
     def _build(self, cap):
+        with rendering_home(_home(self.fn)):  # (the entry's readable text names the user's globals bare)
+            return self._build_entry(cap)
+
+    def _build_entry(self, cap):
         if cap.op_count:
             cap.graph.output(tuple(cap.outputs))
             gm = fx.GraphModule(torch.nn.Module(), cap.graph)
@@ -125,6 +130,13 @@ class CompiledFunction:
                           stacklevel=3 + self.extra_frames)
         self.eager = True
         return self.fn(*args, **kwargs)
+
+
+def _home(fn):
+    """The module whose globals guards and traces of ``fn`` name bare (for a module, its ``forward``'s)."""
+    if isinstance(fn, torch.nn.Module):
+        return home_of(type(fn).forward)
+    return home_of(_target(fn)[0])
 
 
 def _compiled_module(module, **options):
@@ -241,8 +253,10 @@ def explain(fn, *args, **kwargs):
     if cap.op_count:
         cap.graph.output(tuple(cap.outputs))
         graphs.append(fx.GraphModule(torch.nn.Module(), cap.graph))
-    entry = build_entry(cap, None)
-    return Explanation(graphs, [], [g.describe() for g in entry.guards], cap.op_count, entry.text)
+    with rendering_home(_home(fn)):
+        entry = build_entry(cap, None)
+        guards = [g.describe() for g in entry.guards]
+    return Explanation(graphs, [], guards, cap.op_count, entry.text)
 
 
 def trace(fn):
