@@ -12,10 +12,13 @@ Public names:
     register_lookaside(target, handler)  make calls to ``target`` run ``handler(vm, args, kwargs)`` instead
     register_call_instead(cls, unwrap)   calls of ``cls`` instances run ``unwrap(instance)`` (when not None)
     InterpreterError                     an internal failure of the VM; names the user's file and line
+
+``breakpoint()`` and ``pdb.set_trace()`` in interpreted code open pdb at the user's line (see debugger.py).
 """
 from .errors import InterpreterError
 from .observer import Observer
 from .vm import VM, run
 from .lookaside import register_lookaside, register_call_instead
+from . import debugger  # noqa: F401  (breakpoint() and pdb.set_trace() stop in the interpreted frame)
 
 __all__ = ["run", "VM", "Observer", "register_lookaside", "register_call_instead", "InterpreterError"]
