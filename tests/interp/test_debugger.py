@@ -43,38 +43,31 @@ def debug(fn, *args, commands, monkeypatch, capsys):
     return result, capsys.readouterr().out
 
 
+BREAK_LINE = line_of(helper, "breakpoint()")
+
+#: command typed at the prompt -> what pdb shows (the prompt then continues)
+PROMPT = {
+    "p": ("p z\np y * 10", ["(Pdb) 4\n", "(Pdb) 30\n"]),
+    "pp": ("pp locals()", ["{'y': 3, 'z': 4}"]),
+    "list": ("l", [f"{BREAK_LINE}  ->\t    breakpoint()", "z = y + 1"]),
+    "longlist": ("ll", ["def helper(y):", "return z * 2"]),
+    "where, up": ("w\nu\np w", [f"{__file__}({line_of(outer, 'return helper(x)')})outer()", "[3, 3]"]),
+}
+
+
 def test_breakpoint_stops_at_the_users_line(monkeypatch, capsys):
     result, out = debug(outer, 3, commands="c\n", monkeypatch=monkeypatch, capsys=capsys)
     assert result == 10
-    assert f"> {__file__}({line_of(helper, 'breakpoint()')})helper()" in out
+    assert f"> {__file__}({BREAK_LINE})helper()" in out
     assert "-> breakpoint()" in out
 
 
-def test_p_shows_a_local(monkeypatch, capsys):
-    _, out = debug(outer, 3, commands="p z\np y * 10\nc\n", monkeypatch=monkeypatch, capsys=capsys)
-    assert "(Pdb) 4\n" in out and "(Pdb) 30\n" in out
-
-
-def test_pp_shows_the_frames_variables(monkeypatch, capsys):
-    _, out = debug(outer, 3, commands="pp locals()\nc\n", monkeypatch=monkeypatch, capsys=capsys)
-    assert "{'y': 3, 'z': 4}" in out
-
-
-def test_list_shows_the_users_source_at_the_current_line(monkeypatch, capsys):
-    _, out = debug(outer, 3, commands="l\nc\n", monkeypatch=monkeypatch, capsys=capsys)
-    assert f"{line_of(helper, 'breakpoint()')}  ->\t    breakpoint()" in out
-    assert "z = y + 1" in out
-
-
-def test_longlist_shows_the_whole_function(monkeypatch, capsys):
-    _, out = debug(outer, 3, commands="ll\nc\n", monkeypatch=monkeypatch, capsys=capsys)
-    assert "def helper(y):" in out and "return z * 2" in out
-
-
-def test_where_and_up_reach_the_interpreted_caller(monkeypatch, capsys):
-    _, out = debug(outer, 3, commands="w\nu\np w\nc\n", monkeypatch=monkeypatch, capsys=capsys)
-    assert f"{__file__}({line_of(outer, 'return helper(x)')})outer()" in out
-    assert "[3, 3]" in out
+@pytest.mark.parametrize("command", PROMPT)
+def test_prompt_command_shows_the_users_frame(command, monkeypatch, capsys):
+    typed, expected = PROMPT[command]
+    _, out = debug(outer, 3, commands=typed + "\nc\n", monkeypatch=monkeypatch, capsys=capsys)
+    for text in expected:
+        assert text in out
 
 
 def test_an_assignment_at_the_prompt_reaches_the_frame(monkeypatch, capsys):
