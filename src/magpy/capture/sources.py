@@ -10,8 +10,9 @@ Rendering speaks the user's language: a module's parameters, buffers and submodu
 cell as its variable, a global as the user's module would spell it (see ``names``).
 """
 import operator
+import types
 
-from .names import callable_name, global_name, is_identifier
+from .names import callable_name, global_name, is_home, is_identifier, module_name
 
 
 class Source:
@@ -51,6 +52,9 @@ class GlobalSource(Source):
         self.name = name
 
     def render(self):
+        value = self.namespace.get(self.name)
+        if isinstance(value, types.ModuleType) and not is_home(self.namespace):
+            return module_name(value.__name__)  # (``F.linear`` in torch's code is ``torch.nn.functional.linear``)
         return global_name(self.namespace, self.name)
 
     def __eq__(self, other):
