@@ -59,7 +59,7 @@ def _event(default):
                     self.cap.unsupported = Unsupported(
                         f"internal capture error in {fn.__name__}: {type(error).__name__}: {error}",
                         frame.filename if frame else None, frame.lineno if frame else None)
-                self.vm.observer = _SILENT
+                self.stop_observing()
             return default(*args) if callable(default) else default
 
         params = list(inspect.signature(fn).parameters.values())[1:]
@@ -463,8 +463,12 @@ class CaptureObserver(Observer):
         if self.cap.unsupported is None:
             self.cap.unsupported = Unsupported(reason, frame.filename if frame else None,
                                                frame.lineno if frame else None)
-        self.vm.observer = _SILENT
+        self.stop_observing()
         raise _Abandon
+
+    def stop_observing(self):
+        """Capture gave up (``cap.unsupported`` says why): the program runs on unobserved."""
+        self.vm.observer = _SILENT
 
     # ---- guards ------------------------------------------------------------------------------------
     def guard(self, g):
@@ -3100,14 +3104,15 @@ def _register_bookkeeping():
         register_lookaside(tag.__func__, _run_natively(tag.__func__))
 
 
-def capture(fn, args, kwargs):
-    """Run ``fn(*args, **kwargs)`` in the VM under observation.
+def capture(fn, args, kwargs, make_observer=None):
+    """Run ``fn(*args, **kwargs)`` in the VM under observation (by a ``CaptureObserver``, or by the one
+    ``make_observer(fn_globals)`` makes of a class derived from it: ``magpy.trace``'s).
 
     Returns ``(result, exception, capture)``: exactly one of result/exception is meaningful, and
     ``capture.unsupported`` says why the call cannot be replayed (None when it can).
     """
     _register_bookkeeping()
-    obs = CaptureObserver(getattr(fn, "__globals__", {}))
+    obs = (make_observer or CaptureObserver)(getattr(fn, "__globals__", {}))
     obs.iterators = {}
     obs.iterables = {}
     obs.cells = {}
