@@ -27,10 +27,9 @@ def _folders(*paths):
     return tuple(os.path.join(os.path.realpath(p), "") for p in paths)
 
 
-import magpy  # noqa: E402  (its folder)
-
-#: folders whose code is never the user's, and the standard library's (packages installed inside it are)
-_TOOL_FOLDERS = _folders(os.path.dirname(torch.__file__), os.path.dirname(magpy.__file__))
+#: folders whose code is never the user's (torch's, MagPy's), and the standard library's (packages
+#: installed inside it are the user's)
+_TOOL_FOLDERS = _folders(os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
 _STDLIB_FOLDERS = _folders(*{sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
 _INSTALLED = ("site-packages", "dist-packages")
 _USER_FILES = {}
