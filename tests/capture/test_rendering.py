@@ -117,3 +117,44 @@ def test_guard_on_a_torch_c_function():
         "torch._C._get_tracing_state() == None" in guards, guards
     assert any(g.startswith("torch._C._get_tracing_state is <torch._C._get_tracing_state at") for g in guards)
     assert not any("pybind11" in g for g in guards), guards
+
+
+class Box:
+    def __init__(self):
+        self.count = 0
+        self.history = []
+
+
+TOTAL = 0
+
+
+def _mock(fn, *args):
+    return str(magpy.explain(fn, *args)).split("mock:")[1]
+
+
+def test_mock_stores_are_assignments_to_the_users_paths():
+    def effects(box, x):
+        global TOTAL
+        box.count += 1
+        cfg["act"] = "tanh"
+        TOTAL = TOTAL + 1
+        box.history.append(x.sum())
+        return x
+    try:
+        mock = _mock(effects, Box(), torch.ones(2))
+    finally:
+        cfg["act"] = "relu"
+    assert "  box.count = (box.count + 1)\n" in mock
+    assert "  cfg['act'] = 'tanh'\n" in mock
+    assert "  TOTAL = (TOTAL + 1)   # global\n" in mock
+    assert "  box.history.append(out[0])\n" in mock
+
+
+def test_mock_store_to_a_closure_cell_names_the_variable():
+    k = 0
+
+    def bump(x):
+        nonlocal k
+        k += 1
+        return x + k
+    assert "  k = (k + 1)   # closure cell\n" in _mock(bump, torch.ones(2))
