@@ -295,8 +295,8 @@ def trace(fn, *, only=None, lines=False, on_event=None):
     ``Trace`` in ``.trace`` (also ``.last``): its events, fx graph, guards and RefGraph.
 
     ``only``: which events to keep — ``"all"`` (default), ``"user"`` (those in your files: not torch's,
-    MagPy's or the standard library's; tensor ops are placed at the line of yours that led to them, and
-    where capture gave up is always kept), ``"ops"`` (tensor ops and graph inputs), or a predicate
+    MagPy's or the standard library's; tensor ops and graph inputs, placed at the line of yours that led
+    to them, and where capture gave up are always kept), ``"ops"`` (tensor ops and graph inputs), or a predicate
     ``event -> bool``. ``lines=True`` also reports each new line run (a step per instruction: slower).
     ``on_event(event)`` is called with each kept event as it happens; what it raises is raised after the
     call. ``breakpoint()`` in ``fn`` opens pdb at your line. Raises ``ValueError`` for an unknown ``only``.

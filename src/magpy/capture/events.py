@@ -5,6 +5,9 @@ frame) and how deep in interpreted calls (``depth``: 0 for the traced function),
 line: ``file.py:12  op      torch.relu -> relu``. Paths are rendered as the user writes them.
 """
 import os
+import types
+
+from .names import callable_name
 
 
 class Event:
@@ -80,14 +83,33 @@ class Write(Event):
 KINDS = {cls.kind: cls for cls in (Line, Call, Return, Op, Input, Read, Write, GuardAdded, GaveUp)}
 
 
+_PLAIN = (int, float, complex, bool, str, bytes, type(None))
+_CONTAINERS = (tuple, list, dict, set, frozenset)
+
+
 def describe(value):
-    """A short description of a value for an event: a tensor by its metadata, others by a cut ``repr``."""
-    shape = getattr(value, "shape", None)
-    dtype = getattr(value, "dtype", None)
-    if shape is not None and dtype is not None and hasattr(value, "device"):
-        return f"{type(value).__name__}({str(dtype).replace('torch.', '')}, shape={list(shape)})"
-    try:
-        text = " ".join(repr(value).split())
-    except Exception:  # noqa: BLE001 - a user repr that fails must not fail the trace
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A short description of a value for an event, cheap to make and never running the program's own
+    ``__repr__``: a tensor by its metadata, plain values and small containers of them as written, a
+    function, class or module by name, any other object by its class."""
+    if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "device"):
+        return f"{type(value).__name__}({str(value.dtype).replace('torch.', '')}, shape={list(value.shape)})"
+    if type(value) in _PLAIN or _small_plain(value):
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+    if type(value) in _CONTAINERS:
+        return f"<{type(value).__name__} of {len(value)}>"
+    if isinstance(value, types.ModuleType):
+        return f"<module {value.__name__}>"
+    if isinstance(value, type):
+        return f"<class {value.__qualname__}>"
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        return f"<function {callable_name(value)}>"
+    return f"<{type(value).__qualname__}>"
+
+
+def _small_plain(value):
+    """A container of a few plain values (``{'act': 'relu'}``, ``(2, 3)``), cheap to show as written."""
+    if type(value) not in _CONTAINERS or len(value) > 8:
+        return False
+    items = [x for pair in value.items() for x in pair] if type(value) is dict else value
+    return all(type(x) in _PLAIN for x in items)

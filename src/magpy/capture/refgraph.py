@@ -96,7 +96,8 @@ class RefGraph:
             visit(key, label, 1)
         if self.writes:
             lines.append("writes:")
-            lines += [f"  {path} = {value}" if value is not None else f"  del {path}" for path, value in self.writes]
+            lines += [f"  {path} = {value}" if value is not None else f"  del {path}"
+                      for path, value in self.writes]
         return "\n".join(lines)
 
     def to_dot(self):

@@ -51,8 +51,13 @@ def is_user_file(filename):
     return known
 
 
+#: kinds a "user" trace keeps wherever they happened: the graph and why capture gave up are the program's
+#: (a graph node made in a library is placed at the user's line that led to it, when there is one)
+_ALWAYS_USERS = frozenset({"op", "input", "break"})
+
+
 def _user_event(event):
-    return event.kind == "break" or is_user_file(event.filename)
+    return event.kind in _ALWAYS_USERS or is_user_file(event.filename)
 
 
 def _op_event(event):
