@@ -135,6 +135,8 @@ class CompiledFunction:
 
 def _home(fn):
     """The module whose globals guards and traces of ``fn`` name bare (for a module, its ``forward``'s)."""
+    if isinstance(getattr(fn, "__self__", None), torch.nn.Module):  # (a module's bound ``__call__``)
+        fn = fn.__self__
     if isinstance(fn, torch.nn.Module):
         return home_of(type(fn).forward)
     return home_of(_target(fn)[0])
@@ -296,8 +298,8 @@ def trace(fn, *, only=None, lines=False, on_event=None):
 
     ``only``: which events to keep — ``"all"`` (default), ``"user"`` (those in your files: not torch's,
     MagPy's or the standard library's; tensor ops and graph inputs, placed at the line of yours that led
-    to them, and where capture gave up are always kept), ``"ops"`` (tensor ops and graph inputs), or a predicate
-    ``event -> bool``. ``lines=True`` also reports each new line run (a step per instruction: slower).
+    to them, and where capture gave up are always kept), ``"ops"`` (tensor ops and graph inputs), or a
+    predicate ``event -> bool``. ``lines=True`` also reports each new line run (a step per instruction: slower).
     ``on_event(event)`` is called with each kept event as it happens; what it raises is raised after the
     call. ``breakpoint()`` in ``fn`` opens pdb at your line. Raises ``ValueError`` for an unknown ``only``.
     """
