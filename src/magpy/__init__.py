@@ -13,6 +13,7 @@ _LAZY = {
     "register_backend": ("magpy.backends", "register_backend"),
     "Stats": ("magpy.api", "Stats"),
     "Explanation": ("magpy.api", "Explanation"),
+    "Trace": ("magpy.capture.tracing", "Trace"),
     "GraphBreakError": ("magpy.errors", "GraphBreakError"),
 }
 

@@ -1,4 +1,4 @@
-"""The public API: ``compile``, ``explain``, ``reset``, ``graph_break``; CompiledFunction."""
+"""The public API: ``compile``, ``explain``, ``trace``, ``reset``, ``graph_break``; CompiledFunction."""
 import functools
 import types
 import warnings
@@ -9,6 +9,8 @@ from torch import fx
 from . import backends as _backends
 from .cache import Cache, Stats, register, reset_all
 from .capture import capture
+from .capture.names import home_of, rendering_home
+from .capture.tracing import Trace, event_filter, run_traced
 from .emit import build_entry, MISS
 from .errors import GraphBreakError, Unsupported
 from .interp.binding import bind
@@ -85,6 +87,10 @@ class CompiledFunction:
         return result
 
     def _build(self, cap):
+        with rendering_home(_home(self.fn)):  # (the entry's readable text names the user's globals bare)
+            return self._build_entry(cap)
+
+    def _build_entry(self, cap):
         if cap.op_count:
             cap.graph.output(tuple(cap.outputs))
             gm = fx.GraphModule(torch.nn.Module(), cap.graph)
@@ -125,6 +131,15 @@ class CompiledFunction:
                           stacklevel=3 + self.extra_frames)
         self.eager = True
         return self.fn(*args, **kwargs)
+
+
+def _home(fn):
+    """The module whose globals guards and traces of ``fn`` name bare (for a module, its ``forward``'s)."""
+    if isinstance(getattr(fn, "__self__", None), torch.nn.Module):  # (a module's bound ``__call__``)
+        fn = fn.__self__
+    if isinstance(fn, torch.nn.Module):
+        return home_of(type(fn).forward)
+    return home_of(_target(fn)[0])
 
 
 def _compiled_module(module, **options):
@@ -241,20 +256,51 @@ def explain(fn, *args, **kwargs):
     if cap.op_count:
         cap.graph.output(tuple(cap.outputs))
         graphs.append(fx.GraphModule(torch.nn.Module(), cap.graph))
-    entry = build_entry(cap, None)
-    return Explanation(graphs, [], [g.describe() for g in entry.guards], cap.op_count, entry.text)
+    with rendering_home(_home(fn)):
+        entry = build_entry(cap, None)
+        guards = [g.describe() for g in entry.guards]
+    return Explanation(graphs, [], guards, cap.op_count, entry.text)
 
 
-def trace(fn):
-    """``fn`` run in the VM on every call (no caching), keeping the last call's capture in ``.last``."""
-    func, leading = _target(fn)
+class Traced:
+    """What ``magpy.trace(fn)`` returns: each call runs ``fn`` in the VM under capture (no caching) and
+    keeps a ``Trace`` of it in ``.trace`` (also ``.last``)."""
 
-    def traced(*args, **kwargs):
-        result, exc, cap = capture(func, (*leading, *args), kwargs)
-        traced.last = cap
+    def __init__(self, fn, only=None, lines=False, on_event=None):
+        self.fn = fn
+        target = types.MethodType(type(fn).__call__, fn) if isinstance(fn, torch.nn.Module) else fn
+        self.func, self.leading = _target(target)
+        self.keep = event_filter(only)
+        self.lines = lines
+        self.on_event = on_event
+        self.trace = None
+        functools.update_wrapper(self, self.func)
+
+    @property
+    def last(self):
+        """The last call's ``Trace`` (None before the first call)."""
+        return self.trace
+
+    def __call__(self, *args, **kwargs):
+        trace = Trace(self.keep, self.on_event, self.lines)
+        self.trace = trace
+        result, exc = run_traced(self.func, (*self.leading, *args), kwargs, trace, _home(self.fn))
         if exc is not None:
             raise exc
+        if trace.callback_error is not None:
+            raise trace.callback_error  # (the call itself completed: its effects happened)
         return result
-    traced.last = None
-    functools.update_wrapper(traced, func)
-    return traced
+
+
+def trace(fn, *, only=None, lines=False, on_event=None):
+    """``fn`` (a function, method or ``nn.Module``) run in the VM on every call, each call keeping a
+    ``Trace`` in ``.trace`` (also ``.last``): its events, fx graph, guards and RefGraph.
+
+    ``only``: which events to keep — ``"all"`` (default), ``"user"`` (those in your files: not torch's,
+    MagPy's or the standard library's; tensor ops and graph inputs, placed at the line of yours that led
+    to them, and where capture gave up are always kept), ``"ops"`` (tensor ops and graph inputs), or a
+    predicate ``event -> bool``. ``lines=True`` also reports each new line run (a step per instruction: slower).
+    ``on_event(event)`` is called with each kept event as it happens; what it raises is raised after the
+    call. ``breakpoint()`` in ``fn`` opens pdb at your line. Raises ``ValueError`` for an unknown ``only``.
+    """
+    return Traced(fn, only=only, lines=lines, on_event=on_event)

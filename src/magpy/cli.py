@@ -3,6 +3,10 @@
 Commands:
     bench    run the model zoo under eager, magpy and torch.compile and print a comparison table
     paritybench  run a ParityBench checkout through magpy and TorchDynamo (fullgraph=True) and score both
+    explain  capture one call of FILE.py:FUNC and print its graphs, breaks and guards
+    trace    run one call of FILE.py:FUNC in the VM and print what happened, event by event
+
+``explain`` and ``trace`` take a script that defines FUNC and ``example_inputs()`` (see magpy.script).
 """
 from __future__ import annotations
 
@@ -132,11 +136,108 @@ def _paritybench(args: argparse.Namespace) -> int:
     return 0
 
 
+_SCRIPT_HELP = ("FILE.py defines FUNC (a function, an nn.Module instance, or an nn.Module class taking no "
+                "arguments) and example_inputs(), which returns FUNC's arguments: a tuple, or a pair (args, "
+                "kwargs). The script is imported as a module: its __main__ block does not run.")
+
+
+def _script_arguments(parser) -> None:
+    parser.add_argument("target", metavar="FILE.py:FUNC", help="the script and the callable in it")
+    parser.add_argument("--inputs", default="example_inputs", metavar="NAME",
+                        help="the function of FILE.py that returns the arguments (default: example_inputs)")
+
+
+def _explain_parser(commands) -> None:
+    explain = commands.add_parser(
+        "explain", help="capture one call of FILE.py:FUNC and print its graphs, breaks and guards",
+        description="Run FUNC on its example inputs once, in MagPy's VM, and print what MagPy made of the "
+                    "call: graphs (with their code), graph breaks with reasons and lines, guards and the "
+                    "replay. " + _SCRIPT_HELP)
+    _script_arguments(explain)
+    explain.set_defaults(handler=_explain)
+
+
+def _trace_parser(commands) -> None:
+    trace = commands.add_parser(
+        "trace", help="run one call of FILE.py:FUNC in the VM and print what happened, event by event",
+        description="Run FUNC on its example inputs in MagPy's VM and print each event as it happens: calls "
+                    "and returns, tensor ops (at the line of yours that led to them), reads and writes of "
+                    "outside state by their paths, guards, and where capture gave up and why. "
+                    "breakpoint() in FUNC opens pdb at your line. " + _SCRIPT_HELP)
+    _script_arguments(trace)
+    trace.add_argument("--only", choices=("user", "ops", "all"), default="user",
+                       help="user: events in your files (default); ops: tensor ops and graph inputs; all")
+    trace.add_argument("--lines", action="store_true", help="also report each line as it starts to run")
+    trace.add_argument("--refgraph", action="store_true",
+                       help="also print the RefGraph: outside objects read and written, and the paths between")
+    trace.add_argument("--dot", metavar="OUT.dot", help="write the RefGraph as Graphviz dot to OUT.dot")
+    trace.set_defaults(handler=_trace)
+
+
+def _load_script(command: str, args: argparse.Namespace):
+    from .script import ScriptError, load
+    try:
+        return load(args.target, args.inputs)
+    except ScriptError as error:
+        print(f"magpy {command}: error: {error}", file=sys.stderr)
+        return None
+
+
+def _program_raised(command: str, name: str, exc: BaseException) -> int:
+    print(f"magpy {command}: {name} raised {type(exc).__name__}: {exc}", file=sys.stderr)
+    return 1
+
+
+def _explain(args: argparse.Namespace) -> int:
+    import magpy
+    target = _load_script("explain", args)
+    if target is None:
+        return 2
+    try:
+        report = magpy.explain(target.fn, *target.args, **target.kwargs)
+    except Exception as exc:  # noqa: BLE001 - the program's own error, told as one line
+        return _program_raised("explain", target.name, exc)
+    print(report)
+    for k, graph in enumerate(report.graphs):
+        print(f"graph {k}:\n{graph.code.strip()}")
+    return 0
+
+
+def _trace(args: argparse.Namespace) -> int:
+    import magpy
+    target = _load_script("trace", args)
+    if target is None:
+        return 2
+    traced = magpy.trace(target.fn, only=args.only, lines=args.lines, on_event=print)
+    try:
+        traced(*target.args, **target.kwargs)
+    except Exception as exc:  # noqa: BLE001 - the program's own error, told as one line
+        return _program_raised("trace", target.name, exc)
+    trace = traced.trace
+    u = trace.unsupported
+    ops = trace.capture.op_count
+    print(f"{len(trace.events)} event(s), {ops} op(s) in the graph; " +
+          (f"capture gave up: {u.reason} ({u.where()})" if u is not None else "captured whole"))
+    if args.refgraph:
+        print(trace.refgraph_text())
+    if args.dot:
+        try:
+            with open(args.dot, "w") as out:
+                out.write(trace.to_dot())
+        except OSError as error:
+            print(f"magpy trace: error: cannot write {args.dot}: {error.strerror}", file=sys.stderr)
+            return 2
+        print(f"RefGraph written to {args.dot}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m magpy", description="MagPy, a JIT compiler for PyTorch.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _bench_parser(commands)
     _paritybench_parser(commands)
+    _explain_parser(commands)
+    _trace_parser(commands)
     return parser
 
 

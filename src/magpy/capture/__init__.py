@@ -17,6 +17,9 @@ The house (each room one concept; a room imports only rooms above it in this lis
     reads / writes / exceptions / calls / conditions / templates
                   the VM's events by family (mixins of ``CaptureObserver``)
     observer      the observer's shared core (failure, guards, frames) and ``capture``
+    names, events, refgraph, tracing
+                  ``magpy.trace``: paths rendered as the user writes them, trace events, the RefGraph,
+                  and the observer that reports them (derived from ``CaptureObserver``)
 
 A new rule for a native call goes in ``rules`` (data) or, when it needs code, beside its kind in
 ``calls``; a new instruction rule in ``operations``; a new builtin method's effect in ``mutations.EFFECTS``.

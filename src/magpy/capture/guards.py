@@ -3,6 +3,7 @@
 Each guard checks one expression (a Source or an Expr over sources) against what the first call
 saw. ``cost`` orders them cheapest first in the emitted check; ``key`` dedupes identical guards.
 """
+from .names import object_label
 from .sources import Source
 
 
@@ -48,8 +49,7 @@ class IdGuard(Guard):
         return ("id", self.expr)
 
     def describe(self):
-        name = getattr(self.obj, "__qualname__", None) or type(self.obj).__qualname__
-        return f"{self.expr.render()} is <{name} at {id(self.obj):#x}>"
+        return f"{self.expr.render()} is <{object_label(self.obj)} at {id(self.obj):#x}>"
 
 
 class ValueGuard(Guard):
@@ -80,7 +80,7 @@ class TruthGuard(Guard):
         return ("truth", self.expr)
 
     def describe(self):
-        return f"bool({self.expr.render()}) is {self.value}"
+        return f"bool({_unwrapped(self.expr.render())}) is {self.value}"
 
 
 class NoneGuard(Guard):
@@ -120,6 +120,18 @@ class TensorGuard(Guard):
         return (f"{self.expr.render()}: {self.cls.__name__}({str(self.dtype)[6:]}, {self.device}, "
                 f"shape={list(self.shape)}, stride={list(self.stride) if self.stride else None}, "
                 f"requires_grad={self.requires_grad})")
+
+
+def _unwrapped(text):
+    """``text`` without the parentheses around the whole of it (``(a == b)`` inside ``bool(…)``)."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and k < len(text) - 1:
+            return text  # (``(a) + (b)``: the first parenthesis closes early)
+    return text[1:-1]
 
 
 def order(guards):

@@ -70,8 +70,12 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         if self.cap.unsupported is None:
             self.cap.unsupported = Unsupported(reason, frame.filename if frame else None,
                                                frame.lineno if frame else None)
-        self.vm.observer = _SILENT
+        self.stop_observing()
         raise _Abandon
+
+    def stop_observing(self):
+        """Capture gave up (``cap.unsupported`` says why): the program runs on unobserved."""
+        self.vm.observer = _SILENT
 
     # ---- guards ------------------------------------------------------------------------------------
     UNKNOWN = UNKNOWN
@@ -243,14 +247,15 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         if frame is self.root:
             self.cap.result_template = self.template(value, prov)
 
-def capture(fn, args, kwargs):
-    """Run ``fn(*args, **kwargs)`` in the VM under observation.
+def capture(fn, args, kwargs, make_observer=None):
+    """Run ``fn(*args, **kwargs)`` in the VM under observation (by a ``CaptureObserver``, or by the one
+    ``make_observer(fn_globals)`` makes of a class derived from it: ``magpy.trace``'s).
 
     Returns ``(result, exception, capture)``: exactly one of result/exception is meaningful, and
     ``capture.unsupported`` says why the call cannot be replayed (None when it can).
     """
     _register_bookkeeping()
-    obs = CaptureObserver(getattr(fn, "__globals__", {}))
+    obs = (make_observer or CaptureObserver)(getattr(fn, "__globals__", {}))
     obs.iterators = {}
     obs.iterables = {}
     obs.cells = {}

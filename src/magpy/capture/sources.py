@@ -4,8 +4,15 @@ A ``Source`` is a small immutable path from the call's entry state (an argument,
 cell) through attribute and item accesses, rendered as the expression a user would write
 (``self.layers[0].weight``). An ``Expr`` is a pure computation over sources (``len(xs) > 2``), used
 to guard on values the program computed from its inputs. Both are hashable, so equal paths dedupe.
+
+Rendering speaks the user's language: a module's parameters, buffers and submodules read as attributes
+(``self.l.weight``, not ``self.__dict__['_modules']['l'].__dict__['_parameters']['weight']``), a closure
+cell as its variable, a global as the user's module would spell it (see ``names``).
 """
 import operator
+import types
+
+from .names import callable_name, global_name, is_home, is_identifier, module_name
 
 
 class Source:
@@ -45,8 +52,10 @@ class GlobalSource(Source):
         self.name = name
 
     def render(self):
-        module = self.namespace.get("__name__", "?")
-        return f"G[{module!r}].{self.name}" if module != "__main__" else self.name
+        value = self.namespace.get(self.name)
+        if isinstance(value, types.ModuleType) and not is_home(self.namespace):
+            return module_name(value.__name__)  # (``F.linear`` in torch's code is ``torch.nn.functional.linear``)
+        return global_name(self.namespace, self.name)
 
     def __eq__(self, other):
         return type(other) is GlobalSource and other.namespace is self.namespace and other.name == self.name
@@ -129,6 +138,13 @@ class ItemSource(Source):
         self.key = key
 
     def render(self):
+        owner = _attribute_owner(self.base)
+        if owner is not None:
+            base, container = owner
+            if container in _READ_AS_ATTRIBUTE and is_identifier(self.key):
+                return f"{base.render()}.{self.key}"  # (``nn.Module.__getattr__`` finds it there)
+            if container == "_modules" and type(self.key) is str and self.key.isdigit():
+                return f"{base.render()}[{self.key}]"  # ``Sequential``/``ModuleList`` items
         return f"{self.base.render()}[{self.key!r}]"
 
     def __eq__(self, other):
@@ -142,6 +158,22 @@ class ItemSource(Source):
         return hash(("item", self.base, type(self.key), key))
 
 
+#: attributes holding dicts whose items a user reads as attributes of the owner: its ``__dict__``, and a
+#: module's parameters, buffers and submodules
+_READ_AS_ATTRIBUTE = frozenset({"__dict__", "_parameters", "_buffers", "_modules"})
+
+
+def _attribute_owner(source):
+    """``(owner, name)`` when ``source`` reads attribute ``name`` of ``owner`` (``owner.name`` or
+    ``owner.__dict__['name']``), else None."""
+    if type(source) is AttrSource:
+        return source.base, source.name
+    if type(source) is ItemSource and type(source.base) is AttrSource and source.base.name == "__dict__" \
+            and is_identifier(source.key):
+        return source.base.base, source.key
+    return None
+
+
 class CellSource(Source):
     """The contents of a closure cell (the cell object itself is held as a constant)."""
     __slots__ = ("cell", "name")
@@ -151,7 +183,7 @@ class CellSource(Source):
         self.name = name
 
     def render(self):
-        return f"<cell {self.name}>"
+        return self.name  # (the closure's variable, as the function's source names it)
 
     def __eq__(self, other):
         return type(other) is CellSource and other.cell is self.cell
@@ -170,11 +202,14 @@ class Expr:
         self._hash = hash((id(fn), self.args))
 
     def render(self):
-        infix = _INFIX.get(self.fn) if len(self.args) == 2 else None
-        if infix is not None:
-            return f"({_render(self.args[0])} {infix} {_render(self.args[1])})"
-        name = getattr(self.fn, "__qualname__", None) or repr(self.fn)
-        return f"{name}({', '.join(_render(a) for a in self.args)})"
+        args = [_render(a) for a in self.args]
+        spelling = _SPELLING.get((self.fn, len(args)))
+        if spelling is not None:
+            return spelling.format(*args)
+        if self.fn is getattr and len(args) == 2 and type(self.args[1]) is Const and \
+                is_identifier(self.args[1].value):
+            return f"{args[0]}.{self.args[1].value}"
+        return f"{callable_name(self.fn)}({', '.join(args)})"
 
     def __repr__(self):
         return self.render()
@@ -186,11 +221,23 @@ class Expr:
         return self._hash
 
 
-#: binary operators an expression renders the way the user wrote them
-_INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-          operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.is_: "is",
-          operator.is_not: "is not", operator.eq: "==", operator.ne: "!=", operator.lt: "<",
-          operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.and_: "&", operator.or_: "|"}
+#: (function, number of arguments) -> how the user wrote that call (operators, item access, ``in``)
+_SPELLING = {
+    **{(fn, 2): f"({{0}} {symbol} {{1}})" for fn, symbol in (
+        (operator.add, "+"), (operator.sub, "-"), (operator.mul, "*"), (operator.truediv, "/"),
+        (operator.floordiv, "//"), (operator.mod, "%"), (operator.pow, "**"), (operator.matmul, "@"),
+        (operator.is_, "is"), (operator.is_not, "is not"), (operator.eq, "=="), (operator.ne, "!="),
+        (operator.lt, "<"), (operator.le, "<="), (operator.gt, ">"), (operator.ge, ">="),
+        (operator.and_, "&"), (operator.or_, "|"), (operator.xor, "^"), (operator.lshift, "<<"),
+        (operator.rshift, ">>"))},
+    (operator.contains, 2): "({1} in {0})",
+    (operator.getitem, 2): "{0}[{1}]",
+    (operator.not_, 1): "(not {0})",
+    (operator.neg, 1): "(-{0})",
+    (operator.pos, 1): "(+{0})",
+    (operator.invert, 1): "(~{0})",
+    (operator.truth, 1): "bool({0})",
+}
 
 
 _BY_VALUE = (int, float, complex, bool, str, bytes, type(None), range, slice)
@@ -208,6 +255,8 @@ class Const:
         self.value = value
 
     def render(self):
+        if callable(self.value) and hasattr(self.value, "__name__"):
+            return callable_name(self.value)  # (a function or class, as the user names it)
         return repr(self.value)
 
     def __eq__(self, other):

@@ -38,7 +38,7 @@ def _event(default):
                     self.cap.unsupported = Unsupported(
                         f"internal capture error in {fn.__name__}: {type(error).__name__}: {error}",
                         frame.filename if frame else None, frame.lineno if frame else None)
-                self.vm.observer = _SILENT
+                self.stop_observing()
             return default(*args) if callable(default) else default
 
         params = list(inspect.signature(fn).parameters.values())[1:]

@@ -21,8 +21,9 @@ import numpy as np
 import torch
 
 from ..capture.guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard, order
+from ..capture.names import callable_name
 from ..capture.sources import ArgSource, GlobalSource, ConstSource, AttrSource, ItemSource, CellSource, DrawSource, \
-    Expr, Const
+    Expr, Const, Source
 from .asm import Assembler
 
 
@@ -558,15 +559,29 @@ def render(cap, guards):
         lines += [f"  out[{k}] is {truth} (else: random generators back, miss)" for k, truth in cap.checks]
     else:
         lines.append("mock:")
-    for kind, target, key, value in cap.side_effects:
-        if kind == "call":
-            args = [_render_template(p) for p in key] + [f"{k}={_render_template(p)}" for k, p in value.items()]
-            lines.append(f"  {getattr(target, '__qualname__', target)}({', '.join(args)})")
-            continue
-        where = target.render() if hasattr(target, "render") else f"<{kind[3:]}>"
-        lines.append(f"  {kind} {where} {key!r} = {_render_template(value)}")
+    lines += [f"  {_render_effect(*effect)}" for effect in cap.side_effects]
     lines.append(f"  return {_render_template(cap.result_template)}")
     return "\n".join(lines)
+
+
+#: side effect kind -> the path a replayed store writes, and a note on what kind of place that is
+_STORES = {"setattr": (AttrSource, ""), "setitem": (ItemSource, ""), "setglobal": (GlobalSource, "   # global"),
+           "setcell": (CellSource, "   # closure cell")}
+
+
+def _render_effect(kind, target, key, value):
+    """One replayed side effect as the user would write it: ``self.count = …``, ``self.hist.append(…)``."""
+    if kind == "call":
+        args = [_render_template(p) for p in key] + [f"{k}={_render_template(p)}" for k, p in value.items()]
+        if isinstance(getattr(target, "__objclass__", None), type) and key:  # ``list.append(xs, v)``
+            return f"{args[0]}.{target.__name__}({', '.join(args[1:])})"
+        return f"{callable_name(target)}({', '.join(args)})"
+    store = _STORES.get(kind)
+    if store is None or (kind in ("setattr", "setitem") and not isinstance(target, Source)):
+        where = target.render() if hasattr(target, "render") else f"<{kind[3:]}>"
+        return f"{kind} {where} {key!r} = {_render_template(value)}"
+    path, note = store
+    return f"{path(target, key).render()} = {_render_template(value)}{note}"
 
 
 def _render_template(t, inside=()):

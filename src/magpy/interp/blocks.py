@@ -359,6 +359,13 @@ class _TrackedEmitter(_Emitter):
         super().swap_real(depth)
         self.emit(f"pstack[-1], pstack[-{depth}] = pstack[-{depth}], pstack[-1]")
 
+    def at(self, k):
+        """The instruction at ``k`` may raise, or report an event, from here on: ``frame.index`` is kept
+        at it too (an event's ``frame.lineno`` is then its instruction's line)."""
+        if self.n != k:
+            self.emit(f"n = f.index = {k}")
+            self.n = k
+
     def _local(self, a):
         return (f"loc[{a}]", f"ploc[{a}]")
 

@@ -464,6 +464,9 @@ class LocalsProxy(MutableMapping):
     def __len__(self):
         return len(self._frame.local_dict())
 
+    def __repr__(self):
+        return repr(self._frame.local_dict())  # (as FrameLocalsProxy's: the variables, like a dict)
+
 
 class FrameProxy:
     """What ``sys._getframe()`` returns for an interpreted frame: the attributes programs read."""

@@ -66,6 +66,12 @@ Exceptions
         by its instruction ``opname`` (the canonical name: ``CALL`` for one raised by a callee);
         ``caught``: a handler of this frame takes it, with the returned provenance.
 
+Instructions
+    ``step`` — an attribute, None by default: a callable ``step(frame, index)`` that the VM then calls
+        before each instruction of each frame it starts or resumes (``frame.lineno`` is that
+        instruction's line). Such frames run one handler per instruction (no compiled blocks), so an
+        observer sets it only while something wants every instruction (a line tracer).
+
 Constants stay quiet: an operator (``QUIET_OPS``) or a branch whose operands are all constant scalars
 (exact ``CONSTANT_SCALARS`` types) without provenance, and a ``FOR_ITER`` step of a ``range`` or ``str``
 iterator without provenance, report no event: what they make is a constant scalar again, with
@@ -86,6 +92,8 @@ QUIET_OPS = frozenset({"BINARY_OP", "COMPARE_OP", "COMPARE_OP_BOOL", "IS_OP", "C
 
 class Observer:
     """Base class: every event is a no-op; provenance-returning events return None."""
+
+    step = None  # (see "Instructions" above)
 
     def enter_frame(self, frame):
         pass

@@ -75,6 +75,7 @@ def generic(fn, name, arg):
         pops = pops(arg)
 
     def run(f, arg, i):
+        f.index = i
         stack = f.stack
         base = len(stack) - pops
         inputs = stack[base:]
@@ -255,6 +256,7 @@ def _read_after(name, pops=0):
     is_global = name.startswith("LOAD_GLOBAL") or name in ("LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")
 
     def wrap(f, arg, i):
+        f.index = i
         stack = f.stack
         pstack = f.pstack
         base = len(stack) - pops
@@ -295,6 +297,7 @@ def t_load_super(f, arg, i):
 
 @tracked("STORE_GLOBAL", "STORE_NAME")
 def t_store_global(f, name, i):
+    f.index = i
     value = f.stack[-1]
     prov = f.pstack.pop()
     nxt = HANDLERS[f.decoded.names[i]](f, name, i)
@@ -304,6 +307,7 @@ def t_store_global(f, name, i):
 
 @tracked("STORE_DEREF")
 def t_store_deref(f, arg, i):
+    f.index = i
     value = f.stack.pop()
     prov = f.pstack.pop()
     cell = f.locals[arg]
@@ -377,6 +381,7 @@ TRACKED["LOAD_METHOD_313"] = _t_load_method(True)
 
 @tracked("STORE_ATTR")
 def t_store_attr(f, name, i):
+    f.index = i
     obj = f.stack.pop()
     value = f.stack.pop()
     oprov = f.pstack.pop()
@@ -388,6 +393,7 @@ def t_store_attr(f, name, i):
 
 @tracked("DELETE_ATTR")
 def t_delete_attr(f, name, i):
+    f.index = i
     obj = f.stack.pop()
     oprov = f.pstack.pop()
     protocols.delete_attr(f.vm, obj, name)
@@ -404,6 +410,7 @@ def t_raise(f, argc, i):
 
 @tracked("BINARY_SUBSCR")
 def t_binary_subscr(f, arg, i):
+    f.index = i
     key = f.stack.pop()
     kprov = f.pstack.pop()
     obj = f.stack[-1]
@@ -422,6 +429,7 @@ def t_binary_subscr(f, arg, i):
 
 @tracked("STORE_SUBSCR")
 def t_store_subscr(f, arg, i):
+    f.index = i
     stack, pstack = f.stack, f.pstack
     key, obj, value = stack.pop(), stack.pop(), stack.pop()
     kprov, oprov, prov = pstack.pop(), pstack.pop(), pstack.pop()
@@ -432,6 +440,7 @@ def t_store_subscr(f, arg, i):
 
 @tracked("DELETE_SUBSCR")
 def t_delete_subscr(f, arg, i):
+    f.index = i
     stack, pstack = f.stack, f.pstack
     key, obj = stack.pop(), stack.pop()
     kprov, oprov = pstack.pop(), pstack.pop()
@@ -444,6 +453,7 @@ def t_delete_subscr(f, arg, i):
 
 def _t_branch(name):
     def run(f, target, i):
+        f.index = i
         value = f.stack[-1]
         prov = f.pstack.pop()
         nxt = HANDLERS[name](f, target, i)
@@ -462,6 +472,7 @@ for _name in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_
 
 @tracked("GET_ITER")
 def t_get_iter(f, arg, i):
+    f.index = i
     x = f.stack[-1]
     prov = f.pstack[-1]
     it = protocols.get_iter(f.vm, x, prov)
@@ -473,6 +484,7 @@ def t_get_iter(f, arg, i):
 
 @tracked("FOR_ITER")
 def t_for_iter(f, exit_index, i):
+    f.index = i
     it = f.stack[-1]
     iprov = f.pstack[-1]
     nxt = for_iter(f, exit_index, i)

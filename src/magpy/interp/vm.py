@@ -217,12 +217,16 @@ class VM:
 
     def execute(self, frame, throw=None):
         decoded = frame.decoded
+        step = None
         if self.observer is None:
             instrs = decoded.instrs
         else:
             instrs = decoded.tracked
             if instrs is None:
                 instrs = decoded.tracked = tracked_instrs(decoded)
+            step = self.observer.step
+            if step is not None:  # one handler per instruction: no compiled blocks
+                instrs = decoded.tracked_handlers
             if frame.pstack is None:
                 frame.pstack = []
                 frame.plocals = [None] * decoded.nlocalsplus
@@ -237,9 +241,16 @@ class VM:
                     exc, pending = pending, None
                     raise exc
                 # handlers return the next index; RETURN_* return -1 and YIELD_VALUE -2
-                while i >= 0:
-                    fn, arg = instrs[i]
-                    i = fn(frame, arg, i)
+                if step is None:
+                    while i >= 0:
+                        fn, arg = instrs[i]
+                        i = fn(frame, arg, i)
+                else:
+                    while i >= 0:
+                        frame.index = i
+                        step(frame, i)
+                        fn, arg = instrs[i]
+                        i = fn(frame, arg, i)
                 if i == -1:
                     return frame.result
                 raise YIELD  # frame.index was set by the yield
