@@ -60,7 +60,7 @@ Control
 Exceptions
     ``call_raised(frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, exc)`` — a call made by a CALL
         instruction raised ``exc`` (from the callee's own frames, if interpreted, or natively).
-    ``item_raised(obj, obj_prov, key, key_prov, exc)`` — ``obj[key]`` raised ``exc``.
+    ``item_raised(obj, obj_prov, key, key_prov, exc)`` — ``obj[key]`` (or ``del obj[key]``) raised ``exc``.
     ``raise_statement(frame, value, prov)`` — a ``raise`` statement is about to raise ``value``.
     ``raised(frame, exc, opname, caught) -> prov`` — ``exc`` passes through an interpreted frame, raised
         by its instruction ``opname`` (the canonical name: ``CALL`` for one raised by a callee);

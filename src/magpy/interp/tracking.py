@@ -444,7 +444,11 @@ def t_delete_subscr(f, arg, i):
     stack, pstack = f.stack, f.pstack
     key, obj = stack.pop(), stack.pop()
     kprov, oprov = pstack.pop(), pstack.pop()
-    protocols.delete_item(f.vm, obj, key)
+    try:
+        protocols.delete_item(f.vm, obj, key)
+    except Exception as exc:
+        f.vm.observer.item_raised(obj, oprov, key, kprov, exc)  # (a missing key, as a failed lookup)
+        raise
     f.vm.observer.delete_item(obj, oprov, key, kprov)
     return i + 1
 
