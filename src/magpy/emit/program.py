@@ -35,6 +35,15 @@ class _Miss:
 MISS = _Miss()
 
 
+class _Eager:
+    def __repr__(self):
+        return "EAGER"
+
+
+#: what an eager entry returns when its guards pass: the caller runs the original function
+EAGER = _Eager()
+
+
 #: pure functions emitted as the bytecode operation itself: fn -> (argc, emit, operands reversed)
 _INLINE = {
     operator.eq: (2, lambda a: a.compare_op("=="), False),
@@ -300,11 +309,40 @@ class _Emitter:
         seen[id(t)] = var
 
 
+def build_eager_entry(cap, name="entry", filename="<magpy>"):
+    """Emit the guards a capture that gave up had collected, and ``return EAGER`` after them: a later call
+    that passes them would reach the same point (a call that does not is captured afresh). Raises
+    ``Unsupported`` for a capture whose guards need its random draws (they would be drawn twice)."""
+    if cap.draws:
+        from ..errors import Unsupported
+        raise Unsupported("a capture that gave up after drawing random numbers is not remembered")
+    em = _Emitter(name)
+    a = em.asm
+    mock = _emit_guards(em, cap, order(cap.guards.values()))
+    a.place(mock)
+    a.const(EAGER)
+    a.ret()
+    run = types.FunctionType(a.to_code(filename), {"__builtins__": builtins})
+    return Entry(run, "guards:\n" + "\n".join(f"  {g.describe()}" for g in order(cap.guards.values())) +
+                 "\nthen: the original function, eagerly (" + str(cap.unsupported.reason) + ")", [], None, 0)
+
+
 def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     """Emit the guard + mock program of a capture whose graph compiled to ``graph_fn``."""
     em = _Emitter(name)
     a = em.asm
     guards = order(cap.guards.values())
+    mock = _emit_guards(em, cap, guards)
+    a.place(mock)
+    _emit_mock(em, cap, graph_fn)
+    code = a.to_code(filename)
+    run = types.FunctionType(code, {"__builtins__": builtins})
+    return Entry(run, render(cap, guards), guards, None, cap.op_count)
+
+
+def _emit_guards(em, cap, guards):
+    """The guards, short-circuiting to ``return MISS``; returns the label the program goes on at."""
+    a = em.asm
     miss = a.label()
     handler = a.label()
     mock = a.label()
@@ -343,7 +381,11 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     _restore_random(a, cap)
     a.const(MISS)
     a.ret()
-    a.place(mock)
+    return mock
+
+
+def _emit_mock(em, cap, graph_fn):
+    a = em.asm
     # every path a replayed value reads is read now, from the entry state (later uses load the local)
     # (the objects the mock changes too: a change must not move what a later one's path leads to)
     targets = [target for kind, target, _, _ in cap.side_effects if kind in ("setattr", "setitem")]
@@ -378,9 +420,6 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     a.store_fast(result)
     a.load_fast(result)
     a.ret()
-    code = a.to_code(filename)
-    run = types.FunctionType(code, {"__builtins__": builtins})
-    return Entry(run, render(cap, guards), guards, None, cap.op_count)
 
 
 def _tensor_checker(guards):
