@@ -8,6 +8,7 @@ from torch import fx
 
 from . import backends as _backends
 from .cache import Cache, Stats, register, reset_all
+from .compile_lock import LOCK
 from .capture import capture
 from .emit import build_entry, MISS
 from .errors import GraphBreakError, Unsupported
@@ -48,26 +49,48 @@ class CompiledFunction:
         return self.fn
 
     def __call__(self, *args, **kwargs):
-        self.stats.calls += 1
+        stats = self.stats
         if self.eager:
+            stats.count("calls")
             return self.fn(*args, **kwargs)
         full_args = (*self.leading, *args)
-        bound = bind(self.func, decode(self.func.__code__), full_args, kwargs)
-        result = self.cache.lookup(bound)
+        try:
+            bound = bind(self.func, decode(self.func.__code__), full_args, kwargs)
+            result = self.cache.lookup(bound)
+        except BaseException:
+            stats.count("calls")
+            raise
         if result is not MISS:
-            self.stats.cache_hits += 1
+            stats.hit()
             return result
-        if self.cache.full():
-            return self._fall_back(f"recompile limit ({self.cache.limit}) reached", None, args, kwargs)
-        return self._compile_and_run(full_args, args, kwargs)
+        stats.count("calls")
+        if not LOCK.acquire(blocking=False):
+            # another thread is capturing or compiling: this call runs eagerly, as that capture does
+            stats.count("eager_while_compiling")
+            return self.fn(*args, **kwargs)
+        try:
+            if not self.eager:
+                # another thread may have compiled this very call since the lookup above
+                result = self.cache.lookup(bound)
+                if result is not MISS:
+                    stats.count("cache_hits")
+                    return result
+                if not self.cache.full():
+                    return self._compile_and_run(full_args, args, kwargs)
+                self._give_up(f"recompile limit ({self.cache.limit}) reached", None,
+                              stacklevel=3 + self.extra_frames)
+        finally:
+            LOCK.release()
+        return self.fn(*args, **kwargs)
 
     def _compile_and_run(self, full_args, args, kwargs):
         result, exc, cap = capture(self.func, full_args, kwargs)
         if cap.unsupported is None:
             try:
                 self.cache.add(self._build(cap))
-                self.stats.compiles += 1
-                self.stats.graphs += 1 if cap.op_count else 0
+                self.stats.count("compiles")
+                if cap.op_count:
+                    self.stats.count("graphs")
             except Unsupported as u:
                 cap.unsupported = u
             except Exception as err:  # noqa: BLE001 - the call already ran; never fail it for our sake
@@ -78,8 +101,9 @@ class CompiledFunction:
             u = cap.unsupported
             if self.fullgraph:
                 raise GraphBreakError(u.reason, u.filename, u.lineno)
-            self.stats.graph_breaks += 1
-            self._note(u)
+            self.stats.count("graph_breaks")
+            # the call could not be captured: it ran eagerly (in the VM, exactly once)
+            self._give_up(u.reason, u.where(), stacklevel=4 + self.extra_frames)
         if exc is not None and not isinstance(exc, Unsupported):
             raise exc
         return result
@@ -106,25 +130,16 @@ class CompiledFunction:
         entry.graph_module = gm
         return entry
 
-    def _note(self, u):
-        """The call could not be captured: it ran eagerly (in the VM, exactly once). Say why, once."""
-        self.stats.fallbacks += 1
-        self.stats.reasons.append((u.reason, u.where()))
-        if not self._warned:
-            self._warned = True
-            warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {u.reason} ({u.where()})",
-                          stacklevel=4 + self.extra_frames)
-        self.eager = True
-
-    def _fall_back(self, reason, where, args, kwargs):
-        self.stats.fallbacks += 1
+    def _give_up(self, reason, where, stacklevel):
+        """From now on every call runs eagerly; say why, once (called holding ``LOCK``)."""
+        self.stats.count("fallbacks")
         self.stats.reasons.append((reason, where))
         if not self._warned:
             self._warned = True
-            warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {reason}",
-                          stacklevel=3 + self.extra_frames)
+            said = f"{reason} ({where})" if where else reason
+            warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {said}",
+                          stacklevel=stacklevel)
         self.eager = True
-        return self.fn(*args, **kwargs)
 
 
 def _compiled_module(module, **options):
@@ -231,7 +246,8 @@ def explain(fn, *args, **kwargs):
     else:
         target = fn
     func, leading = _target(target)
-    result, exc, cap = capture(func, (*leading, *args), kwargs)
+    with LOCK:
+        result, exc, cap = capture(func, (*leading, *args), kwargs)
     if exc is not None and cap.unsupported is not None and str(cap.unsupported.reason).startswith("the call raised"):
         raise exc
     if cap.unsupported is not None:
@@ -250,7 +266,8 @@ def trace(fn):
     func, leading = _target(fn)
 
     def traced(*args, **kwargs):
-        result, exc, cap = capture(func, (*leading, *args), kwargs)
+        with LOCK:
+            result, exc, cap = capture(func, (*leading, *args), kwargs)
         traced.last = cap
         if exc is not None:
             raise exc

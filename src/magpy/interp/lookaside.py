@@ -16,6 +16,7 @@ import sys
 from collections.abc import MutableMapping
 from types import FunctionType, GeneratorType, MethodType
 
+from . import recursion
 from .frame import NULL
 
 _HEAPTYPE = 1 << 9
@@ -562,8 +563,7 @@ def _setrecursionlimit(vm, args, kwargs):
     if kwargs or len(args) != 1 or type(args[0]) is not int or args[0] < 1:
         return sys.setrecursionlimit(*args, **kwargs)  # CPython's own errors
     vm.user_limit = args[0]
-    if args[0] * 6 > sys.getrecursionlimit():
-        sys.setrecursionlimit(args[0] * 6)
+    recursion.set_program_limit(args[0])
 
 
 @lookaside(sys._getframe)
