@@ -2,6 +2,7 @@
 import functools
 import types
 import warnings
+import weakref
 
 import torch
 from torch import fx
@@ -147,18 +148,27 @@ def _compiled_module(module, **options):
 
     A copy of the wrapper (``copy.deepcopy`` for an EMA or teacher model) gets its own compiled call,
     bound to the copy."""
-    import weakref
     cls = type(module)
-    compiled_call = CompiledFunction(types.MethodType(cls.__call__, module), **options)
-    compiled_call.extra_frames = 1
-    per_instance = weakref.WeakKeyDictionary()
+
+    def compiled_call_of(wrapper):
+        compiled = CompiledFunction(types.MethodType(cls.__call__, wrapper), **options)
+        compiled.extra_frames = 1
+        return compiled
+
+    compiled_call = compiled_call_of(module)
+    # id(wrapper) -> (weak reference to it, its compiled call): by identity, so that the module's own
+    # __eq__ / __hash__ never run (a WeakKeyDictionary calls both); setdefault: two threads making
+    # the first call of a copy at once share one compiled call
+    per_instance = {}
+
+    def track(wrapper, compiled):
+        key = id(wrapper)
+        ref = weakref.ref(wrapper, lambda _: per_instance.pop(key, None))
+        return per_instance.setdefault(key, (ref, compiled))[1]
 
     def __call__(self, *args, **kwargs):
-        compiled = per_instance.get(self)
-        if compiled is None:
-            compiled = CompiledFunction(types.MethodType(cls.__call__, self), **options)
-            compiled.extra_frames = 1
-            per_instance[self] = compiled
+        entry = per_instance.get(id(self))
+        compiled = entry[1] if entry is not None else track(self, compiled_call_of(self))
         return compiled(*args, **kwargs)
 
     # ``stats`` is a plain class attribute: a user attribute of that name in the shared __dict__ wins
@@ -166,7 +176,7 @@ def _compiled_module(module, **options):
                                       "_magpy_compiled": compiled_call, "stats": compiled_call.stats})
     wrapper = object.__new__(sub)
     object.__setattr__(wrapper, "__dict__", module.__dict__)
-    per_instance[wrapper] = compiled_call
+    track(wrapper, compiled_call)
     return wrapper
 
 
@@ -239,13 +249,14 @@ class Explanation:
         return "\n".join(lines)
 
 
+def _called(fn):
+    """What calling ``fn`` runs: a module's call (hooks included) as a method of it."""
+    return types.MethodType(type(fn).__call__, fn) if isinstance(fn, torch.nn.Module) else fn
+
+
 def explain(fn, *args, **kwargs):
     """Capture one call of ``fn`` (it really runs, once) and report what MagPy made of it."""
-    if isinstance(fn, torch.nn.Module):
-        target = types.MethodType(type(fn).__call__, fn)
-    else:
-        target = fn
-    func, leading = _target(target)
+    func, leading = _target(_called(fn))
     with LOCK:
         result, exc, cap = capture(func, (*leading, *args), kwargs)
     if exc is not None and cap.unsupported is not None and str(cap.unsupported.reason).startswith("the call raised"):
@@ -262,8 +273,9 @@ def explain(fn, *args, **kwargs):
 
 
 def trace(fn):
-    """``fn`` run in the VM on every call (no caching), keeping the last call's capture in ``.last``."""
-    func, leading = _target(fn)
+    """``fn`` (a function, method or ``nn.Module``) run in the VM on every call (no caching), keeping
+    the last call's capture in ``.last``."""
+    func, leading = _target(_called(fn))
 
     def traced(*args, **kwargs):
         with LOCK:

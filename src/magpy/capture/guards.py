@@ -48,8 +48,17 @@ class IdGuard(Guard):
         return ("id", self.expr)
 
     def describe(self):
-        name = getattr(self.obj, "__qualname__", None) or type(self.obj).__qualname__
-        return f"{self.expr.render()} is <{name} at {id(self.obj):#x}>"
+        return f"{self.expr.render()} is <{_qualname(self.obj)} at {id(self.obj):#x}>"
+
+
+def _qualname(obj):
+    """A function's or class's own qualname, else its type's: read without running ``obj``'s code (a
+    module's ``__getattr__`` may raise anything, or answer anything, for a name it does not have)."""
+    try:
+        name = object.__getattribute__(obj, "__qualname__")
+    except AttributeError:
+        name = None
+    return name if type(name) is str else type(obj).__qualname__
 
 
 class ValueGuard(Guard):

@@ -30,8 +30,9 @@ from torch import fx
 from ..errors import Unsupported
 from ..interp import Observer, VM, register_lookaside, register_call_instead
 from ..interp.tracking import NOT_RETURNED
+from ..interp.identity import IdentityDict, IdentitySet
 from ..interp.lookaside import CALL_INSTEAD
-from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
+from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE, is_heap, lookup, python_slot
 from . import predicates, rules, vf
 from .guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard
 from .sources import Source, ArgSource, GlobalSource, AttrSource, ItemSource, CellSource, DrawSource, Expr, \
@@ -134,6 +135,19 @@ def _library_constant(value, prov):
     return isinstance(value, _IDENTITY_TYPES) and _library_global(prov)
 
 
+#: what a class may define in Python that looking at one of its instances would run. The rules are about
+#: library callables: a natively called instance of such a class has none, and is looked at no further
+#: (a table lookup, ``fn in (dict, list)`` or ``getattr(fn, "__func__", fn)`` would call its code).
+_USER_PROTOCOLS = ("__eq__", "__hash__", "__getattr__", "__getattribute__")
+
+
+def _has_user_protocols(fn):
+    tp = type(fn)
+    if not is_heap(tp) or isinstance(fn, type):
+        return False
+    return lookup(tp, "__hash__") is None or any(python_slot(tp, name) is not None for name in _USER_PROTOCOLS)
+
+
 def _is_torch_callable(fn):
     module = getattr(fn, "__module__", None)
     if isinstance(module, str) and (module == "torch" or module.startswith("torch.")):
@@ -156,7 +170,6 @@ def _python_constructed(cls):
     """Are ``cls(...)``'s ``__new__`` or ``__init__`` Python code (so the VM ran them)?"""
     if not cls.__flags__ & (1 << 9):
         return False
-    from ..interp.protocols import lookup
     init = lookup(cls, "__init__")
     new = lookup(cls, "__new__")
     return type(init) is types.FunctionType or (type(new) is staticmethod and
@@ -213,7 +226,6 @@ def _replayable_path(prov):
 
 def _rebuildable(cls):
     """Can the mock make a fresh ``cls`` object and set its state (``object.__new__`` + ``__dict__``)?"""
-    from ..interp.protocols import lookup
     if not cls.__flags__ & (1 << 9) or lookup(cls, "__new__") is not object.__new__ or \
             isinstance(cls, type(torch.nn.Module)) and issubclass(cls, torch.nn.Module):
         return False
@@ -1392,7 +1404,7 @@ class CaptureObserver(Observer):
             lst_prov = bound[1] if bound is not None and bound[0] is fn else \
                 None if entry is not None and entry[0] is self_obj else UNKNOWN
             fn, args, arg_provs = getattr(list, fn.__name__), (self_obj, *args), (lst_prov, *arg_provs)
-        if fn in (list.remove, list.index) and len(args) == 2 and not kwargs and type(args[0]) is list:
+        if (fn is list.remove or fn is list.index) and len(args) == 2 and not kwargs and type(args[0]) is list:
             # ``filters.remove(item)`` of an item not there (``warnings.simplefilter``): decided by
             # whether the list holds it
             prov = self.effective(args[0], arg_provs[0])
@@ -1575,10 +1587,9 @@ class CaptureObserver(Observer):
         return None
 
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
-        try:
-            hash(fn)
-        except TypeError:
-            self.unsupported(f"{type(fn).__name__} (an unhashable callable) ran natively: MagPy has no rule for it")
+        if _has_user_protocols(fn):
+            self.unsupported(f"{type(fn).__qualname__} (a callable whose class defines __eq__, __hash__ or "
+                             f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING:
             return None
         if type(fn) is functools.partial and _is_torch_callable(fn.func):
@@ -2690,23 +2701,24 @@ def _op_list_append(obs, n, inputs, provs, outputs):
 
 
 #: builtins whose answer depends only on their arguments' types
-_TYPE_QUERIES = (isinstance, issubclass, type, callable)
+_TYPE_QUERIES = IdentitySet([isinstance, issubclass, type, callable])
 #: what ``reversed`` makes of ranges, lists and other sequences
 _REVERSED_ITERATORS = (type(reversed(range(0))), type(reversed([])), reversed)
 #: iterators whose items the VM may compute (a generator; a map or filter object around one)
 _RUN_ITERATORS = (types.GeneratorType, map, filter)
 
 #: torch functions that make a tensor from a numpy array
-_FROM_ARRAY = {torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray, torch.Tensor, torch.FloatTensor}
+_FROM_ARRAY = IdentitySet([torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray, torch.Tensor,
+                           torch.FloatTensor])
 
 #: template kinds of the containers the mock rebuilds
 _CONTAINER_KINDS = {list: "list", dict: "dict", collections.OrderedDict: "odict"}
 
-_DICT_VIEWS = {dict.keys: "keys", dict.values: "values", dict.items: "items",
-               collections.OrderedDict.keys: "keys", collections.OrderedDict.values: "values",
-               collections.OrderedDict.items: "items"}
+_DICT_VIEWS = IdentityDict([(dict.keys, "keys"), (dict.values, "values"), (dict.items, "items"),
+                            (collections.OrderedDict.keys, "keys"), (collections.OrderedDict.values, "values"),
+                            (collections.OrderedDict.items, "items")])
 #: containers of modules whose ``__iter__`` yields their children in order
-_MODULE_SEQUENCE_ITERS = {torch.nn.ModuleList.__iter__, torch.nn.Sequential.__iter__}
+_MODULE_SEQUENCE_ITERS = IdentitySet([torch.nn.ModuleList.__iter__, torch.nn.Sequential.__iter__])
 
 
 def _dict_pop(obs, provs, args, arg_provs):
@@ -3002,8 +3014,8 @@ _BOUND_METHODS = (types.MethodType, types.BuiltinMethodType)
 _SHAPE_TRACED = object()  # ``dynamic_metadata`` listed a shape's elements in ``contents``
 
 #: itertools functions yielding tuples of their arguments' elements (``_combinatoric``)
-_COMBINATORICS = {itertools.combinations, itertools.permutations, itertools.combinations_with_replacement,
-                  itertools.product}
+_COMBINATORICS = IdentitySet([itertools.combinations, itertools.permutations,
+                              itertools.combinations_with_replacement, itertools.product])
 
 
 _OPERATIONS = {
@@ -3089,7 +3101,7 @@ register_call_instead(torch.jit.ScriptFunction, lambda f: getattr(f, "_torchdyna
 
 #: bookkeeping functions torch's own compiler installs (Dynamo tags every new nn.Module in its
 #: ``__init__``): run natively, and nothing to replay
-_BOOKKEEPING = set()
+_BOOKKEEPING = IdentitySet()
 
 
 def _register_bookkeeping():

@@ -7,6 +7,8 @@ to guard on values the program computed from its inputs. Both are hashable, so e
 """
 import operator
 
+from ..interp.identity import IdentityDict
+
 
 class Source:
     __slots__ = ()
@@ -132,14 +134,10 @@ class ItemSource(Source):
         return f"{self.base.render()}[{self.key!r}]"
 
     def __eq__(self, other):
-        return type(other) is ItemSource and type(other.key) is type(self.key) and \
-            other.key == self.key and other.base == self.base
+        return type(other) is ItemSource and _same(other.key, self.key) and other.base == self.base
 
     def __hash__(self):
-        key = self.key
-        if type(key) is slice:  # (slices hash only from 3.12 on)
-            key = (key.start, key.stop, key.step)
-        return hash(("item", self.base, type(self.key), key))
+        return hash(("item", self.base, _hash(self.key)))
 
 
 class CellSource(Source):
@@ -186,18 +184,41 @@ class Expr:
         return self._hash
 
 
-#: binary operators an expression renders the way the user wrote them
-_INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-          operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.is_: "is",
-          operator.is_not: "is not", operator.eq: "==", operator.ne: "!=", operator.lt: "<",
-          operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.and_: "&", operator.or_: "|"}
+#: binary operators an expression renders the way the user wrote them (by identity: an expression's
+#: function may be any callable)
+_INFIX = IdentityDict({operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+                       operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.is_: "is",
+                       operator.is_not: "is not", operator.eq: "==", operator.ne: "!=", operator.lt: "<",
+                       operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.and_: "&",
+                       operator.or_: "|"}.items())
 
 
 _BY_VALUE = (int, float, complex, bool, str, bytes, type(None), range, slice)
 
 
-def _plain(value):
-    return type(value) in _BY_VALUE or (type(value) in (tuple, frozenset) and all(map(_plain, value)))
+# Plain values (ints, strings, tuples of them) are told apart by type and exact value (1, 1.0 and
+# True are three constants, and so are 0.0 and -0.0); anything else — a tensor compares elementwise,
+# a user object's __eq__ / __hash__ may raise or answer anything — by identity, running none of its code.
+
+def _value_key(value):
+    tp = type(value)
+    if tp is tuple or tp is frozenset:
+        return tp, tp(map(_value_key, value))
+    if tp is float or tp is complex:
+        return tp, repr(value)
+    if tp is slice:  # (slices hash only from 3.12 on)
+        return tp, tuple(map(_value_key, (value.start, value.stop, value.step)))
+    if tp in _BY_VALUE:
+        return tp, value
+    return "id", id(value)   # (the value is held by whoever asks: its id stays its own)
+
+
+def _same(a, b):
+    return a is b or _value_key(a) == _value_key(b)
+
+
+def _hash(value):
+    return hash(_value_key(value))
 
 
 class Const:
@@ -211,18 +232,10 @@ class Const:
         return repr(self.value)
 
     def __eq__(self, other):
-        if type(other) is not Const or type(other.value) is not type(self.value):
-            return False
-        if other.value is self.value:
-            return True
-        # plain values compare by value; anything else (a tensor compares elementwise) by identity
-        return _plain(self.value) and _plain(other.value) and bool(other.value == self.value)
+        return type(other) is Const and _same(other.value, self.value)
 
     def __hash__(self):
-        try:
-            return hash((type(self.value), self.value))
-        except TypeError:
-            return id(self.value)
+        return _hash(self.value)
 
 
 def _render(x):

@@ -22,6 +22,7 @@ import torch
 from ..capture.guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard, order
 from ..capture.sources import ArgSource, GlobalSource, ConstSource, AttrSource, ItemSource, CellSource, DrawSource, \
     Expr, Const
+from ..interp.identity import IdentityDict
 from .asm import Assembler
 
 
@@ -34,7 +35,7 @@ MISS = _Miss()
 
 
 #: pure functions emitted as the bytecode operation itself: fn -> (argc, emit, operands reversed)
-_INLINE = {
+_INLINE = IdentityDict({
     operator.eq: (2, lambda a: a.compare_op("=="), False),
     operator.ne: (2, lambda a: a.compare_op("!="), False),
     operator.lt: (2, lambda a: a.compare_op("<"), False),
@@ -46,7 +47,7 @@ _INLINE = {
     operator.contains: (2, lambda a: a.contains(), True),   # contains(c, x) is ``x in c``
     operator.getitem: (2, lambda a: a.item(), False),
     getattr: (2, None, False),
-}
+}.items())
 
 
 def global_value(namespace, name):

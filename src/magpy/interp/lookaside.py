@@ -18,17 +18,18 @@ from types import FunctionType, GeneratorType, MethodType
 
 from . import recursion
 from .frame import NULL
+from .identity import IdentityDict, IdentitySet
 
 _HEAPTYPE = 1 << 9
 
-LOOKASIDE = {}
+LOOKASIDE = IdentityDict()
 #: the entries whose target is a Python function (checked where such calls are interpreted)
-PY_LOOKASIDE = {}
+PY_LOOKASIDE = IdentityDict()
 #: called after each registration (compiled call sites forget the callables they took as native)
 ON_REGISTER = []
 #: targets whose handler hands the call on to one interpreted function: what that function returns
 #: (with its provenance) is what the target returned
-DELEGATES = set()
+DELEGATES = IdentitySet()
 
 
 def register_lookaside(target, handler, delegates=False):
