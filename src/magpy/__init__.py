@@ -14,6 +14,7 @@ _LAZY = {
     "Stats": ("magpy.api", "Stats"),
     "Explanation": ("magpy.api", "Explanation"),
     "GraphBreakError": ("magpy.errors", "GraphBreakError"),
+    "testing": ("magpy.testing", None),   # a submodule: the module itself
 }
 
 
@@ -22,6 +23,7 @@ def __getattr__(name):
     if target is None:
         raise AttributeError(f"module 'magpy' has no attribute {name!r}")
     import importlib
-    value = getattr(importlib.import_module(target[0]), target[1])
+    module = importlib.import_module(target[0])
+    value = module if target[1] is None else getattr(module, target[1])
     globals()[name] = value
     return value
