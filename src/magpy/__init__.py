@@ -15,6 +15,7 @@ _LAZY = {
     "Explanation": ("magpy.api", "Explanation"),
     "Trace": ("magpy.capture.tracing", "Trace"),
     "GraphBreakError": ("magpy.errors", "GraphBreakError"),
+    "testing": ("magpy.testing", None),   # a submodule: the module itself
 }
 
 
@@ -23,6 +24,7 @@ def __getattr__(name):
     if target is None:
         raise AttributeError(f"module 'magpy' has no attribute {name!r}")
     import importlib
-    value = getattr(importlib.import_module(target[0]), target[1])
+    module = importlib.import_module(target[0])
+    value = module if target[1] is None else getattr(module, target[1])
     globals()[name] = value
     return value

@@ -2,12 +2,14 @@
 import functools
 import types
 import warnings
+import weakref
 
 import torch
 from torch import fx
 
 from . import backends as _backends
 from .cache import Cache, Stats, register, reset_all
+from .compile_lock import LOCK
 from .capture import capture
 from .capture.names import home_of, rendering_home
 from .capture.tracing import Trace, event_filter, run_traced
@@ -50,26 +52,48 @@ class CompiledFunction:
         return self.fn
 
     def __call__(self, *args, **kwargs):
-        self.stats.calls += 1
+        stats = self.stats
         if self.eager:
+            stats.count("calls")
             return self.fn(*args, **kwargs)
         full_args = (*self.leading, *args)
-        bound = bind(self.func, decode(self.func.__code__), full_args, kwargs)
-        result = self.cache.lookup(bound)
+        try:
+            bound = bind(self.func, decode(self.func.__code__), full_args, kwargs)
+            result = self.cache.lookup(bound)
+        except BaseException:
+            stats.count("calls")
+            raise
         if result is not MISS:
-            self.stats.cache_hits += 1
+            stats.hit()
             return result
-        if self.cache.full():
-            return self._fall_back(f"recompile limit ({self.cache.limit}) reached", None, args, kwargs)
-        return self._compile_and_run(full_args, args, kwargs)
+        stats.count("calls")
+        if not LOCK.acquire(blocking=False):
+            # another thread is capturing or compiling: this call runs eagerly, as that capture does
+            stats.count("eager_while_compiling")
+            return self.fn(*args, **kwargs)
+        try:
+            if not self.eager:
+                # another thread may have compiled this very call since the lookup above
+                result = self.cache.lookup(bound)
+                if result is not MISS:
+                    stats.count("cache_hits")
+                    return result
+                if not self.cache.full():
+                    return self._compile_and_run(full_args, args, kwargs)
+                self._give_up(f"recompile limit ({self.cache.limit}) reached", None,
+                              stacklevel=3 + self.extra_frames)
+        finally:
+            LOCK.release()
+        return self.fn(*args, **kwargs)
 
     def _compile_and_run(self, full_args, args, kwargs):
         result, exc, cap = capture(self.func, full_args, kwargs)
         if cap.unsupported is None:
             try:
                 self.cache.add(self._build(cap))
-                self.stats.compiles += 1
-                self.stats.graphs += 1 if cap.op_count else 0
+                self.stats.count("compiles")
+                if cap.op_count:
+                    self.stats.count("graphs")
             except Unsupported as u:
                 cap.unsupported = u
             except Exception as err:  # noqa: BLE001 - the call already ran; never fail it for our sake
@@ -80,8 +104,9 @@ class CompiledFunction:
             u = cap.unsupported
             if self.fullgraph:
                 raise GraphBreakError(u.reason, u.filename, u.lineno)
-            self.stats.graph_breaks += 1
-            self._note(u)
+            self.stats.count("graph_breaks")
+            # the call could not be captured: it ran eagerly (in the VM, exactly once)
+            self._give_up(u.reason, u.where(), stacklevel=4 + self.extra_frames)
         if exc is not None and not isinstance(exc, Unsupported):
             raise exc
         return result
@@ -112,30 +137,21 @@ class CompiledFunction:
         entry.graph_module = gm
         return entry
 
-    def _note(self, u):
-        """The call could not be captured: it ran eagerly (in the VM, exactly once). Say why, once."""
-        self.stats.fallbacks += 1
-        self.stats.reasons.append((u.reason, u.where()))
-        if not self._warned:
-            self._warned = True
-            warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {u.reason} ({u.where()})",
-                          stacklevel=4 + self.extra_frames)
-        self.eager = True
-
-    def _fall_back(self, reason, where, args, kwargs):
-        self.stats.fallbacks += 1
+    def _give_up(self, reason, where, stacklevel):
+        """From now on every call runs eagerly; say why, once (called holding ``LOCK``)."""
+        self.stats.count("fallbacks")
         self.stats.reasons.append((reason, where))
         if not self._warned:
             self._warned = True
-            warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {reason}",
-                          stacklevel=3 + self.extra_frames)
+            said = f"{reason} ({where})" if where else reason
+            warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {said}",
+                          stacklevel=stacklevel)
         self.eager = True
-        return self.fn(*args, **kwargs)
 
 
 def _home(fn):
     """The module whose globals guards and traces of ``fn`` name bare (for a module, its ``forward``'s)."""
-    if isinstance(getattr(fn, "__self__", None), torch.nn.Module):  # (a module's bound ``__call__``)
+    if type(fn) is types.MethodType and isinstance(fn.__self__, torch.nn.Module):  # (a module's ``__call__``)
         fn = fn.__self__
     if isinstance(fn, torch.nn.Module):
         return home_of(type(fn).forward)
@@ -147,18 +163,27 @@ def _compiled_module(module, **options):
 
     A copy of the wrapper (``copy.deepcopy`` for an EMA or teacher model) gets its own compiled call,
     bound to the copy."""
-    import weakref
     cls = type(module)
-    compiled_call = CompiledFunction(types.MethodType(cls.__call__, module), **options)
-    compiled_call.extra_frames = 1
-    per_instance = weakref.WeakKeyDictionary()
+
+    def compiled_call_of(wrapper):
+        compiled = CompiledFunction(types.MethodType(cls.__call__, wrapper), **options)
+        compiled.extra_frames = 1
+        return compiled
+
+    compiled_call = compiled_call_of(module)
+    # id(wrapper) -> (weak reference to it, its compiled call): by identity, so that the module's own
+    # __eq__ / __hash__ never run (a WeakKeyDictionary calls both); setdefault: two threads making
+    # the first call of a copy at once share one compiled call
+    per_instance = {}
+
+    def track(wrapper, compiled):
+        key = id(wrapper)
+        ref = weakref.ref(wrapper, lambda _: per_instance.pop(key, None))
+        return per_instance.setdefault(key, (ref, compiled))[1]
 
     def __call__(self, *args, **kwargs):
-        compiled = per_instance.get(self)
-        if compiled is None:
-            compiled = CompiledFunction(types.MethodType(cls.__call__, self), **options)
-            compiled.extra_frames = 1
-            per_instance[self] = compiled
+        entry = per_instance.get(id(self))
+        compiled = entry[1] if entry is not None else track(self, compiled_call_of(self))
         return compiled(*args, **kwargs)
 
     # ``stats`` is a plain class attribute: a user attribute of that name in the shared __dict__ wins
@@ -166,7 +191,7 @@ def _compiled_module(module, **options):
                                       "_magpy_compiled": compiled_call, "stats": compiled_call.stats})
     wrapper = object.__new__(sub)
     object.__setattr__(wrapper, "__dict__", module.__dict__)
-    per_instance[wrapper] = compiled_call
+    track(wrapper, compiled_call)
     return wrapper
 
 
@@ -239,14 +264,16 @@ class Explanation:
         return "\n".join(lines)
 
 
+def _called(fn):
+    """What calling ``fn`` runs: a module's call (hooks included) as a method of it."""
+    return types.MethodType(type(fn).__call__, fn) if isinstance(fn, torch.nn.Module) else fn
+
+
 def explain(fn, *args, **kwargs):
     """Capture one call of ``fn`` (it really runs, once) and report what MagPy made of it."""
-    if isinstance(fn, torch.nn.Module):
-        target = types.MethodType(type(fn).__call__, fn)
-    else:
-        target = fn
-    func, leading = _target(target)
-    result, exc, cap = capture(func, (*leading, *args), kwargs)
+    func, leading = _target(_called(fn))
+    with LOCK:
+        result, exc, cap = capture(func, (*leading, *args), kwargs)
     if exc is not None and cap.unsupported is not None and str(cap.unsupported.reason).startswith("the call raised"):
         raise exc
     if cap.unsupported is not None:
@@ -284,7 +311,8 @@ class Traced:
     def __call__(self, *args, **kwargs):
         trace = Trace(self.keep, self.on_event, self.lines)
         self.trace = trace
-        result, exc = run_traced(self.func, (*self.leading, *args), kwargs, trace, _home(self.fn))
+        with LOCK:
+            result, exc = run_traced(self.func, (*self.leading, *args), kwargs, trace, _home(self.fn))
         if exc is not None:
             raise exc
         if trace.callback_error is not None:

@@ -1,9 +1,20 @@
-"""Per-function cache of compiled entries, the recompile limit, and statistics."""
+"""Per-function cache of compiled entries, the recompile limit, and statistics.
+
+Safe under concurrent calls: a lookup walks a snapshot of the entries (a tuple, replaced whole, never
+changed in place), so an entry moved to the front or added by another thread is never skipped; the
+replacements and the counters take one short lock (``x += 1`` on an attribute is a read and a write:
+two threads could lose one).
+"""
+import threading
+import weakref
 from dataclasses import dataclass, field
 
 from .emit import MISS
 
 RECOMPILE_LIMIT = 8
+
+# process-wide rather than per object: caches and stats are copied with the functions that own them
+_CHANGING = threading.Lock()
 
 
 @dataclass
@@ -15,14 +26,26 @@ class Stats:
     graphs: int = 0
     graph_breaks: int = 0
     fallbacks: int = 0
+    eager_while_compiling: int = 0   # calls run eagerly because another thread was capturing or compiling
     reasons: list = field(default_factory=list)   # why calls fell back to eager (reason, where)
+
+    def count(self, name, n=1):
+        """Add ``n`` to the counter ``name`` (atomically: calls may come from several threads)."""
+        with _CHANGING:
+            setattr(self, name, getattr(self, name) + n)
+
+    def hit(self):
+        """One more call, answered from the cache (the hot path: one lock for both counters)."""
+        with _CHANGING:
+            self.calls += 1
+            self.cache_hits += 1
 
 
 class Cache:
     """The entries of one function, most recently used first."""
 
     def __init__(self, limit=RECOMPILE_LIMIT):
-        self.entries = []
+        self.entries = ()
         self.limit = limit
 
     def lookup(self, bound):
@@ -32,28 +55,39 @@ class Cache:
             result = entry.run(bound)
             if result is not MISS:
                 if k:
-                    entries.insert(0, entries.pop(k))
+                    self._move_to_front(entry)
                 return result
         return MISS
+
+    def _move_to_front(self, entry):
+        with _CHANGING:
+            entries = self.entries
+            if any(e is entry for e in entries):  # (not when a reset dropped it meanwhile)
+                self.entries = (entry, *(e for e in entries if e is not entry))
 
     def full(self):
         return len(self.entries) >= self.limit
 
     def add(self, entry):
-        self.entries.insert(0, entry)
+        with _CHANGING:
+            self.entries = (entry, *self.entries)
 
     def clear(self):
-        self.entries.clear()
+        with _CHANGING:
+            self.entries = ()
 
 
-_ALL = []
+_ALL = weakref.WeakSet()   # every live cache, for ``reset``; a dropped compiled function frees its own
 
 
 def register(cache):
-    _ALL.append(cache)
+    with _CHANGING:
+        _ALL.add(cache)
     return cache
 
 
 def reset_all():
-    for cache in _ALL:
+    with _CHANGING:
+        caches = list(_ALL)
+    for cache in caches:
         cache.clear()

@@ -351,4 +351,5 @@ def test_deepcopy_of_a_compiled_module_runs_the_copy():
         for p in twin.parameters():
             p.zero_()
     assert torch.equal(twin(x), torch.zeros(2, 3))
-    assert not torch.equal(cm(x), torch.zeros(2, 3))
+    # (the original's output may be all zeros too, after relu: its weights are what must be untouched)
+    assert cm.fc.weight.abs().sum() > 0 and torch.equal(cm(x), m(x))

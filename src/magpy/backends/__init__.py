@@ -6,12 +6,17 @@ Built-ins:
     "magpy"     AOTAutograd + our decompositions + ``magpy.codegen.compile_aten_graph`` for the
                 forward and backward graphs
 
+"magpy" and "inductor" trace with AOTAutograd, which is not thread-safe: they compile holding
+``magpy.compile_lock.LOCK`` (whoever calls them: our own compiles, or ``torch.compile``).
+
 Importing this module also registers "magpy" with ``torch.compile`` (``torch._dynamo``'s
 registry), so ``torch.compile(model, backend="magpy")`` works.
 """
 from __future__ import annotations
 
 from typing import Callable
+
+from ..compile_lock import LOCK
 
 _BACKENDS: dict[str, Callable] = {}
 
@@ -50,7 +55,8 @@ def eager_backend(gm, example_inputs):
 def inductor_backend(gm, example_inputs):
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, example_inputs)
+    with LOCK:
+        return compile_fx(gm, example_inputs)
 
 
 def _aten_compiler(gm, example_inputs):
@@ -73,7 +79,8 @@ def magpy_backend(gm, example_inputs):
         bw_compiler=_aten_compiler,
         decompositions=decomposition_table(),
     )
-    return backend(gm, example_inputs)
+    with LOCK:
+        return backend(gm, example_inputs)
 
 
 def _register_with_dynamo() -> None:

@@ -20,7 +20,7 @@ from ..interp.tracking import NOT_RETURNED
 from .guards import TruthGuard, TypeGuard, ValueGuard
 from .mutations import LIST_HELPERS, changes
 from .sources import AttrSource, Const, Expr, Source
-from .values import (Traced, UNKNOWN, _COMBINATORICS, _DICT_VIEWS, _FROM_ARRAY, _IDENTITY_TYPES, _NOT_WRITTEN,
+from .values import (_has_user_protocols, Traced, UNKNOWN, _COMBINATORICS, _DICT_VIEWS, _FROM_ARRAY, _IDENTITY_TYPES, _NOT_WRITTEN,
     _PASSED_BY_IDENTITY, _RUN_ITERATORS, _SCALARS, _SHAPE_TRACED, _TYPE_QUERIES, _bound_self,
     _dereference, _event, _fixed_keyword, _holds_tensor, _is_python_code, _is_tensor,
     _is_torch_callable, _layout, _library_constant, _on_grad_fn, _pinned, _python_constructed,
@@ -185,10 +185,9 @@ class Calls:
         return None
 
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
-        try:
-            hash(fn)
-        except TypeError:
-            self.unsupported(f"{type(fn).__name__} (an unhashable callable) ran natively: MagPy has no rule for it")
+        if _has_user_protocols(fn):
+            self.unsupported(f"{type(fn).__qualname__} (a callable whose class defines __eq__, __hash__ or "
+                             f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING:
             return None
         if type(fn) is functools.partial and _is_torch_callable(fn.func):

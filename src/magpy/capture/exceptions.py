@@ -47,7 +47,7 @@ class Raising:
             lst_prov = bound[1] if bound is not None and bound[0] is fn else \
                 None if entry is not None and entry[0] is self_obj else UNKNOWN
             fn, args, arg_provs = getattr(list, fn.__name__), (self_obj, *args), (lst_prov, *arg_provs)
-        if fn in (list.remove, list.index) and len(args) == 2 and not kwargs and type(args[0]) is list:
+        if (fn is list.remove or fn is list.index) and len(args) == 2 and not kwargs and type(args[0]) is list:
             # ``filters.remove(item)`` of an item not there (``warnings.simplefilter``): decided by
             # whether the list holds it
             prov = self.effective(args[0], arg_provs[0])

@@ -9,6 +9,7 @@ import torch.utils.checkpoint
 
 from . import rules
 from ..interp import register_call_instead, register_lookaside
+from ..interp.identity import IdentitySet
 
 
 def _run_natively(target):
@@ -44,7 +45,7 @@ register_call_instead(torch.jit.ScriptFunction, lambda f: getattr(f, "_torchdyna
 
 #: bookkeeping functions torch's own compiler installs (Dynamo tags every new nn.Module in its
 #: ``__init__``): run natively, and nothing to replay
-_BOOKKEEPING = set()
+_BOOKKEEPING = IdentitySet()
 
 
 def _register_bookkeeping():

@@ -78,12 +78,16 @@ def object_label(obj):
     ``Sequential`` (an instance, by its class)."""
     if isinstance(obj, types.ModuleType):
         return f"module {obj.__name__}"
-    if callable(obj) and not isinstance(obj, type) and hasattr(obj, "__name__"):
-        return callable_name(obj)
     if isinstance(obj, type):
         return obj.__qualname__
+    if type(obj).__flags__ & _HEAPTYPE:
+        return type(obj).__qualname__  # (an instance of a Python class: its __getattr__ must not run)
+    if callable(obj) and hasattr(obj, "__name__"):
+        return callable_name(obj)
     return type(obj).__qualname__
 
+
+_HEAPTYPE = 1 << 9
 
 #: packages whose functions are never the user's own (capturing a module's call starts in torch's code)
 _LIBRARIES = frozenset({"torch", "magpy"})

@@ -10,6 +10,9 @@ A native (not interpreted) call made by the program is classified here:
 * ``RANDOM``    — draws random numbers: recorded into the graph so each replay draws again.
 * anything else with tensors among its arguments or results is a graph op; anything else at all is
   unknown: its result may be used only where no guard is needed.
+
+Tables of callables are keyed by identity (``IdentitySet``): the program may hand any callable to a
+lookup, and a user's own ``__hash__``/``__eq__`` must not run there.
 """
 import builtins
 import collections
@@ -22,7 +25,14 @@ import re
 import numpy as np
 import torch
 
-PURE = {
+from ..interp.identity import IdentitySet
+
+#: reads of state the arguments do not hold (the current context's value of a ``ContextVar``, as torch's
+#: config modules keep their overrides): the result is re-read by the guard even when every argument
+#: is a constant
+STATE_READS = IdentitySet([contextvars.ContextVar.get])
+PURE = IdentitySet([
+    *STATE_READS,
     len, isinstance, issubclass, type, abs, min, max, sum, round, divmod, pow, hash, repr, str, int,
     float, bool, tuple, frozenset, range, slice, sorted, any, all, zip, enumerate, reversed, getattr,
     hasattr, callable, id, chr, ord, format, list, dict, set, iter, next, object.__getattribute__,
@@ -40,27 +50,22 @@ PURE = {
     torch._C._has_torch_function_unary, torch._C._has_torch_function_variadic,
     torch._C._is_torch_function_mode_enabled, torch.cuda.is_available, torch.finfo, torch.iinfo,
     torch.Size, torch.device, torch.dtype, functools.partial,
-}
-#: reads of state the arguments do not hold (the current context's value of a ``ContextVar``, as torch's
-#: config modules keep their overrides): the result is re-read by the guard even when every argument
-#: is a constant
-STATE_READS = {contextvars.ContextVar.get}
-PURE |= STATE_READS
+])
 #: methods of immutable built-in types are pure too (str.upper, tuple.index …)
 PURE_METHOD_TYPES = (str, bytes, int, float, complex, tuple, frozenset, type(None), bool, range,
                      torch.Size, torch.dtype, torch.device, re.Pattern, re.Match)
 
 #: container methods that mutate their first argument
-MUTATES = {
+MUTATES = IdentitySet([
     list.append, list.extend, list.insert, list.pop, list.remove, list.clear, list.sort,
     list.reverse, list.__setitem__, list.__delitem__, list.__iadd__,
     dict.update, dict.pop, dict.popitem, dict.setdefault, dict.clear, dict.__setitem__,
     dict.__delitem__, set.add, set.discard, set.remove, set.pop, set.clear, set.update,
     collections.OrderedDict.move_to_end, collections.OrderedDict.popitem,
-}
+])
 
 #: torch calls with no tensor arguments that still belong in the graph
-GRAPH = {torch._C._set_grad_enabled}
+GRAPH = IdentitySet([torch._C._set_grad_enabled])
 
 #: torch's error for operands whose shapes do not broadcast, and the instructions it may come from: the
 #: shapes decide it (a program may catch it when they are all fixed by the guards)
@@ -74,7 +79,7 @@ CHECKPOINT_OPTIONS = {"use_reentrant", "context_fn", "determinism_check", "debug
 
 #: numpy calls making an array whose contents are whatever memory held (only its dtype and shape are
 #: the program's)
-UNDEFINED_CONTENTS = {np.empty, np.empty_like}
+UNDEFINED_CONTENTS = IdentitySet([np.empty, np.empty_like])
 
 RANDOM_MODULES = ("random",)
 #: numpy's global generator (``np.random.choice`` … are its bound methods) and the methods that only draw
@@ -95,7 +100,8 @@ import warnings as _warnings
 #: native calls whose effect the mock replays (their arguments rebuilt like results);
 #: ``_filters_mutated`` tells the warnings machinery its filters changed (``catch_warnings``,
 #: ``simplefilter``): each call's change invalidates the registries of warnings already shown
-REPLAY = {_warnings.warn, print} | {f for f in (getattr(_warnings, "_filters_mutated", None),) if f is not None}
+REPLAY = IdentitySet([_warnings.warn, print, *(f for f in (getattr(_warnings, "_filters_mutated", None),)
+                                                if f is not None)])
 
 #: objects the call makes that a replay may hand out again: each holds only what the guards fix
 #: (a module's backward hook wraps the hook function and a weak reference to the module), and
@@ -150,16 +156,14 @@ def is_pure(fn):
     return module.split(".")[0] in PURE_MODULES
 
 #: builtins that compute on tensors through their operators (recorded into the graph as they are)
-TENSOR_BUILTINS = {sum, abs, pow, divmod} | {v for k, v in vars(operator).items()
-                                              if callable(v) and not k.startswith("_")
-                                              and k not in ("truth", "not_", "is_", "is_not", "contains",
-                                                            "countOf", "indexOf", "length_hint",
-                                                            "attrgetter", "itemgetter", "methodcaller",
-                                                            "index", "call")}
+_NOT_ON_TENSORS = ("truth", "not_", "is_", "is_not", "contains", "countOf", "indexOf", "length_hint",
+                   "attrgetter", "itemgetter", "methodcaller", "index", "call")
+TENSOR_BUILTINS = IdentitySet([sum, abs, pow, divmod, *(v for k, v in vars(operator).items() if callable(v)
+                                                     and not k.startswith("_") and k not in _NOT_ON_TENSORS)])
 
 #: builtins that may see tensors without computing on them: handled by the provenance rules
-TENSOR_NEUTRAL = {len, isinstance, issubclass, type, id, enumerate, zip, reversed, iter, next, getattr,
-                  hasattr, setattr, callable, hash, dict, set, frozenset, map, filter}
+TENSOR_NEUTRAL = IdentitySet([len, isinstance, issubclass, type, id, enumerate, zip, reversed, iter, next,
+                              getattr, hasattr, setattr, callable, hash, dict, set, frozenset, map, filter])
 
 #: name prefixes of torch predicates over tensors' types (``has_torch_function``, ``is_tensor`` …)
 TENSOR_TYPE_PREDICATES = ("is_", "_is", "_has", "has_")
@@ -191,9 +195,9 @@ TENSOR_TO_PYTHON = {"item", "tolist", "numpy", "__bool__", "__int__", "__float__
 TENSOR_TO_SCALAR = {"item", "tolist", "__int__", "__float__", "__index__", "equal", "allclose",
                     "is_nonzero"}
 #: builtins that turn a tensor into a Python scalar the graph can compute
-SCALAR_OF_TENSOR = {float, int}
+SCALAR_OF_TENSOR = IdentitySet([float, int])
 #: torch functions answering a question about tensor data with a Python bool the graph can compute
-TENSOR_PREDICATES = {torch.equal, torch.allclose, torch.is_nonzero}
+TENSOR_PREDICATES = IdentitySet([torch.equal, torch.allclose, torch.is_nonzero])
 
 BUILTIN_IDS = {id(v) for v in vars(builtins).values()}
 

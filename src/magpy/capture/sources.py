@@ -14,6 +14,8 @@ import types
 
 from .names import callable_name, global_name, is_home, is_identifier, module_name
 
+from ..interp.identity import IdentityDict
+
 
 class Source:
     __slots__ = ()
@@ -148,14 +150,10 @@ class ItemSource(Source):
         return f"{self.base.render()}[{self.key!r}]"
 
     def __eq__(self, other):
-        return type(other) is ItemSource and type(other.key) is type(self.key) and \
-            other.key == self.key and other.base == self.base
+        return type(other) is ItemSource and _same(other.key, self.key) and other.base == self.base
 
     def __hash__(self):
-        key = self.key
-        if type(key) is slice:  # (slices hash only from 3.12 on)
-            key = (key.start, key.stop, key.step)
-        return hash(("item", self.base, type(self.key), key))
+        return hash(("item", self.base, _hash(self.key)))
 
 
 #: attributes holding dicts whose items a user reads as attributes of the owner: its ``__dict__``, and a
@@ -203,7 +201,7 @@ class Expr:
 
     def render(self):
         args = [_render(a) for a in self.args]
-        spelling = _SPELLING.get((self.fn, len(args)))
+        spelling = _SPELLING.get(self.fn, {}).get(len(args))
         if spelling is not None:
             return spelling.format(*args)
         if self.fn is getattr and len(args) == 2 and type(self.args[1]) is Const and \
@@ -221,30 +219,52 @@ class Expr:
         return self._hash
 
 
-#: (function, number of arguments) -> how the user wrote that call (operators, item access, ``in``)
-_SPELLING = {
-    **{(fn, 2): f"({{0}} {symbol} {{1}})" for fn, symbol in (
+#: function -> {number of arguments: how the user wrote that call} (operators, item access, ``in``); keyed
+#: by identity: an expression's function may be any callable, whose ``__hash__`` must not run
+_SPELLING = IdentityDict((fn, forms) for fn, forms in {
+    **{fn: {2: f"({{0}} {symbol} {{1}})"} for fn, symbol in (
         (operator.add, "+"), (operator.sub, "-"), (operator.mul, "*"), (operator.truediv, "/"),
         (operator.floordiv, "//"), (operator.mod, "%"), (operator.pow, "**"), (operator.matmul, "@"),
         (operator.is_, "is"), (operator.is_not, "is not"), (operator.eq, "=="), (operator.ne, "!="),
         (operator.lt, "<"), (operator.le, "<="), (operator.gt, ">"), (operator.ge, ">="),
         (operator.and_, "&"), (operator.or_, "|"), (operator.xor, "^"), (operator.lshift, "<<"),
         (operator.rshift, ">>"))},
-    (operator.contains, 2): "({1} in {0})",
-    (operator.getitem, 2): "{0}[{1}]",
-    (operator.not_, 1): "(not {0})",
-    (operator.neg, 1): "(-{0})",
-    (operator.pos, 1): "(+{0})",
-    (operator.invert, 1): "(~{0})",
-    (operator.truth, 1): "bool({0})",
-}
+    operator.contains: {2: "({1} in {0})"},
+    operator.getitem: {2: "{0}[{1}]"},
+    operator.not_: {1: "(not {0})"},
+    operator.neg: {1: "(-{0})"},
+    operator.pos: {1: "(+{0})"},
+    operator.invert: {1: "(~{0})"},
+    operator.truth: {1: "bool({0})"},
+}.items())
 
 
 _BY_VALUE = (int, float, complex, bool, str, bytes, type(None), range, slice)
 
 
-def _plain(value):
-    return type(value) in _BY_VALUE or (type(value) in (tuple, frozenset) and all(map(_plain, value)))
+# Plain values (ints, strings, tuples of them) are told apart by type and exact value (1, 1.0 and
+# True are three constants, and so are 0.0 and -0.0); anything else — a tensor compares elementwise,
+# a user object's __eq__ / __hash__ may raise or answer anything — by identity, running none of its code.
+
+def _value_key(value):
+    tp = type(value)
+    if tp is tuple or tp is frozenset:
+        return tp, tp(map(_value_key, value))
+    if tp is float or tp is complex:
+        return tp, repr(value)
+    if tp is slice:  # (slices hash only from 3.12 on)
+        return tp, tuple(map(_value_key, (value.start, value.stop, value.step)))
+    if tp in _BY_VALUE:
+        return tp, value
+    return "id", id(value)   # (the value is held by whoever asks: its id stays its own)
+
+
+def _same(a, b):
+    return a is b or _value_key(a) == _value_key(b)
+
+
+def _hash(value):
+    return hash(_value_key(value))
 
 
 class Const:
@@ -260,18 +280,10 @@ class Const:
         return repr(self.value)
 
     def __eq__(self, other):
-        if type(other) is not Const or type(other.value) is not type(self.value):
-            return False
-        if other.value is self.value:
-            return True
-        # plain values compare by value; anything else (a tensor compares elementwise) by identity
-        return _plain(self.value) and _plain(other.value) and bool(other.value == self.value)
+        return type(other) is Const and _same(other.value, self.value)
 
     def __hash__(self):
-        try:
-            return hash((type(self.value), self.value))
-        except TypeError:
-            return id(self.value)
+        return _hash(self.value)
 
 
 def _render(x):

@@ -14,6 +14,8 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..interp import Observer
+from ..interp.identity import IdentityDict, IdentitySet
+from ..interp.protocols import is_heap, lookup, python_slot
 from .sources import AttrSource, CellSource, Const, Expr, GlobalSource, ItemSource, Source, mentions_draw
 
 
@@ -117,6 +119,19 @@ def _library_constant(value, prov):
     return isinstance(value, _IDENTITY_TYPES) and _library_global(prov)
 
 
+#: what a class may define in Python that looking at one of its instances would run. The rules are about
+#: library callables: a natively called instance of such a class has none, and is looked at no further
+#: (a table lookup, ``fn in (dict, list)`` or ``getattr(fn, "__func__", fn)`` would call its code).
+_USER_PROTOCOLS = ("__eq__", "__hash__", "__getattr__", "__getattribute__")
+
+
+def _has_user_protocols(fn):
+    tp = type(fn)
+    if not is_heap(tp) or isinstance(fn, type):
+        return False
+    return lookup(tp, "__hash__") is None or any(python_slot(tp, name) is not None for name in _USER_PROTOCOLS)
+
+
 def _is_torch_callable(fn):
     module = getattr(fn, "__module__", None)
     if isinstance(module, str) and (module == "torch" or module.startswith("torch.")):
@@ -139,7 +154,6 @@ def _python_constructed(cls):
     """Are ``cls(...)``'s ``__new__`` or ``__init__`` Python code (so the VM ran them)?"""
     if not cls.__flags__ & (1 << 9):
         return False
-    from ..interp.protocols import lookup
     init = lookup(cls, "__init__")
     new = lookup(cls, "__new__")
     return type(init) is types.FunctionType or (type(new) is staticmethod and
@@ -196,7 +210,6 @@ def _replayable_path(prov):
 
 def _rebuildable(cls):
     """Can the mock make a fresh ``cls`` object and set its state (``object.__new__`` + ``__dict__``)?"""
-    from ..interp.protocols import lookup
     if not cls.__flags__ & (1 << 9) or lookup(cls, "__new__") is not object.__new__ or \
             isinstance(cls, type(torch.nn.Module)) and issubclass(cls, torch.nn.Module):
         return False
@@ -339,27 +352,28 @@ def _build_dict(keys, *values):
     return dict(zip(keys, values))
 
 #: builtins whose answer depends only on their arguments' types
-_TYPE_QUERIES = (isinstance, issubclass, type, callable)
+_TYPE_QUERIES = IdentitySet([isinstance, issubclass, type, callable])
 #: what ``reversed`` makes of ranges, lists and other sequences
 _REVERSED_ITERATORS = (type(reversed(range(0))), type(reversed([])), reversed)
 #: iterators whose items the VM may compute (a generator; a map or filter object around one)
 _RUN_ITERATORS = (types.GeneratorType, map, filter)
 
 #: torch functions that make a tensor from a numpy array
-_FROM_ARRAY = {torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray, torch.Tensor, torch.FloatTensor}
+_FROM_ARRAY = IdentitySet([torch.from_numpy, torch.as_tensor, torch.tensor, torch.asarray, torch.Tensor,
+                           torch.FloatTensor])
 
 #: template kinds of the containers the mock rebuilds
 _CONTAINER_KINDS = {list: "list", dict: "dict", collections.OrderedDict: "odict"}
 
-_DICT_VIEWS = {dict.keys: "keys", dict.values: "values", dict.items: "items",
-               collections.OrderedDict.keys: "keys", collections.OrderedDict.values: "values",
-               collections.OrderedDict.items: "items"}
+_DICT_VIEWS = IdentityDict([(dict.keys, "keys"), (dict.values, "values"), (dict.items, "items"),
+                            (collections.OrderedDict.keys, "keys"), (collections.OrderedDict.values, "values"),
+                            (collections.OrderedDict.items, "items")])
 #: containers of modules whose ``__iter__`` yields their children in order
-_MODULE_SEQUENCE_ITERS = {torch.nn.ModuleList.__iter__, torch.nn.Sequential.__iter__}
+_MODULE_SEQUENCE_ITERS = IdentitySet([torch.nn.ModuleList.__iter__, torch.nn.Sequential.__iter__])
 
 _BOUND_METHODS = (types.MethodType, types.BuiltinMethodType)
 _SHAPE_TRACED = object()  # ``dynamic_metadata`` listed a shape's elements in ``contents``
 
 #: itertools functions yielding tuples of their arguments' elements (``_combinatoric``)
-_COMBINATORICS = {itertools.combinations, itertools.permutations, itertools.combinations_with_replacement,
-                  itertools.product}
+_COMBINATORICS = IdentitySet([itertools.combinations, itertools.permutations,
+                              itertools.combinations_with_replacement, itertools.product])

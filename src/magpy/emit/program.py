@@ -24,6 +24,7 @@ from ..capture.guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGua
 from ..capture.names import callable_name
 from ..capture.sources import ArgSource, GlobalSource, ConstSource, AttrSource, ItemSource, CellSource, DrawSource, \
     Expr, Const, Source
+from ..interp.identity import IdentityDict
 from .asm import Assembler
 
 
@@ -45,7 +46,7 @@ EAGER = _Eager()
 
 
 #: pure functions emitted as the bytecode operation itself: fn -> (argc, emit, operands reversed)
-_INLINE = {
+_INLINE = IdentityDict({
     operator.eq: (2, lambda a: a.compare_op("=="), False),
     operator.ne: (2, lambda a: a.compare_op("!="), False),
     operator.lt: (2, lambda a: a.compare_op("<"), False),
@@ -57,7 +58,7 @@ _INLINE = {
     operator.contains: (2, lambda a: a.contains(), True),   # contains(c, x) is ``x in c``
     operator.getitem: (2, lambda a: a.item(), False),
     getattr: (2, None, False),
-}
+}.items())
 
 
 def global_value(namespace, name):

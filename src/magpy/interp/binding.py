@@ -3,7 +3,9 @@
 The common case (positional arguments only, no ``*args``/``**kwargs``/keyword-only parameters) is
 filled in directly. Everything else goes through a *binder*: a function compiled once per code object
 with the very same signature, whose body just returns its parameters in slot order. CPython binds the
-arguments to it, so every binding error carries CPython's own message.
+arguments to it, so every binding error carries CPython's own message. The binder of a call wears the
+function's own name, qualname and defaults as they are at the call (a namedtuple's ``__new__`` is a
+lambda renamed after creation: CPython names it ``P.__new__`` in its errors, from ``__qualname__``).
 """
 from types import FunctionType
 
@@ -58,6 +60,14 @@ def _binder_code(code):
     return bcode
 
 
+def _binder(func, code, defaults, kwdefaults):
+    """A binder of ``code``'s signature named as ``func`` is now, with these defaults."""
+    binder = FunctionType(_binder_code(code), {}, func.__name__, defaults)
+    binder.__qualname__ = func.__qualname__
+    binder.__kwdefaults__ = kwdefaults
+    return binder
+
+
 def bind(func, decoded, args, kwargs):
     """Return the initial localsplus list of a call of ``func`` (raising CPython's binding errors)."""
     code = decoded.code
@@ -71,9 +81,7 @@ def bind(func, decoded, args, kwargs):
             values = [*args, *defaults[n - argc:]]
             values.extend([NULL] * (decoded.nlocalsplus - argc))
             return values
-    binder = FunctionType(_binder_code(code), {}, code.co_name, func.__defaults__)
-    binder.__kwdefaults__ = func.__kwdefaults__
-    values = list(binder(*args, **(kwargs or {})))
+    values = list(_binder(func, code, func.__defaults__, func.__kwdefaults__)(*args, **(kwargs or {})))
     values.extend([NULL] * (decoded.nlocalsplus - len(values)))
     return values
 
@@ -90,10 +98,9 @@ def bind_provenance(func, decoded, provs, kw_provs, nargs, values=None, observer
         out.extend([None] * (decoded.nlocalsplus - len(out)))
         return out
     defaults = func.__defaults__
-    binder = FunctionType(_binder_code(code), {}, code.co_name,
-                          (None,) * len(defaults) if defaults else None)
-    if func.__kwdefaults__:
-        binder.__kwdefaults__ = dict.fromkeys(func.__kwdefaults__)
+    kwdefaults = func.__kwdefaults__
+    binder = _binder(func, code, (None,) * len(defaults) if defaults else None,
+                     dict.fromkeys(kwdefaults) if kwdefaults else None)
     out = list(binder(*provs, **(kw_provs or {})))
     if code.co_flags & CO_VARARGS:
         k = code.co_argcount + code.co_kwonlyargcount

@@ -27,6 +27,7 @@ Caches: an attribute site remembers the one type for which the attribute protoco
 callable that the call decision point runs natively (forgotten when a lookaside is registered).
 """
 import contextlib
+import itertools
 import linecache
 from types import FunctionType
 
@@ -466,7 +467,7 @@ def _forget_call_sites():
 
 lookaside.ON_REGISTER.append(_forget_call_sites)
 
-_serial = [0]
+_serial = itertools.count(1)   # names generated code in tracebacks (``next`` is atomic: threads decode too)
 
 
 #: switched off by tests comparing blocks with the handlers (decoding caches the choice per code object)
@@ -513,9 +514,8 @@ def compile_blocks(decoded, instrs, tracked=False):
         namespace[name] = _NoType
         if call_site:
             _site_caches.append((namespace, name))
-    _serial[0] += 1
     code = decoded.code
-    filename = f"{_GENERATED_PREFIX}{code.co_name}-{_serial[0]}>"
+    filename = f"{_GENERATED_PREFIX}{code.co_name}-{next(_serial)}>"
     text = "\n".join(sources) + "\n"
     # registered so that tracebacks and the VM's own-failure check can read the generated lines
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)

@@ -33,10 +33,7 @@ def call(vm, fn, args, kwargs):
             return vm.call_function(func, (fn.__self__, *args), kwargs)
         return call(vm, func, (fn.__self__, *args), kwargs)
     provs, vm.call_provs = vm.call_provs, None   # (positional, keyword, callable) provenance
-    try:
-        special = LOOKASIDE.get(fn)
-    except TypeError:  # unhashable callable
-        special = None
+    special = LOOKASIDE.get(fn)   # (by identity: a callable's own __hash__ / __eq__ never run)
     if special is None and tp is _BuiltinFunction and type(fn.__self__) is list:
         # ``xs.sort(key=f)``, ``xs.extend(gen)``: a list's method, bound — as its lookaside says
         special = LOOKASIDE.get(getattr(list, fn.__name__, None))
@@ -86,10 +83,7 @@ def plain_native(fn):
             return False
     elif tp is not _BuiltinFunction or not isinstance(fn.__self__, (_Module, type(None))):
         return False
-    try:
-        return fn not in LOOKASIDE
-    except TypeError:
-        return False
+    return fn not in LOOKASIDE
 
 
 def _prepend(vm, value, prov, known=False):

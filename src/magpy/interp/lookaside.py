@@ -16,18 +16,20 @@ import sys
 from collections.abc import MutableMapping
 from types import FunctionType, GeneratorType, MethodType
 
+from . import recursion
 from .frame import NULL
+from .identity import IdentityDict, IdentitySet
 
 _HEAPTYPE = 1 << 9
 
-LOOKASIDE = {}
+LOOKASIDE = IdentityDict()
 #: the entries whose target is a Python function (checked where such calls are interpreted)
-PY_LOOKASIDE = {}
+PY_LOOKASIDE = IdentityDict()
 #: called after each registration (compiled call sites forget the callables they took as native)
 ON_REGISTER = []
 #: targets whose handler hands the call on to one interpreted function: what that function returns
 #: (with its provenance) is what the target returned
-DELEGATES = set()
+DELEGATES = IdentitySet()
 
 
 def register_lookaside(target, handler, delegates=False):
@@ -565,8 +567,7 @@ def _setrecursionlimit(vm, args, kwargs):
     if kwargs or len(args) != 1 or type(args[0]) is not int or args[0] < 1:
         return sys.setrecursionlimit(*args, **kwargs)  # CPython's own errors
     vm.user_limit = args[0]
-    if args[0] * 6 > sys.getrecursionlimit():
-        sys.setrecursionlimit(args[0] * 6)
+    recursion.set_program_limit(args[0])
 
 
 @lookaside(sys._getframe)

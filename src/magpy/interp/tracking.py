@@ -16,6 +16,7 @@ from types import FunctionType, MethodType
 from .frame import NULL
 from . import protocols
 from .calls import call
+from .identity import IdentitySet
 from .lookaside import called_instead, CALL_INSTEAD, DELEGATES
 from .decode import HANDLERS
 from .observer import CONSTANT_SCALARS, CONSTANT_ITERATORS, QUIET_OPS
@@ -552,7 +553,7 @@ def _returned(vm, caller, fn, result):
 
 
 #: builtins whose result a Python dunder may compute (``len`` runs ``__len__`` …)
-_PROTOCOL_BUILTINS = {len, iter, next, getattr, hasattr}
+_PROTOCOL_BUILTINS = IdentitySet((len, iter, next, getattr, hasattr))
 
 
 # ---- calls ---------------------------------------------------------------------------------------------

@@ -8,12 +8,12 @@ offset if asked, push the exception, jump). ``RETURN_*`` handlers leave the loop
 """
 import sys
 
+from . import recursion
 from .decode import decode, _cache as _decoded
 from .binding import bind_provenance
 from .errors import InterpreterError
 from .frame import Frame, NULL, ExcState, Suspend, YIELD  # noqa: F401
 
-_VM_RECURSION_LIMIT = 20000
 from .lookaside import PY_LOOKASIDE as _PY_LOOKASIDE  # noqa: E402
 CO_OPTIMIZED = 0x01
 CO_VARARGS = 0x04
@@ -73,18 +73,13 @@ class VM:
     def call(self, fn, *args, **kwargs):
         """Call ``fn`` with the VM: what it returns or raises is what ``fn`` returns or raises."""
         from .calls import call
-        # each interpreted call costs a few Python frames: give the VM room, and enforce the user's
-        # own limit on interpreted depth instead (see resume)
-        limit = sys.getrecursionlimit()
-        if self.depth == 0:
-            self.user_limit = limit
-            if limit < _VM_RECURSION_LIMIT:
-                sys.setrecursionlimit(_VM_RECURSION_LIMIT)
+        if self.depth:
+            return call(self, fn, args, kwargs)
+        self.user_limit = recursion.enter()
         try:
             return call(self, fn, args, kwargs)
         finally:
-            if self.depth == 0:
-                sys.setrecursionlimit(limit)
+            recursion.leave()
 
     # ---- exception state -----------------------------------------------------------------------
     def current_exception(self):

@@ -25,6 +25,17 @@ def returns_nothing():
     pass
 
 
+def type_errors(*thunks):
+    """The message of the TypeError each thunk raises (interpreted too: it is part of the program)."""
+    errors = []
+    for thunk in thunks:
+        try:
+            thunk()
+        except TypeError as e:
+            errors.append(str(e))
+    return errors
+
+
 @program
 def positional_and_keyword():
     return [simple(5, 3), simple(x=5, y=3), simple(5, y=3), simple(y=3, x=5)]
@@ -174,13 +185,7 @@ def method_binding_errors():
     class C:
         def m(self, a):
             return a
-    errors = []
-    for thunk in (lambda: C().m(), lambda: C().m(1, 2), lambda: C.m(1), lambda: C().m(b=1)):
-        try:
-            thunk()
-        except TypeError as e:
-            errors.append(str(e))
-    return errors
+    return type_errors(lambda: C().m(), lambda: C().m(1, 2), lambda: C.m(1), lambda: C().m(b=1))
 
 
 @program
@@ -242,14 +247,8 @@ def keyword_arguments_to_builtins():
 
 @program
 def builtin_binding_errors():
-    errors = []
-    for thunk in (lambda: len(), lambda: len([], []), lambda: int("1", bas=2), lambda: sorted([], 1),
-                  lambda: "x".join()):
-        try:
-            thunk()
-        except TypeError as e:
-            errors.append(str(e))
-    return errors
+    return type_errors(lambda: len(), lambda: len([], []), lambda: int("1", bas=2), lambda: sorted([], 1),
+                       lambda: "x".join())
 
 
 @program
@@ -364,10 +363,23 @@ def generator_and_coroutine_functions_bind_errors_at_call_time():
 
     async def coro(a):
         return a
-    errors = []
-    for thunk in (lambda: gen(), lambda: coro(1, 2)):
-        try:
-            thunk()
-        except TypeError as e:
-            errors.append(str(e))
-    return errors
+    return type_errors(lambda: gen(), lambda: coro(1, 2))
+
+
+@program
+def namedtuple_new_binding_error_names_its_qualname():
+    import collections
+    Point = collections.namedtuple("Point", "x y")
+    return type_errors(lambda: Point(1), lambda: Point(1, 2, 3), lambda: Point(1, z=2), lambda: Point(1, x=2))
+
+
+@program
+def binding_errors_read_names_and_defaults_changed_after_creation():
+    def f(a, b=1, /, c=2, *, d, e=3):
+        return a, b, c, d, e
+    f.__name__ = "renamed"
+    f.__qualname__ = "Owner.renamed"
+    f.__defaults__ = (10,)
+    f.__kwdefaults__ = {"d": 20}
+    return [f(1, 2), *type_errors(lambda: f(), lambda: f(1, 2, 3, 4), lambda: f(1, b=2), lambda: f(1, x=2),
+                                   lambda: f(1, c=2, **{"c": 3}))]
