@@ -13,7 +13,7 @@ from .compile_lock import LOCK
 from .capture import capture
 from .capture.names import home_of, rendering_home
 from .capture.tracing import Trace, event_filter, run_traced
-from .emit import build_entry, MISS
+from .emit import build_entry, build_eager_entry, EAGER, MISS
 from .errors import GraphBreakError, Unsupported
 from .interp.binding import bind
 from .interp.decode import decode
@@ -43,6 +43,7 @@ class CompiledFunction:
         self.stats = Stats()
         self.cache = register(Cache())
         self.eager = False        # gave up: every call runs eagerly
+        self.failed_captures = 0  # captures that gave up and could not be remembered as an eager entry
         self._warned = False
         self.extra_frames = 0     # frames between the user's call and ours (a module wrapper's)
         functools.update_wrapper(self, self.func)
@@ -64,6 +65,10 @@ class CompiledFunction:
             stats.count("calls")
             raise
         if result is not MISS:
+            if result is EAGER:  # (a call like one whose capture gave up: it would again)
+                stats.count("calls")
+                stats.count("eager_calls")
+                return self.fn(*args, **kwargs)
             stats.hit()
             return result
         stats.count("calls")
@@ -75,16 +80,20 @@ class CompiledFunction:
             if not self.eager:
                 # another thread may have compiled this very call since the lookup above
                 result = self.cache.lookup(bound)
-                if result is not MISS:
+                if result is EAGER:
+                    stats.count("eager_calls")
+                elif result is not MISS:
                     stats.count("cache_hits")
                     return result
-                if not self.cache.full():
+                if result is MISS and not self.cache.full():
                     return self._compile_and_run(full_args, args, kwargs)
+                if result is EAGER:
+                    return self.fn(*args, **kwargs)
                 self._give_up(f"recompile limit ({self.cache.limit}) reached", None,
                               stacklevel=3 + self.extra_frames)
         finally:
             LOCK.release()
-        return self.fn(*args, **kwargs)
+        return self.fn(*args, **kwargs)  # (eagerly: past the limit, or as an eager entry says)
 
     def _compile_and_run(self, full_args, args, kwargs):
         result, exc, cap = capture(self.func, full_args, kwargs)
@@ -106,7 +115,7 @@ class CompiledFunction:
                 raise GraphBreakError(u.reason, u.filename, u.lineno)
             self.stats.count("graph_breaks")
             # the call could not be captured: it ran eagerly (in the VM, exactly once)
-            self._give_up(u.reason, u.where(), stacklevel=4 + self.extra_frames)
+            self._remember_failure(cap, u, stacklevel=4 + self.extra_frames)
         if exc is not None and not isinstance(exc, Unsupported):
             raise exc
         return result
@@ -136,6 +145,26 @@ class CompiledFunction:
         entry = build_entry(cap, graph_fn, name=f"magpy_entry_{code.co_name}", filename=code.co_filename)
         entry.graph_module = gm
         return entry
+
+    def _remember_failure(self, cap, u, stacklevel):
+        """A capture gave up: later calls that pass the guards it had collected by then would reach the same
+        point, so they run eagerly with no capture (an eager entry); other calls are still captured. Say
+        why, once."""
+        self.stats.count("fallbacks")
+        self.stats.reasons.append((u.reason, u.where()))
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {u.reason} ({u.where()}); calls "
+                          "that go another way are still compiled", stacklevel=stacklevel)
+        try:
+            code = self.func.__code__
+            with rendering_home(_home(self.fn)):
+                self.cache.add(build_eager_entry(cap, name=f"magpy_eager_{code.co_name}",
+                                                 filename=code.co_filename))
+        except Exception:  # noqa: BLE001 - not remembered: the next call is captured again, up to the limit
+            self.failed_captures += 1
+            if self.failed_captures + len(self.cache.entries) >= self.cache.limit:
+                self.eager = True
 
     def _give_up(self, reason, where, stacklevel):
         """From now on every call runs eagerly; say why, once (called holding ``LOCK``)."""

@@ -27,6 +27,7 @@ class Stats:
     graph_breaks: int = 0
     fallbacks: int = 0
     eager_while_compiling: int = 0   # calls run eagerly because another thread was capturing or compiling
+    eager_calls: int = 0   # calls run eagerly, as a capture that gave up on a call like them (its guards) says
     reasons: list = field(default_factory=list)   # why calls fell back to eager (reason, where)
 
     def count(self, name, n=1):
