@@ -101,6 +101,15 @@ STATEMENTS = [
     "for k2, v2 in list({D}.items()): {D}[k2] = v2 + 1",
     "st.nest[1][0:1] = [{c}, {c}]",
     "st.n, st.m = st.n + 1, len({T})",
+    # an nn.Module's own state: a counter, a list attribute, a buffer, a submodule's attribute
+    "st.mod.count = st.mod.count + {c}",
+    "acc = acc * st.mod.count",
+    "st.mod.hist.append(acc)",
+    "if st.mod.hist: acc = acc + st.mod.hist.pop(0)",
+    "st.mod.buf.add_(x * {c})",
+    "acc = acc + st.mod.buf",
+    "acc = st.mod.lin(acc)",
+    "st.mod.lin.tag = len(st.mod.hist)",
     # capture gives up on some calls only (a tensor printed): those calls run eagerly, others compile
     "if len({T}) > {c}: print(acc.sum())",
     "if st.n > {c}: print(acc)",

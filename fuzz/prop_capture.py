@@ -51,6 +51,12 @@ def new_state():
     s.tq = collections.deque([torch.ones(3)], maxlen=3)
     s.n = 1
     s.t = torch.zeros(3)
+    torch.manual_seed(7)
+    s.mod = torch.nn.Module()
+    s.mod.lin = torch.nn.Linear(3, 3)
+    s.mod.register_buffer("buf", torch.zeros(3))
+    s.mod.count = 1
+    s.mod.hist = [torch.ones(3)]
     return s
 
 
@@ -88,6 +94,9 @@ def between(change, world):
 
 def same(a, b, path, ids_a, ids_b):
     """Deep comparison; ``ids_*`` number the mutable objects in order of first sight (aliasing)."""
+    if isinstance(a, torch.nn.Module):  # (its state: parameters, buffers, attributes, children)
+        same(_module_state(a), _module_state(b), path, ids_a, ids_b)
+        return
     if isinstance(a, (list, dict, set, collections.deque, State)) or isinstance(a, torch.Tensor):
         first_a, first_b = ids_a.setdefault(id(a), len(ids_a)), ids_b.setdefault(id(b), len(ids_b))
         assert first_a == first_b, f"{path}: aliasing differs (compiled shares it differently)"
@@ -95,7 +104,8 @@ def same(a, b, path, ids_a, ids_b):
             return  # seen before, compared there
     assert type(a) is type(b), f"{path}: {type(b).__name__} vs eager {type(a).__name__}"
     if isinstance(a, torch.Tensor):
-        assert a.shape == b.shape and torch.equal(a, b), f"{path}: {b} vs eager {a}"
+        assert a.shape == b.shape and torch.equal(a.detach(), b.detach()), f"{path}: {b} vs eager {a}"
+        assert a.requires_grad == b.requires_grad, f"{path}: requires_grad differs"
     elif isinstance(a, (list, tuple, collections.deque)):
         assert len(a) == len(b), f"{path}: length {len(b)} vs eager {len(a)}: {b!r} vs {a!r}"
         if isinstance(a, collections.deque):
@@ -110,6 +120,12 @@ def same(a, b, path, ids_a, ids_b):
         same(vars(a), vars(b), f"{path}.__dict__", ids_a, ids_b)
     else:
         assert a == b, f"{path}: {b!r} vs eager {a!r}"
+
+
+def _module_state(m):
+    return {"state": dict(m.state_dict(keep_vars=True)), "training": m.training,
+            "attributes": {k: v for k, v in vars(m).items() if not k.startswith("_") and k != "training"},
+            "children": dict(m._modules)}
 
 
 def check(source, changes):

@@ -1,5 +1,6 @@
 """Iteration: the provenance of each element a container or iterator yields, and unpacking.
 """
+import collections
 import functools
 import operator
 
@@ -157,6 +158,8 @@ def _unfold(obs, value, element):
         if any(p is not None for p in provs):
             obs.contents[id(value)] = (value, provs)
         return None
+    if isinstance(element, Source) and isinstance(value, (list, dict, set, collections.deque)):
+        obs.outside_state.saw(value, element)  # (a container reached by iterating: its state on entry)
     return element
 
 

@@ -177,9 +177,12 @@ class Reads:
                 type(obj) in (list, tuple, torch.Size, collections.deque) and entry[1] is not None:
             self.need(key, key_prov)  # which element it is depends on the index
             try:
-                return entry[1][key]
+                prov = entry[1][key]
             except IndexError:
                 return UNKNOWN
+            if isinstance(prov, Source):
+                self.on_read(value, prov)  # (an element read by its path on entry, as below)
+            return prov
         if entry is not None and entry[0] is obj and type(entry[1]) is dict and isinstance(obj, dict):
             self.need(key, key_prov)  # (a dict made here of values from outside: ``_dict_of_pairs``)
             return entry[1].get(key, UNKNOWN)  # (the dict found the key: it hashes)
