@@ -14,6 +14,9 @@ from .capture import capture
 from .capture.names import home_of, rendering_home
 from .capture.tracing import Trace, event_filter, run_traced
 from .emit import build_entry, build_eager_entry, EAGER, MISS
+from .emit.program import failing_guard
+from .capture.guards import ValueGuard
+from .capture.sources import paths_in
 from .errors import GraphBreakError, Unsupported
 from .interp.binding import bind
 from .interp.decode import decode
@@ -40,6 +43,9 @@ class CompiledFunction:
         self.backend = backend
         self.fullgraph = fullgraph
         self.options = options or {}
+        self.dynamic = dynamic
+        # paths of Python numbers a later capture takes as graph inputs (a miss showed they change)
+        self.dynamic_numbers = True if dynamic is True else set()
         self.stats = Stats()
         self.cache = register(Cache())
         self.eager = False        # gave up: every call runs eagerly
@@ -86,6 +92,7 @@ class CompiledFunction:
                     stats.count("cache_hits")
                     return result
                 if result is MISS and not self.cache.full():
+                    self._note_changed_number(bound)
                     return self._compile_and_run(full_args, args, kwargs)
                 if result is EAGER:
                     return self.fn(*args, **kwargs)
@@ -95,8 +102,19 @@ class CompiledFunction:
             LOCK.release()
         return self.fn(*args, **kwargs)  # (eagerly: past the limit, or as an eager entry says)
 
+    def _note_changed_number(self, bound):
+        """Automatic dynamic numbers (``dynamic=None``): when the newest entry missed because a Python number
+        it read from outside changed, later captures take that number as a graph input where it is an
+        operand of tensor ops (a counter ``self.step`` in arithmetic), instead of one entry per value."""
+        if self.dynamic is not None or not self.cache.entries:
+            return
+        failed = failing_guard(self.cache.entries[0], bound)
+        if failed is not None and type(failed[0]) is ValueGuard and type(failed[0].value) in (int, float):
+            self.dynamic_numbers.update(paths_in(failed[0].expr))  # (``self.step + 1``: self.step)
+
     def _compile_and_run(self, full_args, args, kwargs):
-        result, exc, cap = capture(self.func, full_args, kwargs)
+        numbers = self.dynamic_numbers if self.dynamic_numbers is True else frozenset(self.dynamic_numbers)
+        result, exc, cap = capture(self.func, full_args, kwargs, dynamic_numbers=numbers)
         if cap.unsupported is None:
             try:
                 self.cache.add(self._build(cap))

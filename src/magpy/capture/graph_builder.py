@@ -10,8 +10,8 @@ import torch
 import numpy as np
 
 from . import rules, vf
-from .guards import TensorGuard, TruthGuard
-from .sources import AttrSource, Const, DrawSource, Expr, Source, mentions_draw
+from .guards import TensorGuard, TruthGuard, TypeGuard
+from .sources import AttrSource, Const, DrawSource, Expr, Source, mentions_draw, paths_in
 from .values import (Traced, UNKNOWN, _ALL, _RUN_ITERATORS, _Row, _SCALARS, _SHAPE_TRACED, _flat_tensors, _is_tensor,
     _is_torch_callable, _replayable_path, _with_fixed)
 
@@ -124,8 +124,9 @@ class GraphBuilding:
             # ``t.type(torch.FloatTensor)``: the same as by name (fx code cannot spell the class)
             self.need(args[1], arg_provs[1])
             args, arg_provs = (args[0], f"{args[1].__module__}.{args[1].__name__}"), (arg_provs[0], None)
-        gargs = tuple(self.to_graph_arg(a, p) for a, p in zip(args, arg_provs))
-        gkwargs = {k: self.to_graph_arg(v, (kw_provs or {}).get(k)) for k, v in (kwargs or {}).items()}
+        name = method or getattr(fn, "__name__", "")
+        gargs = tuple(self._operand(a, p, name) for a, p in zip(args, arg_provs))
+        gkwargs = {k: self._operand(v, (kw_provs or {}).get(k), name) for k, v in (kwargs or {}).items()}
         graph = self.cap.graph
         if method is not None:
             node = graph.call_method(method, gargs, gkwargs)
@@ -148,6 +149,17 @@ class GraphBuilding:
                 self.dynamic.setdefault(node, _ALL)  # (the tuple node itself; its items are marked above)
             self.cap.host_values = True  # (compiling backends plan buffers from the first call's shapes)
         return node
+
+    def _operand(self, value, prov, name):
+        """An argument of the op ``name`` as an fx argument: a number from outside that the call is to take
+        as it comes (``dynamic_numbers``) is a graph input where it is an operand (not a size), else as
+        ``to_graph_arg`` has it (a guarded constant)."""
+        if type(value) in (int, float) and name in rules.NUMBER_OPERANDS and self.dynamic_numbers and \
+                isinstance(prov, (Source, Expr)) and not mentions_draw(prov):
+            if any(self.dynamic_numbers is True or s in self.dynamic_numbers for s in paths_in(prov)):
+                self.guard(TypeGuard(prov, type(value)))  # (an int and a float make different dtypes)
+                return self.scalar_input(value, prov)
+        return self.to_graph_arg(value, prov)
 
     def _dynamic_dims(self, node, fn, method, args, kwargs, result):
         """For each tensor ``node`` computes (flattened), the dims whose size depends on tensor data
@@ -346,3 +358,4 @@ class GraphBuilding:
             for k, item in enumerate(result):
                 if _is_tensor(item) or isinstance(item, (tuple, list)):
                     self.bind_result(item, self.cap.graph.call_function(operator.getitem, (node, k)))
+

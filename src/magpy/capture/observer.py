@@ -247,9 +247,11 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         if frame is self.root:
             self.cap.result_template = self.template(value, prov)
 
-def capture(fn, args, kwargs, make_observer=None):
+def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset()):
     """Run ``fn(*args, **kwargs)`` in the VM under observation (by a ``CaptureObserver``, or by the one
     ``make_observer(fn_globals)`` makes of a class derived from it: ``magpy.trace``'s).
+    ``dynamic_numbers``: the paths of Python numbers the graph takes as inputs where they are operands of
+    tensor ops (rather than guarding their values), or True for every number read from outside.
 
     Returns ``(result, exception, capture)``: exactly one of result/exception is meaningful, and
     ``capture.unsupported`` says why the call cannot be replayed (None when it can).
@@ -271,6 +273,7 @@ def capture(fn, args, kwargs, make_observer=None):
     obs.grad_mode = _NOT_WRITTEN  # the provenance of the grad mode the program set, once it does
     obs.set_changes = {}
     obs.scalar_inputs = {}
+    obs.dynamic_numbers = dynamic_numbers
     obs.snapshot = False
     obs.sets = {}
     obs.raises = {}

@@ -297,3 +297,12 @@ def roots(expr):
     elif isinstance(expr, Expr):
         for a in expr.args:
             yield from roots(a)
+
+
+def paths_in(e):
+    """The access paths an expression is computed from (a path alone: itself)."""
+    if isinstance(e, Source):
+        return [e]
+    if type(e) is Expr:
+        return [p for a in e.args for p in paths_in(a)]
+    return []
