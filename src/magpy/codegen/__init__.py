@@ -120,28 +120,32 @@ def _ensure_meta(gm, example_inputs):
     FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fake)
 
 
-def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: str = "cpp",
+def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[str] = None,
                        fuse: bool = True) -> Callable:
     """Compile an aten-level graph; the callable takes the graph's inputs positionally.
 
-    ``mode`` is "cpp" (gcc-built kernels) or "reference" (the torch reference evaluator running
-    the same schedule — the test oracle). ``fuse=False`` gives one kernel per buffer.
+    ``mode`` is "cpp" (gcc-built kernels), "triton" or "reference" (the torch reference
+    evaluator running the same schedule — the test oracle); None picks by the inputs' device
+    (``devices.select``). ``fuse=False`` gives one kernel per buffer. A graph we cannot compile
+    runs eagerly (``report.graph_fallback`` says why).
     """
+    from .devices import NotServed, select
     from .graph import GraphFallback, GraphLowering
-    from .compile_cache import CompileError
     from .cpp import CppUnsupported
 
     started = time.perf_counter()
-    report = CompileReport(graph_id=next(_graph_ids), mode=mode)
+    report = CompileReport(graph_id=next(_graph_ids), mode=mode or "auto")
     _REPORTS.append(report)
     eager = _eager_callable(gm)
     try:
+        if mode is None:
+            mode = report.mode = select(example_inputs)
         _ensure_meta(gm, example_inputs)
         lowering = GraphLowering(gm, example_inputs).run()
         fn = _build(gm, lowering, report, mode, fuse, eager, started)
     except Exception as e:
         # A graph we cannot compile still runs (eagerly); MAGPY_STRICT=1 surfaces our bugs.
-        expected = isinstance(e, (GraphFallback, CppUnsupported))
+        expected = isinstance(e, (GraphFallback, CppUnsupported, NotServed))
         if os.environ.get("MAGPY_STRICT") == "1" and not expected:
             raise
         report.graph_fallback = f"{type(e).__name__}: {e}"
@@ -151,6 +155,14 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: str = "cp
         report.compile_seconds = time.perf_counter() - started
     fn.magpy_report = report
     return fn
+
+
+def record_fallback(gm, reason: str) -> CompileReport:
+    """Report ``gm`` as a graph run as captured because ``reason`` (no generator serves it)."""
+    report = CompileReport(graph_id=next(_graph_ids), mode="captured", graph_fallback=reason)
+    _REPORTS.append(report)
+    warnings.warn(f"magpy: graph {report.graph_id} runs as captured: {reason}")
+    return report
 
 
 def _eager_callable(gm):
