@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
+import sys
 from typing import Optional, Sequence
 
 import torch
@@ -70,10 +72,15 @@ def select(example_inputs: Sequence, requested: Optional[str] = None) -> str:
         raise NotServed(f"no code generator for device {device}")
     if chosen == "triton" and not triton_installed():
         raise NotServed("triton is not installed")
-    if chosen == "triton" and not TRITON_READY:
-        raise NotServed(f"no Triton code generator yet (device {device})")
+    if chosen == "triton" and kind == "cpu":
+        _interpret_triton()
     return chosen
 
 
-# Until the Triton printer lands, graphs on CUDA tensors run as captured.
-TRITON_READY = False
+def _interpret_triton() -> None:
+    """Make Triton run kernels on CPU tensors: its interpreter, chosen when it is imported."""
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return
+    if "triton" in sys.modules or torch.cuda.is_available():
+        raise NotServed("Triton kernels on CPU tensors need TRITON_INTERPRET=1 before triton is imported")
+    os.environ["TRITON_INTERPRET"] = "1"

@@ -64,10 +64,12 @@ class GraphLowering:
     ``layouts``  buffer name -> Layout of every buffer
     ``fallbacks`` [(op, reason)] of every counted ExternCall
     ``relaid``   extern results laid out unlike the fx graph says (channels-last convolutions)
+    ``device``   where every tensor of the graph lives
     """
 
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs):
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs, device=torch.device("cpu")):
         self.gm = gm
+        self.device = torch.device(device)
         self.example_inputs = list(example_inputs)
         self.nodes: list = []
         self.layouts: dict[str, Layout] = {}
@@ -186,7 +188,7 @@ class GraphLowering:
             raise GraphFallback(f"non-tensor input {type(example).__name__}")
         if not _is_static(example):
             raise GraphFallback("dynamic shapes")
-        if example.device.type != "cpu":
+        if example.device != self.device:
             raise GraphFallback(f"device {example.device}")
         if example.layout != torch.strided or example.is_complex() or example.is_quantized:
             raise GraphFallback(f"input {example.dtype}/{example.layout}")
@@ -203,7 +205,7 @@ class GraphLowering:
         value = self.gm
         for part in node.target.split("."):
             value = getattr(value, part)
-        if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.is_complex():
+        if not isinstance(value, torch.Tensor) or value.device != self.device or value.is_complex():
             raise GraphFallback(f"constant {node.target} of type {type(value).__name__}")
         name = self.new_name("const")
         layout = Layout(tuple(value.shape), tuple(value.stride()), value.dtype)

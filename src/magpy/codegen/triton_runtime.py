@@ -1,0 +1,103 @@
+"""Loading and launching Triton kernels: module files cached by content, block configs tuned once.
+
+Each kernel is written, with the prelude, to ``<cache>/triton/k<hash>.py`` (the cache directory
+of the C++ kernels, mode 0700) and imported from there: Triton reads a kernel's source from its
+file, and Triton keeps the compiled binaries in its own cache. ``TritonLauncher`` is what the
+generated wrapper calls with the kernel's tensors; on the first call on a GPU it times each of
+the plan's block configs and keeps the fastest.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+import time
+
+from .compile_cache import cache_dir
+from .triton_kernel import PRELUDE, LaunchPlan
+
+_modules: dict[str, object] = {}
+_lock = threading.Lock()
+# Timed launches per config when tuning (after one untimed launch that compiles it).
+TUNE_RUNS = 5
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels in its interpreter (``TRITON_INTERPRET=1`` at its import)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def kernel_file_source(body: str) -> str:
+    return PRELUDE + "\n\n" + body
+
+
+def load_kernel(body: str, name: str):
+    """The ``@triton.jit`` function ``name`` defined by ``body`` (loaded once per content)."""
+    source = kernel_file_source(body)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:40]
+    with _lock:
+        module = _modules.get(digest)
+        if module is None:
+            folder = cache_dir().parent / "triton"
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path = folder / f"k{digest}.py"
+            if not path.exists():
+                tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.{threading.get_ident()}")
+                tmp.write_text(source)
+                os.replace(tmp, path)
+            spec = importlib.util.spec_from_file_location(f"magpy_triton_k{digest}", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+            _modules[digest] = module
+    return getattr(module, name)
+
+
+class TritonLauncher:
+    """Calls a kernel over its grid: ``launcher(*tensors)`` in the kernel's parameter order."""
+
+    def __init__(self, fn, plan: LaunchPlan, name: str):
+        self.fn = fn
+        self.plan = plan
+        self.__name__ = name
+        self.sizes = (plan.xnumel,) if plan.kind == "pointwise" else (plan.xnumel, plan.rnumel)
+        self.config = plan.configs[0] if len(plan.configs) == 1 else None
+
+    def _launch(self, config, tensors):
+        xblock, rblock, warps = config
+        grid = ((self.plan.xnumel + xblock - 1) // xblock,)
+        if self.plan.kind == "pointwise":
+            return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, num_warps=warps)
+        return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
+
+    def __call__(self, *tensors):
+        if self.config is None:
+            self.config = self.tune(tensors)
+        self._launch(self.config, tensors)
+
+    def tune(self, tensors):
+        """The fastest of the plan's configs on these tensors (the kernel only writes buffers
+        it owns, so running it again is harmless)."""
+        import torch
+
+        if interpreting() or not tensors or tensors[0].device.type != "cuda":
+            return self.plan.configs[0]
+        best, best_time = None, float("inf")
+        for config in self.plan.configs:
+            try:
+                self._launch(config, tensors)  # compiles
+            except Exception:  # noqa: BLE001 - a config that does not compile (resources) is skipped
+                continue
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(TUNE_RUNS):
+                self._launch(config, tensors)
+            torch.cuda.synchronize()
+            elapsed = time.perf_counter() - start
+            if elapsed < best_time:
+                best, best_time = config, elapsed
+        if best is None:
+            raise RuntimeError(f"no block config of {self.__name__} compiles")
+        return best
