@@ -11,14 +11,17 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from codegen_check import check  # noqa: E402
+from codegen_check import DEVICE, check  # noqa: E402
 from test_lowering_pointwise import BINARY, INT_BINARY, INT_UNARY, UNARY, _run_family, float_input, int_input  # noqa: E402
 from test_lowering_reduction import REDUCTIONS, _input  # noqa: E402
 
 triton = pytest.importorskip("triton")
 
-pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
-                                reason="triton was imported before TRITON_INTERPRET=1 was set")
+if DEVICE.type == "cpu":
+    pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                                    reason="triton was imported before TRITON_INTERPRET=1 was set")
+else:  # MAGPY_TEST_DEVICE=cuda TRITON_INTERPRET=0: the same tests, compiled for a GPU
+    pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
 
 SOURCES = []  # every kernel source generated here, for the libdevice check
 
@@ -148,7 +151,7 @@ def test_magpy_compile_with_the_triton_option_matches_eager():
     def fn(x, w):
         return F.layer_norm(x.relu(), (48,), w) * 2
 
-    x, w = torch.randn(10, 48), torch.randn(48)
+    x, w = torch.randn(10, 48, device=DEVICE), torch.randn(48, device=DEVICE)
     compiled = magpy.compile(fn, options={"codegen": "triton"})
     torch.testing.assert_close(compiled(x, w), fn(x, w))
     torch.testing.assert_close(compiled(x, w), fn(x, w))

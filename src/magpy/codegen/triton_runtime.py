@@ -56,7 +56,14 @@ def load_kernel(body: str, name: str):
 
 
 class TritonLauncher:
-    """Calls a kernel over its grid: ``launcher(*tensors)`` in the kernel's parameter order."""
+    """Calls a kernel over its grid: ``launcher(*tensors)`` in the kernel's parameter order.
+
+    After the first launch on a GPU, later ones call the compiled kernel directly, skipping
+    Triton's argument binding (most of a small kernel's launch cost) — as long as every
+    pointer has the 16-byte alignment it had when the kernel was specialised for it.
+    """
+
+    fast = True  # False: always launch through Triton's JIT entry (for measuring the difference)
 
     def __init__(self, fn, plan: LaunchPlan, name: str):
         self.fn = fn
@@ -64,6 +71,8 @@ class TritonLauncher:
         self.__name__ = name
         self.sizes = (plan.xnumel,) if plan.kind == "pointwise" else (plan.xnumel, plan.rnumel)
         self.config = plan.configs[0] if len(plan.configs) == 1 else None
+        self.compiled = None
+        self.alignment = None
 
     def _launch(self, config, tensors):
         xblock, rblock, warps = config
@@ -73,9 +82,36 @@ class TritonLauncher:
         return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
 
     def __call__(self, *tensors):
+        compiled = self.compiled
+        if compiled is not None and tuple(t.data_ptr() % 16 == 0 for t in tensors) == self.alignment:
+            try:
+                compiled.run(self.grid, 1, 1, self.stream(self.device), compiled.function,
+                             compiled.packed_metadata, None, None, None, *tensors, *self.constants)
+                return
+            except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
+                self.compiled = None
+                TritonLauncher.fast = False
         if self.config is None:
             self.config = self.tune(tensors)
-        self._launch(self.config, tensors)
+        kernel = self._launch(self.config, tensors)
+        if self.fast and kernel is not None and tensors and tensors[0].device.type == "cuda" \
+                and not interpreting():
+            self._remember(kernel, tensors)
+
+    def _remember(self, kernel, tensors):
+        """Keep the compiled kernel for direct launches (Triton reports no launch hooks set)."""
+        from triton import knobs
+        from triton.runtime import driver
+
+        if knobs.runtime.launch_enter_hook is not None or knobs.runtime.launch_exit_hook is not None:
+            return
+        xblock, rblock, _ = self.config
+        self.grid = (self.plan.xnumel + xblock - 1) // xblock
+        self.constants = self.sizes + ((xblock,) if self.plan.kind == "pointwise" else (xblock, rblock))
+        self.device = tensors[0].device.index
+        self.stream = driver.active.get_current_stream
+        self.alignment = tuple(t.data_ptr() % 16 == 0 for t in tensors)
+        self.compiled = kernel
 
     def tune(self, tensors):
         """The fastest of the plan's configs on these tensors (the kernel only writes buffers
@@ -101,3 +137,4 @@ class TritonLauncher:
         if best is None:
             raise RuntimeError(f"no block config of {self.__name__} compiles")
         return best
+
