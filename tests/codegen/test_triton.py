@@ -181,3 +181,10 @@ def test_kernels_call_only_tl_functions_never_libdevice():
             if called.startswith("triton_fused") or re.fullmatch(r"\w+\.to|to", called):
                 continue
             assert ALLOWED_CALL.match(called), f"kernel calls {called}"
+
+
+def test_transposed_pointwise_kernels_use_2d_tiles():
+    x, y = torch.randn(96, 80), torch.randn(80, 96)
+    report = run(lambda x, y: (x + y.t()).sin(), x, y)
+    source = report.kernel_sources[report.kernels[0]]
+    assert "tl.program_id(1)" in source

@@ -161,7 +161,9 @@ class GraphLowering:
         graph = self.gm.graph
         output_node = next(n for n in graph.nodes if n.op == "output")
         self._output_nodes = set(output_node.all_input_nodes)
-        self.preferred = preferred_operands(graph)
+        # oneDNN's CPU convolutions want channels-last; cuDNN takes eager's layouts as they are.
+        self.channels_last = self.device.type == "cpu"
+        self.preferred = preferred_operands(graph) if self.channels_last else set()
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(self.example_inputs):
             raise GraphFallback("example inputs do not match the placeholders")
@@ -399,7 +401,7 @@ class GraphLowering:
         kwargs = {k: convert(v) for k, v in node.kwargs.items()}
         meta = node.meta.get("val")
         layout = self._layout_of_meta(meta)
-        if wants_channels_last(node):
+        if self.channels_last and wants_channels_last(node):
             args = tuple(BufferRef(self._channels_last_copy(a.name))
                          if i in (0, 1) and isinstance(a, BufferRef) else a for i, a in enumerate(args))
             fake_mode = getattr(meta, "fake_mode", None)

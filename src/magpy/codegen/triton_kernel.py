@@ -3,6 +3,10 @@
 Three shapes of kernel, chosen by ``plan_launch``:
 
 * pointwise — a 1-D block of ``XBLOCK`` elements of the flattened iteration space;
+* tiled pointwise — where a load walks memory along another dim than the store does (a
+  transpose): a 2-D ``[XBLOCK, RBLOCK]`` tile, its rows the dims up to the load's contiguous one,
+  its columns the rest, so both the load and the store touch memory contiguously (Triton moves
+  the tile between the two orders through shared memory);
 * persistent reduction — a ``[XBLOCK, RBLOCK]`` block holding whole rows (``RBLOCK >= rnumel``):
   every stage works on values kept in registers, so each input is read once;
 * looped reduction — rows too long to hold: each stage with per-element work loops over the row
@@ -25,7 +29,7 @@ import sympy
 import torch
 
 from .cpp import accumulator_dtype
-from .cpp_loops import linear_coefficients, loop_order
+from .cpp_loops import PointwiseNest, linear_coefficients
 from .ir import prod
 from .ops import DependencyHandler, set_handler
 from .scheduler import INNER, Kernel, KernelNames
@@ -37,6 +41,8 @@ PERSISTENT_MAX = 4096
 # Kernels at least this large (elements) try several block shapes on their first call.
 TUNE_MIN_ELEMENTS = 1 << 22
 INT32_MAX = 2**31 - 1
+# The fewest rows a tile of a tiled pointwise kernel has (in every config).
+TILE_ROWS_MIN = 32
 
 PRELUDE = '''import triton
 import triton.language as tl
@@ -71,10 +77,20 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
-def plan_launch(kernel: Kernel, interpret: bool) -> LaunchPlan:
+def plan_launch(kernel: Kernel, interpret: bool, tile=None) -> LaunchPlan:
     """The kernel's shape and block configs (large blocks under the interpreter, where each
-    program instance costs a millisecond or two)."""
+    program instance costs a millisecond or two). ``tile``: the (rows, columns) sizes of a tiled
+    pointwise kernel."""
     xnumel, rnumel = max(prod(kernel.outer), 1), prod(kernel.inner)
+    if tile is not None:
+        rows, columns = (max(prod(t), 1) for t in tile)
+        if interpret:
+            return LaunchPlan("tiled", rows, columns,
+                              [(min(next_power_of_2(rows), 128), min(next_power_of_2(columns), 128), 4)])
+        configs = [(64, 64, 4), (TILE_ROWS_MIN, 128, 4), (128, 32, 4)]
+        if rows * columns < TUNE_MIN_ELEMENTS:
+            configs = configs[:1]
+        return LaunchPlan("tiled", rows, columns, configs)
     if not kernel.inner:
         if interpret:
             return LaunchPlan("pointwise", xnumel, 1, [(min(next_power_of_2(xnumel), 16384), 1, 4)])
@@ -159,7 +175,7 @@ class KernelPrinter(KernelNames):
         super().__init__(kernel)
         self.kernel = kernel
         self.layouts = layouts
-        self.plan = plan_launch(kernel, interpret)
+        self.interpret = interpret
         self.produced = {n.name: n for n in kernel.nodes}
         self.indirect_axes: dict = {}
         self.values: dict[str, TritonValue] = {}  # buffer -> value of this row (or block)
@@ -170,6 +186,8 @@ class KernelPrinter(KernelNames):
     # Axes and masks
 
     def _plan_dims(self):
+        """Group the kernel's dims into the block's axes (merging those walked as one), and
+        choose the plan: a pointwise kernel is tiled when a load is transposed to its store."""
         k = self.kernel
         collector = _IndexCollector()
         with set_handler(collector):
@@ -177,13 +195,21 @@ class KernelPrinter(KernelNames):
                 node.evaluate(*k.node_index(node))
         exprs = [sympy.expand(e) for _, e, _ in collector.reads] + collector.exprs
         exprs += [k.store_index(n) for n in k.nodes if n.name in self.stored]
-        outer = list(zip(k.outer_vars, k.outer))
+        outer, inner = list(zip(k.outer_vars, k.outer)), list(zip(k.inner_vars, k.inner))
+        tile = None
         if not k.inner and len(outer) > 1:
-            outer = [outer[i] for i in loop_order(k, set(self.produced))]
-        groups, self.renames = merge_dims([outer, list(zip(k.inner_vars, k.inner))], exprs)
+            nest = PointwiseNest.plan(k, set(self.produced))
+            outer = [outer[i] for i in nest.order]
+            cut = nest.order.index(nest.tile) + 1 if nest.tile is not None else 0
+            # Rows of tiles run along grid axis 1, which takes at most 65535 blocks.
+            if cut and prod(size for _, size in outer[:cut]) <= 65535 * TILE_ROWS_MIN:
+                outer, inner = outer[:cut], outer[cut:]
+                tile = ([size for _, size in outer], [size for _, size in inner])
+        groups, self.renames = merge_dims([outer, inner], exprs)
         self.x_dims, self.r_dims = groups
-        self.axis_of = {s: "x" for s in k.outer_vars}
-        self.axis_of.update({s: "r" for s in k.inner_vars})
+        self.axis_of = {s: "x" for s, _ in outer}
+        self.axis_of.update({s: "r" for s, _ in inner})
+        self.plan = plan_launch(k, self.interpret, tile)
         self.wide = self._needs_int64(exprs)
 
     def _needs_int64(self, exprs) -> bool:
@@ -292,7 +318,7 @@ class KernelPrinter(KernelNames):
         body: list[str] = []
         if self.plan.kind == "pointwise":
             self._pointwise(body)
-        elif self.plan.kind == "persistent":
+        elif self.plan.kind in ("persistent", "tiled"):
             self._persistent(body)
         else:
             self._looped(body)
@@ -306,7 +332,10 @@ class KernelPrinter(KernelNames):
         return "\n".join(head + self._prologue() + body) + "\n"
 
     def _prologue(self) -> list[str]:
-        pid = "tl.program_id(0).to(tl.int64)" if self.wide else "tl.program_id(0)"
+        tiled = self.plan.kind == "tiled"
+        pid = f"tl.program_id({1 if tiled else 0})"
+        if self.wide:
+            pid += ".to(tl.int64)"
         rows = self.plan.kind != "pointwise"
         lines = [f"    xoffset = {pid} * XBLOCK",
                  f"    xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if rows else ''}",
@@ -314,6 +343,10 @@ class KernelPrinter(KernelNames):
         self._decompose(lines, "    ", self.x_dims, "xindex")
         if rows:
             lines.append("    rbase = tl.arange(0, RBLOCK)[None, :]")
+        if tiled:
+            lines += [f"    rindex = tl.program_id(0){'.to(tl.int64)' if self.wide else ''} * RBLOCK + rbase",
+                      "    rmask = rindex < rnumel"]
+            self._decompose(lines, "    ", self.r_dims, "rindex")
         if self.plan.kind == "persistent":
             lines += ["    rindex = rbase", "    rmask = rindex < rnumel"]
             self._decompose(lines, "    ", self.r_dims, "rindex")
@@ -328,6 +361,7 @@ class KernelPrinter(KernelNames):
                     self.store(handler, node, value, frozenset("x"))
 
     def _persistent(self, lines):
+        """Whole rows (or a whole tile) in registers: every stage in one scope."""
         handler = TritonHandler(self, lines, "    ")
         for stage in self.kernel.stages:
             for node in stage.nodes:
@@ -336,7 +370,8 @@ class KernelPrinter(KernelNames):
                     axes = frozenset("x")
                 else:
                     value = self.evaluate(handler, node)
-                    axes = frozenset("xr") if stage.level == INNER else frozenset("x")
+                    tiled = self.plan.kind == "tiled"
+                    axes = frozenset("xr") if stage.level == INNER or tiled else frozenset("x")
                 self.values[node.name] = value
                 if node.name in self.stored:
                     self.store(handler, node, value, axes)

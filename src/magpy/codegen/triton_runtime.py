@@ -74,9 +74,16 @@ class TritonLauncher:
         self.compiled = None
         self.alignment = None
 
+    def grid(self, config) -> tuple:
+        xblock, rblock, _ = config
+        rows = (self.plan.xnumel + xblock - 1) // xblock
+        if self.plan.kind == "tiled":  # columns along axis 0, which takes up to 2**31 - 1 blocks
+            return ((self.plan.rnumel + rblock - 1) // rblock, rows, 1)
+        return (rows, 1, 1)
+
     def _launch(self, config, tensors):
         xblock, rblock, warps = config
-        grid = ((self.plan.xnumel + xblock - 1) // xblock,)
+        grid = self.grid(config)
         if self.plan.kind == "pointwise":
             return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, num_warps=warps)
         return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
@@ -85,7 +92,7 @@ class TritonLauncher:
         compiled = self.compiled
         if compiled is not None and tuple(t.data_ptr() % 16 == 0 for t in tensors) == self.alignment:
             try:
-                compiled.run(self.grid, 1, 1, self.stream(self.device), compiled.function,
+                compiled.run(*self.launch_grid, self.stream(self.device), compiled.function,
                              compiled.packed_metadata, None, None, None, *tensors, *self.constants)
                 return
             except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
@@ -106,7 +113,7 @@ class TritonLauncher:
         if knobs.runtime.launch_enter_hook is not None or knobs.runtime.launch_exit_hook is not None:
             return
         xblock, rblock, _ = self.config
-        self.grid = (self.plan.xnumel + xblock - 1) // xblock
+        self.launch_grid = self.grid(self.config)
         self.constants = self.sizes + ((xblock,) if self.plan.kind == "pointwise" else (xblock, rblock))
         self.device = tensors[0].device.index
         self.stream = driver.active.get_current_stream
