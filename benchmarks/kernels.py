@@ -27,6 +27,7 @@ import tempfile
 import time
 
 import torch
+import torch._dynamo
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -255,7 +256,6 @@ def main(argv=None):
     for name, fn, args in (gpu_workloads if gpu else workloads)(opts.quick):
         if only and name not in only:
             continue
-        import torch._dynamo
         from magpy.codegen import reports
 
         torch._dynamo.reset()

@@ -48,24 +48,23 @@ def compute_type(dtype: torch.dtype) -> str:
     return "tl.float32" if dtype in HALF_TYPES else tl_type(dtype)
 
 
-def round_to_half(text: str, dtype: torch.dtype) -> str:
+def round_to_half(text: str, dtype: torch.dtype, interpret: bool) -> str:
     """The float32 value ``text`` rounded to ``dtype`` (a half type), still in float32.
 
-    bfloat16 rounds through ``magpy_round_bf16`` (ties to even on its bits): Triton's
-    interpreter truncates when it converts to bfloat16, the GPU rounds.
+    Under Triton's interpreter bfloat16 rounds through ``magpy_round_bf16`` (ties to even on its
+    bits): the interpreter truncates when it converts to bfloat16, where a GPU rounds.
     """
-    if dtype == torch.bfloat16:
+    if dtype == torch.bfloat16 and interpret:
         return f"magpy_round_bf16({text})"
     return f"{text}.to({tl_type(dtype)}).to(tl.float32)"
 
 
-def stored(text: str, dtype: torch.dtype) -> str:
-    """A value computed as ``dtype`` is, converted for a store into a ``dtype`` buffer."""
-    if dtype == torch.bfloat16:
-        return f"magpy_round_bf16({text}).to(tl.bfloat16)"
+def stored(value: "TritonValue", dtype: torch.dtype, interpret: bool) -> str:
+    """``value`` (computed as ``dtype`` is) converted for a store into a ``dtype`` buffer."""
     if dtype in HALF_TYPES:
+        text = value.text if value.exact or not interpret else round_to_half(value.text, dtype, interpret)
         return f"{text}.to({tl_type(dtype)})"
-    return text
+    return value.text
 
 
 # ----------------------------------------------------------------------------------------------
@@ -96,15 +95,18 @@ def print_index(expr) -> str:
 
 class TritonValue:
     """A value of the body: its text, its dtype (what the IR says), the block axes it varies
-    along ("x", "r"), and whether it is a Triton tensor (else a Python scalar)."""
+    along ("x", "r"), whether it is a Triton tensor (else a Python scalar), and for a half
+    dtype whether it holds exactly a value of that dtype (loaded or rounded: no rounding due)."""
 
-    __slots__ = ("text", "dtype", "axes", "tensor")
+    __slots__ = ("text", "dtype", "axes", "tensor", "exact")
 
-    def __init__(self, text: str, dtype: torch.dtype, axes=frozenset(), tensor: bool = True):
+    def __init__(self, text: str, dtype: torch.dtype, axes=frozenset(), tensor: bool = True,
+                 exact: bool = False):
         self.text = text
         self.dtype = dtype
         self.axes = frozenset(axes)
         self.tensor = tensor
+        self.exact = exact
 
     def __str__(self):
         return self.text
@@ -148,14 +150,15 @@ class TritonHandler:
         self.cse: dict[str, TritonValue] = {} if cse is None else cse
         self.mask = mask
 
-    def emit(self, text: str, dtype: torch.dtype, axes=frozenset(), tensor: bool = True) -> TritonValue:
+    def emit(self, text: str, dtype: torch.dtype, axes=frozenset(), tensor: bool = True,
+             exact: bool = False) -> TritonValue:
         key = f"{text}::{dtype}"
         hit = self.cse.get(key)
         if hit is not None:
             return hit
         name = self.printer.new_var("tmp")
         self.lines.append(f"{self.indent}{name} = {text}")
-        value = TritonValue(name, dtype, axes, tensor)
+        value = TritonValue(name, dtype, axes, tensor, exact)
         self.cse[key] = value
         return value
 
@@ -190,14 +193,15 @@ class TritonHandler:
         if x.dtype == dtype:
             return x
         x = self.as_tensor(x)
-        if x.dtype in HALF_TYPES:
+        interpret = self.printer.interpret
+        if x.dtype in HALF_TYPES and not x.exact:
             # A half value computed in float32: round it as eager would have stored it.
-            x = self.emit(round_to_half(x.text, x.dtype), x.dtype, x.axes)
+            x = self.emit(round_to_half(x.text, x.dtype, interpret), x.dtype, x.axes, exact=True)
         if dtype == torch.bool:
             return self.emit(f"({x} != 0)", dtype, x.axes)
         if dtype in HALF_TYPES:
             source = x.text if x.dtype.is_floating_point else f"{x}.to(tl.float32)"
-            return self.emit(round_to_half(source, dtype), dtype, x.axes)
+            return self.emit(round_to_half(source, dtype, interpret), dtype, x.axes, exact=True)
         if compute_type(x.dtype) == compute_type(dtype):
             return TritonValue(x.text, dtype, x.axes)
         return self.emit(f"{x}.to({tl_type(dtype)})", dtype, x.axes)

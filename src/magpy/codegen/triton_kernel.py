@@ -36,8 +36,9 @@ from .scheduler import INNER, Kernel, KernelNames
 from .triton import (HALF_TYPES, TritonHandler, TritonUnsupported, TritonValue, compute_type, print_index,
                      stored)
 
-# Rows up to this long are reduced in registers (persistent); longer ones in a loop.
-PERSISTENT_MAX = 4096
+# Rows up to this long are reduced in registers (persistent); longer ones in a loop. (Softmax
+# over 8192 x 8192 float32 on an H200: 4.0 TB/s persistent, 3.8 looped in 2048-element chunks.)
+PERSISTENT_MAX = 8192
 # Kernels at least this large (elements) try several block shapes on their first call.
 TUNE_MIN_ELEMENTS = 1 << 22
 INT32_MAX = 2**31 - 1
@@ -51,6 +52,16 @@ import triton.language as tl
 @triton.jit
 def magpy_prod(a, b):
     return a * b
+
+
+@triton.jit
+def magpy_max(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def magpy_min(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
@@ -278,7 +289,7 @@ class KernelPrinter(KernelNames):
         text = f"tl.load({ptr} + ({offset}), {mask}, other=0)" if mask else f"tl.load({ptr} + ({offset}))"
         if layout.dtype in HALF_TYPES:
             text += ".to(tl.float32)"
-        return handler.emit(text, layout.dtype, ptr_axes)
+        return handler.emit(text, layout.dtype, ptr_axes, exact=True)
 
     def _produced(self, handler, node) -> TritonValue:
         if self.loop_values is not None and node.name in self.loop_values:
@@ -304,7 +315,7 @@ class KernelPrinter(KernelNames):
         offset = self.spread(print_index(index), level_axes - axes)
         value = handler.as_tensor(value)
         dtype = node.layout.dtype
-        text = stored(value.text, dtype)
+        text = stored(value, dtype, self.interpret)
         mask = self.mask_text(level_axes | axes)
         handler.lines.append(f"{handler.indent}tl.store({self.param(node.name)} + ({offset}), {text}, {mask})")
 
@@ -454,9 +465,12 @@ def finish(handler, node, block: TritonValue) -> TritonValue:
     """The row result of a ``[XBLOCK, RBLOCK]`` block of partial values (masked lanes hold the
     identity), as a ``[XBLOCK, 1]`` value."""
     rtype = node.data.reduction_type
+    if rtype in ("max", "min") and block.dtype.is_floating_point and not handler.printer.interpret:
+        # NaN wins, as in eager; tl.max/tl.min skip it.
+        return _out(handler, node, f"tl.reduce({block}, 1, magpy_{rtype})[:, None]", block.dtype)
     if rtype in ("max", "min") and block.dtype.is_floating_point:
-        # NaN wins, as in eager; tl.max/tl.min skip it. (Two plain reductions: a custom combine
-        # function runs element by element in Triton's interpreter.)
+        # The same as two plain reductions: a custom combine function runs element by element
+        # in Triton's interpreter.
         extreme = handler.emit(f"tl.{rtype}({block}, 1)[:, None]", block.dtype, frozenset("x"))
         any_nan = f"(tl.max(({block} != {block}).to(tl.int32), 1)[:, None] != 0)"
         return _out(handler, node, f"tl.where({any_nan}, float('nan'), {extreme})", block.dtype)

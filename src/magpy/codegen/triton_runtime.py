@@ -13,7 +13,6 @@ import importlib.util
 import os
 import sys
 import threading
-import time
 
 from .compile_cache import cache_dir
 from .triton_kernel import PRELUDE, LaunchPlan
@@ -21,7 +20,7 @@ from .triton_kernel import PRELUDE, LaunchPlan
 _modules: dict[str, object] = {}
 _lock = threading.Lock()
 # Timed launches per config when tuning (after one untimed launch that compiles it).
-TUNE_RUNS = 5
+TUNE_RUNS = 10
 
 
 def interpreting() -> bool:
@@ -133,12 +132,14 @@ class TritonLauncher:
                 self._launch(config, tensors)  # compiles
             except Exception:  # noqa: BLE001 - a config that does not compile (resources) is skipped
                 continue
-            torch.cuda.synchronize()
-            start = time.perf_counter()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            self._launch(config, tensors)
+            start.record()
             for _ in range(TUNE_RUNS):
                 self._launch(config, tensors)
-            torch.cuda.synchronize()
-            elapsed = time.perf_counter() - start
+            end.record()
+            end.synchronize()
+            elapsed = start.elapsed_time(end)
             if elapsed < best_time:
                 best, best_time = config, elapsed
         if best is None:
