@@ -90,14 +90,23 @@ def magpy_backend(gm, example_inputs, options=None):
     ``options["codegen"]`` ("cpp" or "triton") forces a code generator; by default the inputs'
     device picks it. A graph no generator serves, or whose forward graph would run eagerly
     after decomposition, runs as captured: the original ops, each one eager's own kernel.
+    ``options["cudagraphs"]`` replays the graph as a CUDA graph (``backends/cudagraphs.py``).
     """
+    compiled = _compile_for_device(gm, example_inputs, options or {})
+    if (options or {}).get("cudagraphs"):
+        from .cudagraphs import wrap
+
+        return wrap(compiled, example_inputs)
+    return compiled
+
+
+def _compile_for_device(gm, example_inputs, options: dict):
     from torch._dynamo.backends.common import aot_autograd
 
     from ..codegen import record_fallback
     from ..codegen.decompositions import decomposition_table
     from ..codegen.devices import NotServed, select
 
-    options = options or {}
     try:
         mode = select(example_inputs, options.get("codegen"))
     except NotServed as why:

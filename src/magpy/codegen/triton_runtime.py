@@ -105,14 +105,15 @@ class TritonLauncher:
             self._remember(kernel, tensors)
 
     def _remember(self, kernel, tensors):
-        """Keep the compiled kernel for direct launches (Triton reports no launch hooks set)."""
+        """Keep the compiled kernel for direct launches, unless someone hooks Triton's launches
+        (a profiler): direct launches would skip the hooks."""
         from triton import knobs
         from triton.runtime import driver
 
-        if knobs.runtime.launch_enter_hook is not None or knobs.runtime.launch_exit_hook is not None:
+        if _hooked(knobs.runtime.launch_enter_hook) or _hooked(knobs.runtime.launch_exit_hook):
             return
-        xblock, rblock, _ = self.config
         self.launch_grid = self.grid(self.config)
+        xblock, rblock, _ = self.config
         self.constants = self.sizes + ((xblock,) if self.plan.kind == "pointwise" else (xblock, rblock))
         self.device = tensors[0].device.index
         self.stream = driver.active.get_current_stream
@@ -146,3 +147,10 @@ class TritonLauncher:
             raise RuntimeError(f"no block config of {self.__name__} compiles")
         return best
 
+
+def _hooked(hook) -> bool:
+    """True when a Triton launch hook (None, a function, or a chain of them) would run."""
+    if hook is None:
+        return False
+    calls = getattr(hook, "calls", None)
+    return calls is None or bool(calls)
