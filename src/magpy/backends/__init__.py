@@ -89,8 +89,9 @@ def magpy_backend(gm, example_inputs, options=None):
 
     ``options["codegen"]`` ("cpp" or "triton") forces a code generator; by default the inputs'
     device picks it. A graph no generator serves, or whose forward graph would run eagerly
-    after decomposition, runs as captured: the original ops, each one eager's own kernel.
-    ``options["cudagraphs"]`` replays the graph as a CUDA graph (``backends/cudagraphs.py``).
+    after decomposition, runs as captured: the original ops, each one eager's own kernel. On a
+    GPU the first calls time the compiled graph against the captured one and keep the faster
+    (``backends/choose.py``). ``options["cudagraphs"]`` replays the graph as a CUDA graph (``backends/cudagraphs.py``).
     """
     compiled = _compile_for_device(gm, example_inputs, options or {})
     if (options or {}).get("cudagraphs"):
@@ -122,7 +123,9 @@ def _compile_for_device(gm, example_inputs, options: dict):
     if forward and forward[0].graph_fallback:
         # The decomposed graph would run op by op: slower than the ops as captured.
         return gm.forward
-    return compiled
+    from .choose import faster_of
+
+    return faster_of(compiled, gm.forward, example_inputs, forward[0] if forward else None)
 
 
 def _register_with_dynamo() -> None:

@@ -43,6 +43,7 @@ class CompileReport:
     fallbacks: list = dataclasses.field(default_factory=list)  # (op, reason), counted
     wrapper: str = ""
     graph_fallback: Optional[str] = None  # why the whole graph runs eagerly, if it does
+    chosen: Optional[str] = None  # on a GPU: compiled or captured graph, whichever ran faster
     compile_seconds: float = 0.0
 
     @property
@@ -55,6 +56,8 @@ class CompileReport:
                  f"{self.compile_seconds:.2f}s"]
         if self.graph_fallback:
             lines.append(f"  whole graph runs eagerly: {self.graph_fallback}")
+        if self.chosen:
+            lines.append(f"  runs the {self.chosen}")
         lines += [f"  kernel {k}" for k in self.kernels]
         lines += [f"  extern {op}: {why}" for op, why in self.extern_calls]
         lines += [f"  fallback {op}: {why}" for op, why in self.fallbacks]
