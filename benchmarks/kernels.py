@@ -1,6 +1,7 @@
-"""Kernel benchmarks on CPU, side by side: eager vs magpy vs torch.compile (Inductor).
+"""Kernel benchmarks, side by side: eager vs magpy vs torch.compile (Inductor), on CPU or a GPU.
 
-    PYTHONPATH=src python benchmarks/kernels.py [--quick] [--only NAME,...] [--no-inductor] [--profile]
+    PYTHONPATH=src python benchmarks/kernels.py [--device cuda] [--quick] [--only NAME,...] [--no-inductor]
+                                                [--profile]
 
 For each workload: the median runtime of each backend (measured in alternating rounds), magpy's
 ratio to eager and to Inductor, and the compile time of the first call with a cold cache (a
@@ -9,6 +10,11 @@ fresh, empty cache directory for each backend). Every row's result is checked ag
 whole graph it could not compile). Ends with geometric means. ``--profile`` adds, under each row, where each backend's time goes:
 the aten ops taking the most time per call (magpy's own kernels are not listed; they are the
 rest of the call's time).
+
+``--device cuda`` runs GPU-sized workloads (the same functions, bigger, plus bfloat16 ones), times
+each backend with CUDA events (``triton.testing.do_bench``, median, L2 flushed between calls) and
+adds the achieved bandwidth of each: the bytes a single pass must move (inputs read once,
+outputs written once) over the time.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import tempfile
 import time
 
 import torch
+import torch._dynamo
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -90,6 +97,34 @@ class TransformerBlock(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
+def sin2_cos2(x):
+    return torch.sin(x) ** 2 + torch.cos(x) ** 2
+
+
+def gpu_workloads(quick: bool):
+    """Workloads sized for a GPU: large enough that memory, not launches, sets the time."""
+    d = torch.device("cuda")
+    n = 4096 if not quick else 2048
+    rows = (8192, 4096) if not quick else (4096, 4096)
+    wide = (8192, 8192) if not quick else (4096, 4096)
+    w, b = torch.randn(rows[1], device=d), torch.randn(rows[1], device=d)
+    half = torch.bfloat16
+    return [
+        ("sin2_cos2_4096sq", sin2_cos2, (torch.randn(n, n, device=d),)),
+        ("pointwise_64M", pointwise_chain, (torch.randn(64 * 2**20, device=d), torch.randn(64 * 2**20, device=d))),
+        ("row_reductions", row_reductions, (torch.randn(*rows, device=d),)),
+        ("softmax_8192sq", softmax, (torch.randn(*wide, device=d),)),
+        ("softmax_short_rows", softmax, (torch.randn(2**18, 128, device=d),)),
+        ("layer_norm", layer_norm, (torch.randn(*rows, device=d), w, b)),
+        ("layer_norm_gelu", layer_norm_gelu, (torch.randn(*rows, device=d), w, b)),
+        ("layer_norm_gelu_bf16", layer_norm_gelu,
+         (torch.randn(*rows, device=d, dtype=half), w.to(half), b.to(half))),
+        ("transpose_add", transpose_add, (torch.randn(*wide, device=d), torch.randn(*wide, device=d))),
+        ("mlp", MLP(1024).eval().to(d), (torch.randn(8192, 1024, device=d),)),
+        ("transformer_block", TransformerBlock(1024, 16).eval().to(d), (torch.randn(16, 512, 1024, device=d),)),
+    ]
+
+
 def workloads(quick: bool):
     big = 64 * 2**20 if not quick else 16 * 2**20
     rows = (4096, 1024)
@@ -131,6 +166,24 @@ def measure(fns, args, budget_s: float, rounds: int = 5) -> list[float]:
     return [statistics.median(samples) for samples in times]
 
 
+def measure_gpu(fns, args) -> list[float]:
+    """Median seconds per call of each of ``fns`` on the GPU (CUDA events, L2 flushed)."""
+    from triton.testing import do_bench
+
+    with torch.no_grad():
+        return [do_bench(lambda fn=fn: fn(*args), warmup=50, rep=300, return_mode="median") / 1e3
+                for fn in fns]
+
+
+def bytes_moved(args, result) -> int:
+    """Bytes a single pass must move: every tensor input read once, every output written once."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if isinstance(args, tuple) and not tensors:
+        return 0
+    outputs = result if isinstance(result, (tuple, list)) else [result]
+    return sum(t.numel() * t.element_size() for t in tensors + [o for o in outputs if isinstance(o, torch.Tensor)])
+
+
 def profile(fn, args, label: str, calls: int = 20) -> None:
     """Print the aten ops taking the most self time per call of ``fn``."""
     from torch.profiler import ProfilerActivity
@@ -160,10 +213,13 @@ def compile_cold(fn, args, backend: str):
         os.environ["MAGPY_CACHE_DIR"] = cache
     else:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
     compiled = torch.compile(fn, backend=backend)
     start = time.perf_counter()
     with torch.no_grad():
         compiled(*args)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
     return compiled, time.perf_counter() - start
 
 
@@ -177,7 +233,8 @@ def eager_graphs(since: int) -> int:
 def close(a, b) -> bool:
     if isinstance(a, (tuple, list)):
         return all(close(x, y) for x, y in zip(a, b))
-    return torch.allclose(a, b, rtol=1e-3, atol=1e-4)
+    loose = a.dtype in (torch.float16, torch.bfloat16) or a.is_cuda  # TF32 matmuls on a GPU
+    return torch.allclose(a.float(), b.float(), rtol=2e-2 if loose else 1e-3, atol=2e-2 if loose else 1e-4)
 
 
 def main(argv=None):
@@ -186,16 +243,19 @@ def main(argv=None):
     parser.add_argument("--only", default="", help="comma-separated workload names")
     parser.add_argument("--no-inductor", action="store_true")
     parser.add_argument("--profile", action="store_true", help="aten-op breakdown under each row")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     opts = parser.parse_args(argv)
     import magpy.backends  # noqa: F401  (registers "magpy" with torch.compile)
 
+    gpu = opts.device == "cuda"
+    if gpu and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is available to this torch build")
     budget = 0.5 if opts.quick else 1.5
     only = set(filter(None, opts.only.split(",")))
     rows = []
-    for name, fn, args in workloads(opts.quick):
+    for name, fn, args in (gpu_workloads if gpu else workloads)(opts.quick):
         if only and name not in only:
             continue
-        import torch._dynamo
         from magpy.codegen import reports
 
         torch._dynamo.reset()
@@ -209,11 +269,13 @@ def main(argv=None):
         if not opts.no_inductor:
             inductor_fn, inductor_compile = compile_cold(fn, args, "inductor")
             fns.append(inductor_fn)
-        eager_t, magpy_t, *rest = measure(fns, args, budget)
+        eager_t, magpy_t, *rest = measure_gpu(fns, args) if gpu else measure(fns, args, budget)
         if rest:
             inductor_t = rest[0]
+        with torch.no_grad():
+            moved = bytes_moved(args, fn(*args)) if gpu else 0
         rows.append((name, eager_t, magpy_t, inductor_t, magpy_compile, inductor_compile,
-                     (ok, partly_eager)))
+                     (ok, partly_eager), moved))
         print_row(rows[-1])
         sys.stdout.flush()
         if opts.profile:
@@ -225,7 +287,7 @@ def main(argv=None):
 
 
 HEADER = (f"{'workload':20} {'eager ms':>9} {'magpy ms':>9} {'ind. ms':>9} {'vs eager':>9} "
-          f"{'vs ind.':>8} {'magpy cc s':>11} {'ind. cc s':>10} {'cc ratio':>9}  ok")
+          f"{'vs ind.':>8} {'magpy cc s':>11} {'ind. cc s':>10} {'cc ratio':>9} {'GB/s e/m/i':>16}  ok")
 _printed_header = False
 
 
@@ -235,10 +297,11 @@ def print_row(row):
         print(HEADER)
         print("-" * len(HEADER))
         _printed_header = True
-    name, e, m, i, mc, ic, (ok, partly_eager) = row
+    name, e, m, i, mc, ic, (ok, partly_eager), moved = row
     note = f" ({partly_eager} graph(s) partly eager)" if partly_eager else ""
+    bandwidth = "/".join(f"{moved / t / 1e9:.0f}" if t == t else "-" for t in (e, m, i)) if moved else ""
     print(f"{name:20} {e * 1e3:9.3f} {m * 1e3:9.3f} {i * 1e3:9.3f} {e / m:8.2f}x {i / m:7.2f}x "
-          f"{mc:11.2f} {ic:10.2f} {mc / ic:9.2f}  {'yes' if ok else 'NO'}{note}")
+          f"{mc:11.2f} {ic:10.2f} {mc / ic:9.2f} {bandwidth:>16}  {'yes' if ok else 'NO'}{note}")
 
 
 def geomean(values):
@@ -252,7 +315,7 @@ def print_summary(rows):
     print("-" * len(HEADER))
     speed_eager = geomean([e / m for _, e, m, *_ in rows])
     speed_ind = geomean([i / m for _, _, m, i, *_ in rows])
-    cc = geomean([mc / ic for *_, mc, ic, _ in rows])
+    cc = geomean([mc / ic for *_, mc, ic, _, _ in rows])
     print(f"geomean: magpy is {speed_eager:.2f}x eager's speed and {speed_ind:.2f}x Inductor's "
           f"(>1 is faster); cold compile time is {cc:.2f}x Inductor's (<1 is faster)")
 

@@ -147,7 +147,7 @@ class CompiledFunction:
             cap.graph.output(tuple(cap.outputs))
             gm = fx.GraphModule(torch.nn.Module(), cap.graph)
             example = [t for _, t in cap.inputs]
-            backend = _backends.lookup_backend(self.backend)
+            backend = _backends.lookup_backend(self.backend, self.options)
             try:
                 # a graph over Python numbers (random draws, ``t.item()``) runs as captured: compiling
                 # backends would bake those numbers in as constants

@@ -40,8 +40,24 @@ def assert_close(actual, expected, what=""):
                                msg=lambda m: f"{what}: {m}")
 
 
+# MAGPY_TEST_DEVICE=cuda runs the Triton tests on a GPU (their inputs are moved there).
+DEVICE = torch.device(os.environ.get("MAGPY_TEST_DEVICE", "cpu"))
+if DEVICE.type == "cuda":
+    # Eager's own CUDA kernels round some float64 constants to float32 (hardswish's 1/6).
+    TOLERANCES[torch.float64] = (1e-7, 1e-9)
+
+
+def on_device(x):
+    return x.to(DEVICE) if isinstance(x, torch.Tensor) else x
+
+
 def check(fn, *inputs, mode="cpp", fuse=True):
-    """Compile ``fn`` for ``inputs`` with ``mode`` and assert it matches eager; returns the report."""
+    """Compile ``fn`` for ``inputs`` with ``mode`` and assert it matches eager; returns the report.
+
+    Triton kernels run on ``DEVICE`` (the inputs are moved there).
+    """
+    if mode == "triton":
+        inputs = tuple(on_device(x) for x in inputs)
     expected = fn(*inputs)
     gm = trace(fn, *inputs)
     compiled = compile_aten_graph(gm, inputs, mode=mode, fuse=fuse)

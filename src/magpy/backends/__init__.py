@@ -4,7 +4,8 @@ Built-ins:
     "eager"     runs the fx graph as it is
     "inductor"  torch's own compiler (``torch._inductor.compile_fx``)
     "magpy"     AOTAutograd + our decompositions + ``magpy.codegen.compile_aten_graph`` for the
-                forward and backward graphs
+                forward and backward graphs; a graph our code generators cannot serve (its
+                device, its dynamic sizes) runs as captured, undecomposed
 
 "magpy" and "inductor" trace with AOTAutograd, which is not thread-safe: they compile holding
 ``magpy.compile_lock.LOCK`` (whoever calls them: our own compiles, or ``torch.compile``).
@@ -14,7 +15,9 @@ registry), so ``torch.compile(model, backend="magpy")`` works.
 """
 from __future__ import annotations
 
-from typing import Callable
+import functools
+import inspect
+from typing import Callable, Optional
 
 from ..compile_lock import LOCK
 
@@ -31,15 +34,30 @@ def register_backend(name: str, fn: Callable = None):
     return fn
 
 
-def lookup_backend(name_or_fn) -> Callable:
-    """The backend callable for a name (or the callable itself). Raises KeyError for unknown names."""
+def lookup_backend(name_or_fn, options: Optional[dict] = None) -> Callable:
+    """The backend callable for a name (or the callable itself). Raises KeyError for unknown names.
+
+    With ``options`` (``magpy.compile(..., options=...)``), a backend that takes an ``options``
+    argument gets them bound; other backends ignore them.
+    """
     if callable(name_or_fn):
-        return name_or_fn
+        fn = name_or_fn
+    else:
+        try:
+            fn = _BACKENDS[name_or_fn]
+        except KeyError:
+            known = ", ".join(sorted(_BACKENDS))
+            raise KeyError(f"unknown backend {name_or_fn!r}; known backends: {known}") from None
+    if options and _takes_options(fn):
+        return functools.partial(fn, options=dict(options))
+    return fn
+
+
+def _takes_options(fn) -> bool:
     try:
-        return _BACKENDS[name_or_fn]
-    except KeyError:
-        known = ", ".join(sorted(_BACKENDS))
-        raise KeyError(f"unknown backend {name_or_fn!r}; known backends: {known}") from None
+        return "options" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def list_backends() -> list[str]:
@@ -59,28 +77,62 @@ def inductor_backend(gm, example_inputs):
         return compile_fx(gm, example_inputs)
 
 
-def _aten_compiler(gm, example_inputs):
+def _aten_compiler(gm, example_inputs, mode=None, compiled=None):
     from torch._functorch.aot_autograd import make_boxed_func
 
     from ..codegen import compile_aten_graph
 
+    fn = compile_aten_graph(gm, example_inputs, mode=mode)
+    if compiled is not None:
+        compiled.append(fn.magpy_report)
     # AOTAutograd calls compiled graphs with one list argument ("boxed").
-    return make_boxed_func(compile_aten_graph(gm, example_inputs))
+    return make_boxed_func(fn)
 
 
 @register_backend("magpy")
-def magpy_backend(gm, example_inputs):
-    """AOTAutograd (forward and backward) + our decompositions + our codegen."""
-    from torch._dynamo.backends.common import aot_autograd
-    from ..codegen.decompositions import decomposition_table
+def magpy_backend(gm, example_inputs, options=None):
+    """AOTAutograd (forward and backward) + our decompositions + our codegen.
 
+    ``options["codegen"]`` ("cpp" or "triton") forces a code generator; by default the inputs'
+    device picks it. A graph no generator serves, or whose forward graph would run eagerly
+    after decomposition, runs as captured: the original ops, each one eager's own kernel. On a
+    GPU the first calls time the compiled graph against the captured one and keep the faster
+    (``backends/choose.py``). ``options["cudagraphs"]`` replays the graph as a CUDA graph (``backends/cudagraphs.py``).
+    """
+    compiled = _compile_for_device(gm, example_inputs, options or {})
+    if (options or {}).get("cudagraphs"):
+        from .cudagraphs import wrap
+
+        return wrap(compiled, example_inputs)
+    return compiled
+
+
+def _compile_for_device(gm, example_inputs, options: dict):
+    from torch._dynamo.backends.common import aot_autograd
+
+    from ..codegen import record_fallback
+    from ..codegen.decompositions import decomposition_table
+    from ..codegen.devices import NotServed, select
+
+    try:
+        mode = select(example_inputs, options.get("codegen"))
+    except NotServed as why:
+        record_fallback(gm, str(why))
+        return gm.forward
+    forward = []
     backend = aot_autograd(
-        fw_compiler=_aten_compiler,
-        bw_compiler=_aten_compiler,
+        fw_compiler=functools.partial(_aten_compiler, mode=mode, compiled=forward),
+        bw_compiler=functools.partial(_aten_compiler, mode=mode),
         decompositions=decomposition_table(),
     )
     with LOCK:
-        return backend(gm, example_inputs)
+        compiled = backend(gm, example_inputs)
+    if forward and forward[0].graph_fallback:
+        # The decomposed graph would run op by op: slower than the ops as captured.
+        return gm.forward
+    from .choose import faster_of
+
+    return faster_of(compiled, gm.forward, example_inputs, forward[0] if forward else None)
 
 
 def _register_with_dynamo() -> None:

@@ -43,6 +43,7 @@ class CompileReport:
     fallbacks: list = dataclasses.field(default_factory=list)  # (op, reason), counted
     wrapper: str = ""
     graph_fallback: Optional[str] = None  # why the whole graph runs eagerly, if it does
+    chosen: Optional[str] = None  # on a GPU: compiled or captured graph, whichever ran faster
     compile_seconds: float = 0.0
 
     @property
@@ -55,6 +56,8 @@ class CompileReport:
                  f"{self.compile_seconds:.2f}s"]
         if self.graph_fallback:
             lines.append(f"  whole graph runs eagerly: {self.graph_fallback}")
+        if self.chosen:
+            lines.append(f"  runs the {self.chosen}")
         lines += [f"  kernel {k}" for k in self.kernels]
         lines += [f"  extern {op}: {why}" for op, why in self.extern_calls]
         lines += [f"  fallback {op}: {why}" for op, why in self.fallbacks]
@@ -120,28 +123,33 @@ def _ensure_meta(gm, example_inputs):
     FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fake)
 
 
-def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: str = "cpp",
+def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[str] = None,
                        fuse: bool = True) -> Callable:
     """Compile an aten-level graph; the callable takes the graph's inputs positionally.
 
-    ``mode`` is "cpp" (gcc-built kernels) or "reference" (the torch reference evaluator running
-    the same schedule — the test oracle). ``fuse=False`` gives one kernel per buffer.
+    ``mode`` is "cpp" (gcc-built kernels), "triton" or "reference" (the torch reference
+    evaluator running the same schedule — the test oracle); None picks by the inputs' device
+    (``devices.select``). ``fuse=False`` gives one kernel per buffer. A graph we cannot compile
+    runs eagerly (``report.graph_fallback`` says why).
     """
+    from .devices import NotServed, select
     from .graph import GraphFallback, GraphLowering
-    from .compile_cache import CompileError
     from .cpp import CppUnsupported
+    from .triton import TritonUnsupported
 
     started = time.perf_counter()
-    report = CompileReport(graph_id=next(_graph_ids), mode=mode)
+    report = CompileReport(graph_id=next(_graph_ids), mode=mode or "auto")
     _REPORTS.append(report)
     eager = _eager_callable(gm)
     try:
+        if mode is None:
+            mode = report.mode = select(example_inputs)
         _ensure_meta(gm, example_inputs)
-        lowering = GraphLowering(gm, example_inputs).run()
+        lowering = GraphLowering(gm, example_inputs, device=_device_of(example_inputs)).run()
         fn = _build(gm, lowering, report, mode, fuse, eager, started)
     except Exception as e:
         # A graph we cannot compile still runs (eagerly); MAGPY_STRICT=1 surfaces our bugs.
-        expected = isinstance(e, (GraphFallback, CppUnsupported))
+        expected = isinstance(e, (GraphFallback, CppUnsupported, TritonUnsupported, NotServed))
         if os.environ.get("MAGPY_STRICT") == "1" and not expected:
             raise
         report.graph_fallback = f"{type(e).__name__}: {e}"
@@ -153,6 +161,20 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: str = "cp
     return fn
 
 
+def _device_of(example_inputs) -> torch.device:
+    from .devices import graph_device
+
+    return graph_device(example_inputs) or torch.device("cpu")
+
+
+def record_fallback(gm, reason: str) -> CompileReport:
+    """Report ``gm`` as a graph run as captured because ``reason`` (no generator serves it)."""
+    report = CompileReport(graph_id=next(_graph_ids), mode="captured", graph_fallback=reason)
+    _REPORTS.append(report)
+    warnings.warn(f"magpy: graph {report.graph_id} runs as captured: {reason}")
+    return report
+
+
 def _eager_callable(gm):
     def run_eagerly(*args):
         return gm(*args)
@@ -161,11 +183,7 @@ def _eager_callable(gm):
 
 
 def _build(gm, lowering, report, mode, fuse, eager, started):
-    from .compile_cache import WIDE_VECTORS, compile_sources, load_function
-    from .cpp import kernel_source, render_kernel
-    from .graph import Constant
     from .ir import ExternCall
-    from .reference import ReferenceKernel
     from .scheduler import Kernel, Scheduler
     from .wrapper import WrapperWriter
 
@@ -181,21 +199,10 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
     collect(lowering.outputs)
     scheduler = Scheduler(lowering.nodes, lowering.layouts, outputs, fuse=fuse)
     kernels = [it for it in scheduler.items if isinstance(it, Kernel)]
-    params, bodies = {}, {}
-    for kernel in kernels:
-        body, kernel_params = render_kernel(kernel, lowering.layouts, outputs)
-        params[kernel.name] = kernel_params
-        bodies[kernel.name] = body
-    callables = {}
-    if mode == "cpp":
-        sources = [kernel_source(bodies[k.name]) for k in kernels]
-        extra = [WIDE_VECTORS if _vector_math(k) else () for k in kernels]
-        paths = compile_sources(sources, extra_flags=extra)
-        for kernel, path in zip(kernels, paths):
-            callables[kernel.name] = load_function(path, kernel.name, len(params[kernel.name]))
-    elif mode == "reference":
-        for kernel in kernels:
-            callables[kernel.name] = ReferenceKernel(kernel, params[kernel.name], lowering.layouts)
+    if mode == "triton":
+        callables, params, bodies = _triton_kernels(kernels, lowering)
+    elif mode in ("cpp", "reference"):
+        callables, params, bodies = _cpp_kernels(kernels, lowering, outputs, mode)
     else:
         raise ValueError(f"unknown mode {mode!r}")
     writer = WrapperWriter(lowering, scheduler, params, "pointer" if mode == "cpp" else "tensor")
@@ -215,6 +222,45 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
     return namespace["call"]
 
 
+def _cpp_kernels(kernels, lowering, outputs, mode):
+    """(callables, parameter buffers, sources) of C++ kernels, or of the reference evaluator."""
+    from .compile_cache import WIDE_VECTORS, compile_sources, load_function
+    from .cpp import kernel_source, render_kernel
+    from .reference import ReferenceKernel
+
+    params, bodies, callables = {}, {}, {}
+    for kernel in kernels:
+        body, kernel_params = render_kernel(kernel, lowering.layouts, outputs)
+        params[kernel.name] = kernel_params
+        bodies[kernel.name] = body
+    if mode == "cpp":
+        sources = [kernel_source(bodies[k.name]) for k in kernels]
+        extra = [WIDE_VECTORS if _vector_math(k) else () for k in kernels]
+        paths = compile_sources(sources, extra_flags=extra)
+        for kernel, path in zip(kernels, paths):
+            callables[kernel.name] = load_function(path, kernel.name, len(params[kernel.name]))
+    else:
+        for kernel in kernels:
+            callables[kernel.name] = ReferenceKernel(kernel, params[kernel.name], lowering.layouts)
+    return callables, params, bodies
+
+
+def _triton_kernels(kernels, lowering):
+    """(launchers, parameter buffers, sources) of Triton kernels."""
+    from .triton_kernel import render_kernel
+    from .triton_runtime import TritonLauncher, interpreting, load_kernel
+
+    params, bodies, callables = {}, {}, {}
+    interpret = interpreting()
+    for kernel in kernels:
+        kernel.name = "triton" + kernel.name[len("cpp"):] if kernel.name.startswith("cpp") else kernel.name
+        body, kernel_params, plan = render_kernel(kernel, lowering.layouts, interpret)
+        params[kernel.name] = kernel_params
+        bodies[kernel.name] = body
+        callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name)
+    return callables, params, bodies
+
+
 def _vector_math(kernel) -> bool:
     """True when ``kernel`` calls transcendental functions (worth the widest vectors)."""
     from .graph import TRANSCENDENTAL
@@ -230,7 +276,12 @@ def _dump(gm, report: CompileReport):
     path.mkdir(parents=True, exist_ok=True)
     (path / "graph.txt").write_text(gm.print_readable(print_output=False))
     (path / "wrapper.py").write_text(report.wrapper)
-    from .cpp_prelude import PRELUDE
+    if report.mode == "triton":
+        from .triton_kernel import PRELUDE
 
-    (path / "kernels.cpp").write_text(PRELUDE + "\n" + "\n".join(report.kernel_sources.values()))
+        (path / "kernels.py").write_text(PRELUDE + "\n\n" + "\n\n".join(report.kernel_sources.values()))
+    else:
+        from .cpp_prelude import PRELUDE
+
+        (path / "kernels.cpp").write_text(PRELUDE + "\n" + "\n".join(report.kernel_sources.values()))
     (path / "report.txt").write_text(str(report) + "\n")

@@ -14,9 +14,9 @@ import torch
 
 from .cpp_loops import PARALLEL_MIN_WORK, PointwiseNest
 from .cpp_prelude import PRELUDE
-from .ir import FloorDiv, ModIndex, is_nonnegative, prod
+from .ir import FloorDiv, is_nonnegative, prod, render_index
 from .ops import result_dtype, set_handler
-from .scheduler import OUTER, Kernel
+from .scheduler import OUTER, Kernel, KernelNames
 
 STORAGE_TYPES = {
     torch.float32: "float",
@@ -52,29 +52,19 @@ def ctype(dtype: torch.dtype, storage: bool = False) -> str:
 
 def print_index(expr) -> str:
     """C++ int64 text of a sympy index expression."""
-    expr = sympy.sympify(expr)
-    if expr.is_Integer:
-        value = int(expr)
+    def integer(value: int) -> str:
         return f"{value}LL" if abs(value) >= 2**31 else str(value)
-    if expr.is_Symbol:
-        return expr.name
-    if isinstance(expr, sympy.Add):
-        return "(" + " + ".join(print_index(a) for a in expr.args) + ")"
-    if isinstance(expr, sympy.Mul):
-        return "(" + "*".join(print_index(a) for a in expr.args) + ")"
-    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and int(expr.exp) > 0:
-        return "(" + "*".join([print_index(expr.base)] * int(expr.exp)) + ")"
-    if isinstance(expr, FloorDiv):
-        a, b = expr.args
-        if is_nonnegative(a) and is_nonnegative(b):
-            return f"({print_index(a)} / {print_index(b)})"
-        return f"magpy_floordiv<int64_t>({print_index(a)}, {print_index(b)})"
-    if isinstance(expr, ModIndex):
-        a, b = expr.args
-        if is_nonnegative(a) and is_nonnegative(b):
-            return f"({print_index(a)} % {print_index(b)})"
-        return f"magpy_mod<int64_t>({print_index(a)}, {print_index(b)})"
-    raise CppUnsupported(f"index expression {expr}")
+
+    def division(e, a, b) -> str:
+        floor = isinstance(e, FloorDiv)
+        if is_nonnegative(e.args[0]) and is_nonnegative(e.args[1]):
+            return f"({a} / {b})" if floor else f"({a} % {b})"
+        return f"magpy_{'floordiv' if floor else 'mod'}<int64_t>({a}, {b})"
+
+    try:
+        return render_index(expr, integer, division)
+    except ValueError as e:
+        raise CppUnsupported(str(e)) from None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -328,32 +318,18 @@ def accumulator_dtype(reduction_type: str, src_dtype: torch.dtype, out_dtype: to
     return out_dtype
 
 
-class KernelPrinter:
+class KernelPrinter(KernelNames):
     """Prints one kernel; ``params`` is the buffer order of its pointer arguments."""
 
     def __init__(self, kernel: Kernel, layouts, graph_outputs):
+        super().__init__(kernel)
         self.kernel = kernel
         self.layouts = layouts
-        self.counter = 0
-        self.params: list[str] = []
-        self.param_names: dict[str, str] = {}
-        self.stored = {n.name for n in kernel.nodes if kernel.storage[n.name] == "memory"}
         self.produced = {n.name for n in kernel.nodes}
         self.locals: dict[str, str] = {}  # buffer -> C++ variable holding this row's value
         self.stage_locals: dict[str, str] = {}  # buffer -> variable of the current loop body
         self.row_arrays: dict[str, str] = {}
         self.staged: dict = {}  # (buffer, index) -> element of a transposed tile buffer
-
-    def new_var(self, prefix: str) -> str:
-        self.counter += 1
-        return f"{prefix}{self.counter}"
-
-    def param(self, name: str) -> str:
-        if name not in self.param_names:
-            prefix = "out_ptr" if name in self.stored else "in_ptr"
-            self.param_names[name] = f"{prefix}{len(self.params)}"
-            self.params.append(name)
-        return self.param_names[name]
 
     def is_row_value(self, text: str) -> bool:
         """True when ``text`` names a value computed once per row (a reduction, a row scalar)."""

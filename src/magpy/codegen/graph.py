@@ -64,10 +64,12 @@ class GraphLowering:
     ``layouts``  buffer name -> Layout of every buffer
     ``fallbacks`` [(op, reason)] of every counted ExternCall
     ``relaid``   extern results laid out unlike the fx graph says (channels-last convolutions)
+    ``device``   where every tensor of the graph lives
     """
 
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs):
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs, device=torch.device("cpu")):
         self.gm = gm
+        self.device = torch.device(device)
         self.example_inputs = list(example_inputs)
         self.nodes: list = []
         self.layouts: dict[str, Layout] = {}
@@ -159,7 +161,9 @@ class GraphLowering:
         graph = self.gm.graph
         output_node = next(n for n in graph.nodes if n.op == "output")
         self._output_nodes = set(output_node.all_input_nodes)
-        self.preferred = preferred_operands(graph)
+        # oneDNN's CPU convolutions want channels-last; cuDNN takes eager's layouts as they are.
+        self.channels_last = self.device.type == "cpu"
+        self.preferred = preferred_operands(graph) if self.channels_last else set()
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(self.example_inputs):
             raise GraphFallback("example inputs do not match the placeholders")
@@ -186,7 +190,7 @@ class GraphLowering:
             raise GraphFallback(f"non-tensor input {type(example).__name__}")
         if not _is_static(example):
             raise GraphFallback("dynamic shapes")
-        if example.device.type != "cpu":
+        if example.device != self.device:
             raise GraphFallback(f"device {example.device}")
         if example.layout != torch.strided or example.is_complex() or example.is_quantized:
             raise GraphFallback(f"input {example.dtype}/{example.layout}")
@@ -203,7 +207,7 @@ class GraphLowering:
         value = self.gm
         for part in node.target.split("."):
             value = getattr(value, part)
-        if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.is_complex():
+        if not isinstance(value, torch.Tensor) or value.device != self.device or value.is_complex():
             raise GraphFallback(f"constant {node.target} of type {type(value).__name__}")
         name = self.new_name("const")
         layout = Layout(tuple(value.shape), tuple(value.stride()), value.dtype)
@@ -397,7 +401,7 @@ class GraphLowering:
         kwargs = {k: convert(v) for k, v in node.kwargs.items()}
         meta = node.meta.get("val")
         layout = self._layout_of_meta(meta)
-        if wants_channels_last(node):
+        if self.channels_last and wants_channels_last(node):
             args = tuple(BufferRef(self._channels_last_copy(a.name))
                          if i in (0, 1) and isinstance(a, BufferRef) else a for i, a in enumerate(args))
             fake_mode = getattr(meta, "fake_mode", None)

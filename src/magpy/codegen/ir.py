@@ -113,6 +113,30 @@ def is_nonnegative(expr: Expr) -> bool:
     return False
 
 
+def render_index(expr, integer: Callable[[int], str], division: Callable[[Expr, str, str], str]) -> str:
+    """Text of a sympy index expression in a printer's language.
+
+    ``integer(value)`` spells a constant; ``division(expr, a, b)`` spells ``FloorDiv(a, b)`` or
+    ``ModIndex(a, b)`` from its operands' text. Raises ValueError for other functions.
+    """
+    def text(e) -> str:
+        if e.is_Integer:
+            return integer(int(e))
+        if e.is_Symbol:
+            return e.name
+        if isinstance(e, sympy.Add):
+            return "(" + " + ".join(text(a) for a in e.args) + ")"
+        if isinstance(e, sympy.Mul):
+            return "(" + "*".join(text(a) for a in e.args) + ")"
+        if isinstance(e, sympy.Pow) and e.exp.is_Integer and int(e.exp) > 0:
+            return "(" + "*".join([text(e.base)] * int(e.exp)) + ")"
+        if isinstance(e, (FloorDiv, ModIndex)):
+            return division(e, text(e.args[0]), text(e.args[1]))
+        raise ValueError(f"index expression {e}")
+
+    return text(sympy.sympify(expr))
+
+
 def prod(sizes: Sequence) -> int:
     return math.prod(int(s) for s in sizes)
 

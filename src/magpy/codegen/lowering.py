@@ -178,9 +178,16 @@ def is_float(dtype: torch.dtype) -> bool:
     return dtype.is_floating_point
 
 
-def check_cpu(device) -> None:
-    if device is not None and torch.device(device).type != "cpu":
+def check_device(ctx, device) -> None:
+    """Refuse a factory or copy to a device other than the graph's."""
+    if device is not None and not _same_device(torch.device(device), ctx.graph.device):
         raise Unsupported(f"device {device}")
+
+
+def _same_device(a: torch.device, b: torch.device) -> bool:
+    if a.type != b.type:
+        return False
+    return a.index is None or b.index is None or a.index == b.index
 
 
 def normalize_dim(dim: int, ndim: int) -> int:

@@ -12,7 +12,7 @@ from .lowering import (
     aten,
     broadcast_loader,
     operand_loader,
-    check_cpu,
+    check_device,
     pointwise,
     prims,
     promote,
@@ -305,7 +305,7 @@ def _cast(x, dtype):
 @register_lowering(aten._to_copy.default)
 def lower_to_copy(ctx, x, dtype=None, layout=None, device=None, pin_memory=None,
                   non_blocking=False, memory_format=None):
-    check_cpu(device)
+    check_device(ctx, device)
     if layout not in (None, torch.strided):
         raise Unsupported(f"layout {layout}")
     return _cast(x, ctx.dtype)
@@ -337,7 +337,7 @@ def lower_fill(ctx, x, value):
 
 
 def _factory(ctx, value, device=None):
-    check_cpu(device)
+    check_device(ctx, device)
     dtype = ctx.dtype
     return Pointwise(ctx.size, dtype, lambda index: ops.constant(value, dtype))
 
@@ -377,7 +377,7 @@ def lower_ones(ctx, *args, device=None, **kwargs):
 
 @register_lowering(aten.arange.start_step, aten.arange.default, aten.arange.start)
 def lower_arange(ctx, *args, dtype=None, layout=None, device=None, pin_memory=None):
-    check_cpu(device)
+    check_device(ctx, device)
     numbers = list(args)
     if len(numbers) == 1:
         start, end, step = 0, numbers[0], 1
@@ -399,7 +399,7 @@ def lower_arange(ctx, *args, dtype=None, layout=None, device=None, pin_memory=No
 
 @register_lowering(prims.iota.default)
 def lower_iota(ctx, length, *, start, step, dtype, device, requires_grad):
-    check_cpu(device)
+    check_device(ctx, device)
     return Pointwise(ctx.size, dtype, lambda index: ops.index_expr(start + index[0] * step, dtype))
 
 

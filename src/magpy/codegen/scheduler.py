@@ -89,6 +89,28 @@ class Kernel:
         return {n.name: n for n in self.nodes}
 
 
+class KernelNames:
+    """Names in a kernel's source: fresh variables, and one pointer parameter per buffer
+    (``params`` in argument order; ``out_ptr`` for the buffers the kernel stores)."""
+
+    def __init__(self, kernel: Kernel):
+        self.counter = 0
+        self.params: list[str] = []
+        self.param_names: dict[str, str] = {}
+        self.stored = {n.name for n in kernel.nodes if kernel.storage[n.name] == "memory"}
+
+    def new_var(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def param(self, name: str) -> str:
+        if name not in self.param_names:
+            prefix = "out_ptr" if name in self.stored else "in_ptr"
+            self.param_names[name] = f"{prefix}{len(self.params)}"
+            self.params.append(name)
+        return self.param_names[name]
+
+
 def fit(kernel: Kernel, node: ComputedBuffer):
     """How ``node`` joins ``kernel``: (outer, inner, node level, existing nodes' new level) or None.
 

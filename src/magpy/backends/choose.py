@@ -1,0 +1,83 @@
+"""Never slower than eager on a GPU: the first calls time the compiled graph against the graph as
+captured, and keep the faster.
+
+Whether fused kernels beat eager's on a GPU depends on more than bytes moved: a graph that is
+mostly library calls (convolutions, matrix products) gains little from fusion and can lose more
+in launch overhead than it gains. So the first ``SAMPLES`` calls after the first alternate the
+two (each call returns its own, correct, result), timing each with the device synchronised, and
+every later call runs the faster: the captured graph only when its fastest call beats the
+compiled graph's by ``MARGIN`` (a few calls of a short graph are noisy, and the compiled graph
+is usually the faster). The first call only runs the compiled graph and checks that it
+leaves its inputs alone: a graph that writes to its inputs, or that records autograd, is never
+run twice for timing's sake and stays compiled.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+import torch
+
+SAMPLES = 5  # timed calls of each before choosing
+MARGIN = 1.1
+
+
+def faster_of(compiled: Callable, captured: Callable, example_inputs, report=None) -> Callable:
+    """``compiled`` or ``captured``, whichever runs faster (on CUDA inputs; else ``compiled``).
+
+    ``report`` (a CompileReport) gets the choice in ``report.chosen``."""
+    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+    if not tensors or any(t.device.type != "cuda" for t in tensors) or compiled is captured:
+        return compiled
+    return FasterOf(compiled, captured, report)
+
+
+class FasterOf:
+    """Runs ``compiled`` and ``captured`` by turns, timed, then only the faster."""
+
+    def __init__(self, compiled: Callable, captured: Callable, report=None, sync: Callable = None):
+        self.compiled = compiled
+        self.captured = captured
+        self.report = report
+        self.chosen: Optional[Callable] = None
+        self.times = {"compiled": [], "captured": []}
+        self.calls = 0
+        self.sync = sync or torch.cuda.synchronize
+
+    def __call__(self, *args):
+        if self.chosen is not None:
+            return self.chosen(*args)
+        self.calls += 1
+        if self.calls == 1:
+            return self._first(args)
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return self._choose("compiled", "it records autograd")(*args)
+        name = "captured" if self.calls % 2 else "compiled"
+        result = self._timed(name, args)
+        if all(len(t) >= SAMPLES for t in self.times.values()):
+            compiled, captured = (min(self.times[k]) for k in ("compiled", "captured"))
+            winner = "captured" if captured * MARGIN < compiled else "compiled"
+            self._choose(winner, f"compiled {compiled * 1e3:.3f} ms, captured {captured * 1e3:.3f} ms per call")
+        return result
+
+    def _first(self, args):
+        versions = [a._version for a in args if isinstance(a, torch.Tensor)]
+        result = self.compiled(*args)
+        if versions != [a._version for a in args if isinstance(a, torch.Tensor)]:
+            self._choose("compiled", "it writes to its inputs")
+        return result
+
+    def _timed(self, name: str, args):
+        fn = self.compiled if name == "compiled" else self.captured
+        self.sync()
+        start = time.perf_counter()
+        result = fn(*args)
+        self.sync()
+        self.times[name].append(time.perf_counter() - start)
+        return result
+
+    def _choose(self, name: str, why: str) -> Callable:
+        self.chosen = self.compiled if name == "compiled" else self.captured
+        if self.report is not None:
+            self.report.chosen = f"{name} ({why})"
+        return self.chosen

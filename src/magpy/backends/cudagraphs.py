@@ -1,0 +1,113 @@
+"""CUDA graph replay of a compiled graph (``options={"cudagraphs": True}``).
+
+A call of a compiled graph is a few hundred kernel launches issued from Python; replaying them as
+one CUDA graph costs one launch. The first call runs as compiled (it compiles and tunes the
+kernels); the second captures the graph on copies of the inputs; later calls copy their inputs
+into those copies, replay, and return copies of the outputs (the next replay overwrites the
+graph's own). Parameters are used in place, not copied: a call that brings another parameter,
+or one whose storage moved, runs uncaptured.
+
+The graph runs as compiled, never replayed, when it cannot be captured (a CPU synchronisation
+inside it, say), when it writes to its inputs (a replay would write to the copies), when inputs
+require grad with grad mode on (autograd records no graph), or when its inputs are not all CUDA
+tensors. Each case warns once.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Callable, Optional
+
+import torch
+
+
+def wrap(compiled: Callable, example_inputs) -> Callable:
+    """``compiled`` replayed as a CUDA graph where possible (see the module docstring)."""
+    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+    if not tensors or any(t.device.type != "cuda" for t in tensors):
+        warnings.warn("magpy: cudagraphs needs CUDA tensor inputs; the graph runs without it")
+        return compiled
+    return GraphReplay(compiled)
+
+
+class GraphReplay:
+    """Runs ``compiled``; from its second call on, replays it as a CUDA graph."""
+
+    def __init__(self, compiled: Callable):
+        self.compiled = compiled
+        self.calls = 0
+        self.graph: Optional[torch.cuda.CUDAGraph] = None
+        self.static_inputs: list = []
+        self.static_outputs = None
+        self.disabled: Optional[str] = None
+
+    def _disable(self, reason: str) -> None:
+        self.disabled = reason
+        self.graph = None
+        warnings.warn(f"magpy: cudagraphs off for a graph: {reason}")
+
+    def __call__(self, *args):
+        if self.disabled or (torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args)):
+            return self.compiled(*args)
+        self.calls += 1
+        if self.calls == 1:
+            return self._first(args)
+        if self.graph is None:
+            self._capture(args)
+            if self.disabled:
+                return self.compiled(*args)
+        if not self._load(args):
+            return self.compiled(*args)
+        self.graph.replay()
+        return _copy(self.static_outputs)
+
+    def _first(self, args):
+        versions = [a._version for a in args if isinstance(a, torch.Tensor)]
+        result = self.compiled(*args)
+        if versions != [a._version for a in args if isinstance(a, torch.Tensor)]:
+            self._disable("it writes to its inputs")
+        return result
+
+    def _capture(self, args) -> None:
+        self.static_inputs = [a if not isinstance(a, torch.Tensor) or isinstance(a, torch.nn.Parameter)
+                              else a.detach().clone() for a in args]
+        self.pointers = [a.data_ptr() if isinstance(a, torch.nn.Parameter) else None for a in args]
+        graph = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        try:
+            with torch.cuda.stream(side):
+                self.compiled(*self.static_inputs)  # warm up on the capture stream
+                side.synchronize()
+                with torch.cuda.graph(graph, stream=side):
+                    self.static_outputs = self.compiled(*self.static_inputs)
+        except Exception as error:  # noqa: BLE001 - anything capture refuses: run uncaptured
+            self._disable(f"capture failed ({type(error).__name__}: {str(error).splitlines()[0][:120]})")
+            return
+        finally:
+            torch.cuda.current_stream().wait_stream(side)
+        self.graph = graph
+
+    def _load(self, args) -> bool:
+        """Copy ``args`` into the captured inputs; False when a call cannot replay."""
+        if len(args) != len(self.static_inputs):
+            return False
+        for arg, static, pointer in zip(args, self.static_inputs, self.pointers):
+            if pointer is not None:
+                if arg is not static or arg.data_ptr() != pointer:
+                    return False
+            elif isinstance(static, torch.Tensor):
+                if not isinstance(arg, torch.Tensor) or arg.shape != static.shape or arg.dtype != static.dtype:
+                    return False
+                static.copy_(arg)
+            elif arg != static:
+                return False
+        return True
+
+
+def _copy(value):
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy(v) for v in value)
+    return value

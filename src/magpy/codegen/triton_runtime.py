@@ -1,0 +1,156 @@
+"""Loading and launching Triton kernels: module files cached by content, block configs tuned once.
+
+Each kernel is written, with the prelude, to ``<cache>/triton/k<hash>.py`` (the cache directory
+of the C++ kernels, mode 0700) and imported from there: Triton reads a kernel's source from its
+file, and Triton keeps the compiled binaries in its own cache. ``TritonLauncher`` is what the
+generated wrapper calls with the kernel's tensors; on the first call on a GPU it times each of
+the plan's block configs and keeps the fastest.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+
+from .compile_cache import cache_dir
+from .triton_kernel import PRELUDE, LaunchPlan
+
+_modules: dict[str, object] = {}
+_lock = threading.Lock()
+# Timed launches per config when tuning (after one untimed launch that compiles it).
+TUNE_RUNS = 10
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels in its interpreter (``TRITON_INTERPRET=1`` at its import)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def kernel_file_source(body: str) -> str:
+    return PRELUDE + "\n\n" + body
+
+
+def load_kernel(body: str, name: str):
+    """The ``@triton.jit`` function ``name`` defined by ``body`` (loaded once per content)."""
+    source = kernel_file_source(body)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:40]
+    with _lock:
+        module = _modules.get(digest)
+        if module is None:
+            folder = cache_dir().parent / "triton"
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path = folder / f"k{digest}.py"
+            if not path.exists():
+                tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.{threading.get_ident()}")
+                tmp.write_text(source)
+                os.replace(tmp, path)
+            spec = importlib.util.spec_from_file_location(f"magpy_triton_k{digest}", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+            _modules[digest] = module
+    return getattr(module, name)
+
+
+class TritonLauncher:
+    """Calls a kernel over its grid: ``launcher(*tensors)`` in the kernel's parameter order.
+
+    After the first launch on a GPU, later ones call the compiled kernel directly, skipping
+    Triton's argument binding (most of a small kernel's launch cost) — as long as every
+    pointer has the 16-byte alignment it had when the kernel was specialised for it.
+    """
+
+    fast = True  # False: always launch through Triton's JIT entry (for measuring the difference)
+
+    def __init__(self, fn, plan: LaunchPlan, name: str):
+        self.fn = fn
+        self.plan = plan
+        self.__name__ = name
+        self.sizes = (plan.xnumel,) if plan.kind == "pointwise" else (plan.xnumel, plan.rnumel)
+        self.config = plan.configs[0] if len(plan.configs) == 1 else None
+        self.compiled = None
+        self.alignment = None
+
+    def grid(self, config) -> tuple:
+        xblock, rblock, _ = config
+        rows = (self.plan.xnumel + xblock - 1) // xblock
+        if self.plan.kind == "tiled":  # columns along axis 0, which takes up to 2**31 - 1 blocks
+            return ((self.plan.rnumel + rblock - 1) // rblock, rows, 1)
+        return (rows, 1, 1)
+
+    def _launch(self, config, tensors):
+        xblock, rblock, warps = config
+        grid = self.grid(config)
+        if self.plan.kind == "pointwise":
+            return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, num_warps=warps)
+        return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
+
+    def __call__(self, *tensors):
+        compiled = self.compiled
+        if compiled is not None and tuple(t.data_ptr() % 16 == 0 for t in tensors) == self.alignment:
+            try:
+                compiled.run(*self.launch_grid, self.stream(self.device), compiled.function,
+                             compiled.packed_metadata, None, None, None, *tensors, *self.constants)
+                return
+            except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
+                self.compiled = None
+                TritonLauncher.fast = False
+        if self.config is None:
+            self.config = self.tune(tensors)
+        kernel = self._launch(self.config, tensors)
+        if self.fast and kernel is not None and tensors and tensors[0].device.type == "cuda" \
+                and not interpreting():
+            self._remember(kernel, tensors)
+
+    def _remember(self, kernel, tensors):
+        """Keep the compiled kernel for direct launches, unless someone hooks Triton's launches
+        (a profiler): direct launches would skip the hooks."""
+        from triton import knobs
+        from triton.runtime import driver
+
+        if _hooked(knobs.runtime.launch_enter_hook) or _hooked(knobs.runtime.launch_exit_hook):
+            return
+        self.launch_grid = self.grid(self.config)
+        xblock, rblock, _ = self.config
+        self.constants = self.sizes + ((xblock,) if self.plan.kind == "pointwise" else (xblock, rblock))
+        self.device = tensors[0].device.index
+        self.stream = driver.active.get_current_stream
+        self.alignment = tuple(t.data_ptr() % 16 == 0 for t in tensors)
+        self.compiled = kernel
+
+    def tune(self, tensors):
+        """The fastest of the plan's configs on these tensors (the kernel only writes buffers
+        it owns, so running it again is harmless)."""
+        import torch
+
+        if interpreting() or not tensors or tensors[0].device.type != "cuda":
+            return self.plan.configs[0]
+        best, best_time = None, float("inf")
+        for config in self.plan.configs:
+            try:
+                self._launch(config, tensors)  # compiles
+            except Exception:  # noqa: BLE001 - a config that does not compile (resources) is skipped
+                continue
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            self._launch(config, tensors)
+            start.record()
+            for _ in range(TUNE_RUNS):
+                self._launch(config, tensors)
+            end.record()
+            end.synchronize()
+            elapsed = start.elapsed_time(end)
+            if elapsed < best_time:
+                best, best_time = config, elapsed
+        if best is None:
+            raise RuntimeError(f"no block config of {self.__name__} compiles")
+        return best
+
+
+def _hooked(hook) -> bool:
+    """True when a Triton launch hook (None, a function, or a chain of them) would run."""
+    if hook is None:
+        return False
+    calls = getattr(hook, "calls", None)
+    return calls is None or bool(calls)

@@ -1,0 +1,46 @@
+"""On a GPU the first calls time the compiled graph against the captured one and keep the faster."""
+import time
+
+import torch
+
+from magpy.backends.choose import SAMPLES, FasterOf, faster_of
+
+
+def _slow(result, seconds):
+    calls = []
+
+    def fn(*args):
+        calls.append(args)
+        time.sleep(seconds)
+        return result
+
+    fn.calls = calls
+    return fn
+
+
+def test_cpu_inputs_keep_the_compiled_graph():
+    compiled, captured = _slow(1, 0), _slow(2, 0)
+    assert faster_of(compiled, captured, [torch.randn(2)]) is compiled
+
+
+def test_the_faster_one_wins_and_every_call_returns_a_result():
+    compiled, captured = _slow("compiled", 0.004), _slow("captured", 0.0)
+    runner = FasterOf(compiled, captured, sync=lambda: None)
+    results = [runner(torch.zeros(1)) for _ in range(1 + 2 * SAMPLES + 3)]
+    assert runner.chosen is captured
+    assert results[-3:] == ["captured"] * 3
+    assert len(compiled.calls) == 1 + SAMPLES
+
+
+def test_a_graph_writing_its_inputs_is_never_run_twice():
+    def compiled(x):
+        x.add_(1)
+        return x
+
+    captured = _slow(None, 0)
+    runner = FasterOf(compiled, captured, sync=lambda: None)
+    x = torch.zeros(2)
+    for _ in range(4):
+        runner(x)
+    assert runner.chosen is compiled and captured.calls == []
+    torch.testing.assert_close(x, torch.full((2,), 4.0))

@@ -1,0 +1,190 @@
+"""Triton kernels from the same IR and schedule as the C++ ones, run in Triton's interpreter on CPU
+tensors and checked against eager. Sizes stay small: each program instance costs the interpreter
+a millisecond or two.
+"""
+import os
+import re
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported (conftest does too)
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from codegen_check import DEVICE, check  # noqa: E402
+from test_lowering_pointwise import BINARY, INT_BINARY, INT_UNARY, UNARY, _run_family, float_input, int_input  # noqa: E402
+from test_lowering_reduction import REDUCTIONS, _input  # noqa: E402
+
+triton = pytest.importorskip("triton")
+
+if DEVICE.type == "cpu":
+    pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                                    reason="triton was imported before TRITON_INTERPRET=1 was set")
+else:  # MAGPY_TEST_DEVICE=cuda TRITON_INTERPRET=0: the same tests, compiled for a GPU
+    pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+
+SOURCES = []  # every kernel source generated here, for the libdevice check
+
+
+def run(fn, *inputs):
+    report = check(fn, *inputs, mode="triton")
+    SOURCES.extend(report.kernel_sources.values())
+    return report
+
+
+def test_pointwise_sin2_cos2_is_one_kernel_named_for_its_ops():
+    report = run(lambda x, y: torch.sin(x) ** 2 + torch.cos(y) ** 2, torch.randn(64, 100), torch.randn(64, 100))
+    assert report.kernels == ["triton_fused_sin_mul_cos_add_0"]
+    assert "tl.load" in report.kernel_sources[report.kernels[0]]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=str)
+def test_unary_float_ops_match_eager(dtype):
+    _run_family(UNARY, [float_input((5, 37), dtype)], "triton")
+
+
+def test_binary_float_ops_match_eager():
+    a = float_input((6, 19), torch.float32)
+    b = float_input((19,), torch.float32).flip(0) + 0.25
+    _run_family(BINARY, [a, b], "triton")
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64], ids=str)
+def test_integer_ops_match_eager(dtype):
+    _run_family(INT_UNARY, [int_input((5, 37), dtype)], "triton")
+    _run_family(INT_BINARY, [int_input((6, 19), dtype), int_input((6, 1), dtype, -4, 5)], "triton")
+
+
+def test_bool_and_mixed_dtypes_match_eager():
+    torch.manual_seed(2)
+    a, b = torch.rand(4, 9) > 0.5, float_input((4, 9), torch.float16)
+    c, d = int_input((4, 9), torch.int64), float_input((9,), torch.float64)
+
+    def fn(a, b, c, d):
+        return (a & (b > 0), torch.where(a, b, 2.0), b + c, b * d, c / 3, (c > 0) | a, a.float().sum(-1))
+    run(fn, a, b, c, d)
+
+
+def test_broadcasting_and_transposes_match_eager():
+    x, y = torch.randn(24, 1, 40), torch.randn(7, 1)
+    z = torch.randn(40, 24)
+
+    def fn(x, y, z):
+        return x * y + 1, (x[:, 0, :] + z.t()).relu(), z.t().contiguous() * 2
+    run(fn, x, y, z)
+
+
+def test_where_and_masked_reads_match_eager():
+    x = torch.randn(9, 30)
+
+    def fn(x):
+        padded = F.pad(x, (2, 3, 1, 0), value=-1.0)
+        joined = torch.cat([x, x.exp()], 1)
+        return padded * 2, joined + 1, torch.where(x > 0, x, x.sin()), x.masked_fill(x < -1, 0.0)
+    run(fn, x)
+
+
+def test_indirect_reads_match_eager():
+    table, ids = torch.randn(50, 16), torch.randint(0, 50, (7, 5))
+    x, picks = torch.randn(6, 20), torch.randint(0, 20, (6, 4))
+
+    def fn(table, ids, x, picks):
+        return F.embedding(ids, table) * 2, torch.gather(x, 1, picks) + 1, x[:, [3, 1, 4]]
+    run(fn, table, ids, x, picks)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_reductions_of_short_rows_match_eager(dtype):
+    x = _input((4, 6, 33), dtype, nan=dtype == torch.float32)
+    family = {name: fn for name, fn in REDUCTIONS.items()}
+
+    def all_reductions(x):
+        return tuple(fn(x) for fn in family.values())
+    report = run(all_reductions, x)
+    assert report.kernel_count < len(family)
+
+
+def test_reductions_of_long_rows_loop_and_match_eager():
+    x = torch.randn(3, 10000)
+    x[1, 7777] = float("nan")
+    i = torch.randint(-100, 100, (3, 10000))
+
+    def fn(x, i):
+        y = x[0:1].nan_to_num()
+        return (x.sum(-1), x.amax(-1), x.argmax(-1), y.argmin(-1), x.mean(-1), (x > 2).any(-1),
+                i.sum(-1), i.amin(-1), torch.softmax(y, -1), y.var(-1))
+    report = run(fn, x, i)
+    assert any("for roffset in range" in s for s in report.kernel_sources.values())
+
+
+def test_column_and_full_reductions_match_eager():
+    x = torch.randn(300, 37)
+    run(lambda x: (x.sum(0), x.amax(0, keepdim=True), x.sum(), x.argmax()), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_layer_norm_gelu_is_one_kernel(dtype):
+    x, w, b = torch.randn(32, 256).to(dtype), torch.randn(256).to(dtype), torch.randn(256).to(dtype)
+    report = run(lambda x, w, b: F.gelu(F.layer_norm(x, (256,), w, b)), x, w, b)
+    assert report.kernel_count == 1
+
+
+def test_softmax_is_one_kernel():
+    report = run(lambda x: torch.softmax(x, -1), torch.randn(64, 1000))
+    assert report.kernel_count == 1
+
+
+def test_contiguous_kernels_index_with_one_variable():
+    report = run(lambda x: (x * 2).exp() + x, torch.randn(4, 8, 16))
+    source = report.kernel_sources[report.kernels[0]]
+    assert "//" not in source and "%" not in source
+
+
+def test_wrapper_matmul_stays_a_library_call():
+    report = run(lambda a, b: torch.relu(a @ b + 1), torch.randn(16, 32), torch.randn(32, 8))
+    assert any("mm" in op for op, _ in report.extern_calls) and report.kernel_count == 1
+
+
+def test_magpy_compile_with_the_triton_option_matches_eager():
+    import magpy
+
+    def fn(x, w):
+        return F.layer_norm(x.relu(), (48,), w) * 2
+
+    x, w = torch.randn(10, 48, device=DEVICE), torch.randn(48, device=DEVICE)
+    compiled = magpy.compile(fn, options={"codegen": "triton"})
+    torch.testing.assert_close(compiled(x, w), fn(x, w))
+    torch.testing.assert_close(compiled(x, w), fn(x, w))
+    from magpy.codegen import reports
+
+    assert any(r.mode == "triton" and r.kernels for r in reports())
+
+
+def test_debug_dir_holds_the_triton_kernels(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAGPY_DEBUG_DIR", str(tmp_path))
+    report = run(lambda x: torch.softmax(x, -1) + 1, torch.randn(4, 20))
+    dumped = (tmp_path / f"graph_{report.graph_id}" / "kernels.py").read_text()
+    assert f"def {report.kernels[0]}(" in dumped and "@triton.jit" in dumped
+
+
+# Calls a kernel may make: Triton's own functions and the prelude's helpers; nothing else.
+ALLOWED_CALL = re.compile(r"^(tl(\.math)?\.\w+|magpy_\w+|float|range|triton\.jit)$")
+
+
+def test_kernels_call_only_tl_functions_never_libdevice():
+    from magpy.codegen.triton_kernel import PRELUDE
+
+    assert SOURCES, "run the other tests of this file first"
+    for source in SOURCES + [PRELUDE]:
+        assert "libdevice" not in source
+        for called in re.findall(r"([A-Za-z_][\w.]*)\(", source):
+            if called.startswith("triton_fused") or re.fullmatch(r"\w+\.to|to", called):
+                continue
+            assert ALLOWED_CALL.match(called), f"kernel calls {called}"
+
+
+def test_transposed_pointwise_kernels_use_2d_tiles():
+    x, y = torch.randn(96, 80), torch.randn(80, 96)
+    report = run(lambda x, y: (x + y.t()).sin(), x, y)
+    source = report.kernel_sources[report.kernels[0]]
+    assert "tl.program_id(1)" in source
