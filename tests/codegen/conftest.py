@@ -4,9 +4,6 @@ import os
 import pytest
 
 os.environ.setdefault("MAGPY_STRICT", "1")
-# Triton kernels run on CPU tensors in its interpreter, which must be chosen before triton is
-# imported (collecting this folder happens before any test imports it).
-os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 @pytest.fixture(params=["reference", "cpp"])

@@ -5,7 +5,8 @@ a millisecond or two.
 import os
 import re
 
-os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported (conftest does too)
+if os.environ.get("MAGPY_TEST_DEVICE", "cpu") == "cpu":
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported (tests/conftest.py does too)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -18,8 +19,9 @@ from test_lowering_reduction import REDUCTIONS, _input  # noqa: E402
 triton = pytest.importorskip("triton")
 
 if DEVICE.type == "cpu":
-    pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
-                                    reason="triton was imported before TRITON_INTERPRET=1 was set")
+    from magpy.codegen.triton_runtime import interpreting  # noqa: E402
+
+    pytestmark = pytest.mark.skipif(not interpreting(), reason="triton was imported before TRITON_INTERPRET=1")
 else:  # MAGPY_TEST_DEVICE=cuda TRITON_INTERPRET=0: the same tests, compiled for a GPU
     pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
 

@@ -1,11 +1,15 @@
-"""magpy.codegen — our fusion compiler: aten fx graph -> fused C++/OpenMP kernels + a Python wrapper.
+"""magpy.codegen — our fusion compiler: aten fx graph -> fused kernels + a Python wrapper.
+
+One IR and one schedule; two printers: C++/OpenMP for CPU tensors (``cpp*.py``), Triton for CUDA
+tensors (``triton*.py``; ``devices.py`` picks).
 
 Public names:
     compile_graph(gm, example_inputs)   the "magpy" backend: any fx graph -> callable. Graphs that
                                          are not aten-level go through AOTAutograd first
                                          (forward and backward both compiled here).
-    compile_aten_graph(gm, example_inputs, mode="cpp")
-                                         an aten-level graph -> callable; ``mode="reference"`` runs
+    compile_aten_graph(gm, example_inputs, mode=None)
+                                         an aten-level graph -> callable; ``mode`` "cpp" or
+                                         "triton" (None: by the inputs' device); "reference" runs
                                          the same schedule with the torch reference evaluator.
     reports()                            CompileReports of recent graphs (kernels, extern calls,
                                          fallbacks, sources); ``last_report()`` the newest.

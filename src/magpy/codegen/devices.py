@@ -78,9 +78,14 @@ def select(example_inputs: Sequence, requested: Optional[str] = None) -> str:
 
 
 def _interpret_triton() -> None:
-    """Make Triton run kernels on CPU tensors: its interpreter, chosen when it is imported."""
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
-        return
-    if "triton" in sys.modules or torch.cuda.is_available():
+    """Make Triton run kernels on CPU tensors: its interpreter, chosen when it is imported
+    (``import torch._dynamo`` imports it)."""
+    if "triton" in sys.modules:
+        from .triton_runtime import interpreting
+
+        if interpreting():
+            return
         raise NotServed("Triton kernels on CPU tensors need TRITON_INTERPRET=1 before triton is imported")
+    if torch.cuda.is_available():
+        raise NotServed("Triton kernels on CPU tensors need TRITON_INTERPRET=1 (this process has a GPU)")
     os.environ["TRITON_INTERPRET"] = "1"

@@ -24,7 +24,13 @@ TUNE_RUNS = 10
 
 
 def interpreting() -> bool:
-    """True when Triton runs kernels in its interpreter (``TRITON_INTERPRET=1`` at its import)."""
+    """True when Triton runs kernels in its interpreter: ``TRITON_INTERPRET=1`` when triton was
+    imported (its library functions were made then; setting the variable later changes nothing)."""
+    if "triton" in sys.modules:
+        from triton.runtime.interpreter import InterpretedFunction
+        import triton.language as tl
+
+        return isinstance(tl.sum, InterpretedFunction)
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
