@@ -21,9 +21,9 @@ from typing import Any, Callable
 
 import torch
 
-from . import reasons
-from .compare import Tolerance, difference, freeze
-from .compilers import Compiler
+from ..harness import reasons
+from ..harness.compare import Tolerance, difference, freeze
+from ..harness.compilers import Compiler
 
 SEED = 1337
 

@@ -22,10 +22,10 @@ import time
 import types
 from dataclasses import dataclass, field
 
-from . import reasons
+from ..harness import reasons
+from ..harness.compare import Tolerance
+from ..harness.compilers import COMPILERS
 from .case import run_compiled, run_eager, test_cases
-from .compare import Tolerance
-from .compilers import COMPILERS
 
 
 @dataclass(frozen=True)
