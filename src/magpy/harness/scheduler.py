@@ -26,6 +26,7 @@ charged. One bad case costs only itself; a bad file costs only itself.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import multiprocessing.connection
 import time
 from collections import deque
@@ -209,3 +210,20 @@ class Scheduler:
             record["merge"] = True
         self.state.add_file(record)
         self.on_file(record, self.state.files[job.file_name].cases)
+
+
+def limit_process(quiet: bool, memory_gb: float, threads: int) -> None:
+    """What a worker does first: its output to /dev/null when ``quiet``, an address-space limit (0: none), torch's
+    thread count."""
+    if quiet:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    if memory_gb > 0:
+        import resource
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = int(memory_gb * 1024 ** 3)
+        resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    import torch
+    torch.set_num_threads(max(1, threads))
