@@ -32,7 +32,7 @@ SIZES = {
                      "feature_size", "d_inner", "n_positions_embd"), HIDDEN),
     **dict.fromkeys(("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
                      "num_encoder_layers", "num_decoder_layers", "depth", "num_adapter_layers",
-                     "num_feat_extract_layers_", "max_window_layers", "first_k_dense_replace_"), LAYERS),
+                     "max_window_layers"), LAYERS),
     **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
                      "decoder_attention_heads", "decoder_num_attention_heads", "index_n_heads",
                      "linear_num_key_heads", "linear_num_value_heads", "mamba_n_heads"), HEADS),
@@ -62,8 +62,13 @@ LIST_SIZES = {
     "encoder_hidden_sizes": HIDDEN, "decoder_hidden_sizes": HIDDEN, "neck_hidden_sizes": HIDDEN,
     "channels": HIDDEN,
 }
-LIST_CONSTANT = {"depths": 1, "num_heads": HEADS, "num_attention_heads": HEADS, "num_layers": 1,
-                 "encoder_layers_": 1}
+LIST_CONSTANT = {"depths": 1, "num_heads": HEADS, "num_attention_heads": HEADS, "num_layers": 1}
+# grouped matrix products over experts need 16-byte aligned strides: with experts, intermediate sizes are
+# rounded down to a multiple of 4 floats
+EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+# rotary sections (lists partitioning the rotated half of a head) are scaled to sum to HEAD_DIM // 2
+ROTARY_SECTIONS = ("mrope_section", "section", "mrope_sections")
+ROTARY_DICTS = ("rope_parameters", "rope_scaling")
 # token ids a tiny vocabulary must hold
 TOKEN_SUFFIXES = ("_token_id", "_token_index", "_token_ids")
 LAYER_COUNTS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "decoder_layers", "encoder_layers")
@@ -105,12 +110,19 @@ def shrink(values: dict) -> dict:
                 result[key] = _scaled(value, LIST_SIZES[key])
             elif key in LIST_CONSTANT:
                 result[key] = [min(v, LIST_CONSTANT[key]) for v in value]
+    if any(_is_int(values.get(key)) and values[key] > 0 for key in EXPERT_KEYS):
+        for key, value in result.items():
+            if SIZES.get(key) == INTERMEDIATE and _is_int(value) and value % 4:
+                result[key] = value - value % 4
+    for key in ROTARY_DICTS:
+        if isinstance(values.get(key), dict):
+            result[key] = _rotary(values[key])
     heads = values.get("num_attention_heads")
     for key in KEY_VALUE_HEADS:
         if _is_int(values.get(key)) and _is_int(heads) and values[key] > 0:
             result[key] = HEADS if values[key] >= heads else 1
     for key, value in values.items():
-        if key.endswith(TOKEN_SUFFIXES) and "vocab_size" in values:
+        if key.endswith(TOKEN_SUFFIXES) and _is_int(result.get("vocab_size")):
             result[key] = _token(value, result["vocab_size"])
     new_layers = _layer_count(result)
     if old_layers and new_layers and new_layers < old_layers:
@@ -118,6 +130,27 @@ def shrink(values: dict) -> dict:
             if isinstance(value, list) and len(value) == old_layers and key not in LIST_SIZES \
                     and key not in LIST_CONSTANT:
                 result[key] = value[:new_layers]
+            elif isinstance(value, dict) and value and all(_layer_index(k) is not None for k in value):
+                result[key] = {k: v for k, v in value.items() if _layer_index(k) < new_layers}
+    return result
+
+
+def _layer_index(key) -> int | None:
+    """A dict key naming a layer (``3`` or ``"3"``), as an int; None for any other key."""
+    if _is_int(key):
+        return key
+    return int(key) if isinstance(key, str) and key.isdigit() else None
+
+
+def _rotary(parameters: dict) -> dict:
+    result = dict(parameters)
+    for key in ROTARY_SECTIONS:
+        sections = parameters.get(key)
+        if isinstance(sections, list) and sections and all(_is_int(v) and v > 0 for v in sections) \
+                and sum(sections) > HEAD_DIM // 2:
+            scaled = [max(1, v * (HEAD_DIM // 2) // sum(sections)) for v in sections]
+            scaled[0] += HEAD_DIM // 2 - sum(scaled)
+            result[key] = scaled
     return result
 
 
