@@ -29,6 +29,22 @@ from .iteration import _elements, _module_sequence, next_element, start_iteratio
 from .lookasides import _BOOKKEEPING
 
 
+def _is_dict_method(fn, d, name):
+    """True when ``fn`` is dict's own method ``name``, unbound or bound to ``d`` (``super().get`` in a dict
+    subclass, or ``d.get`` of one that does not define its own): what it does is dict's, whatever the
+    subclass overrides. (Bound builtin methods are equal when their self is the same object.)"""
+    method = dict.__dict__[name]
+    if fn is method:
+        return True
+    return type(fn) is types.BuiltinMethodType and _bound_self(fn) is d and fn == method.__get__(d)
+
+
+def _reads_as_dict(cls):
+    """A guard reads an item back as ``d[key]`` and tests a key as ``key in d``: only where the class keeps
+    dict's own lookups do those see what dict's methods saw."""
+    return cls.__getitem__ is dict.__getitem__ and cls.__contains__ is dict.__contains__
+
+
 class Calls:
 
     """Calls: interpreted ones return their provenance; native ones go through the rules."""
@@ -90,7 +106,8 @@ class Calls:
             d, d_prov, rest, rest_provs = args[0], arg_provs[0], args[1:], arg_provs[1:]
         else:
             return _NOT_WRITTEN
-        if not isinstance(d, dict) or not 1 <= len(rest) <= 2 or _is_tensor(rest[0]) or type(d).get is not dict.get:
+        if not isinstance(d, dict) or not 1 <= len(rest) <= 2 or _is_tensor(rest[0]) \
+                or not _is_dict_method(fn, d, "get") or not _reads_as_dict(type(d)):
             return _NOT_WRITTEN
         key, key_prov = rest[0], rest_provs[0]
         if d_prov is UNKNOWN:
@@ -190,6 +207,9 @@ class Calls:
                              f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING:
             return None
+        prov = self.context_var_call(fn, args, arg_provs, kwargs, result)
+        if prov is not _NOT_WRITTEN:
+            return prov
         if type(fn) is functools.partial and _is_torch_callable(fn.func):
             # a partial of a torch function (``partial(F.conv2d, stride=2)``): the function, all arguments
             stored = self._element_provs(fn.args, None)

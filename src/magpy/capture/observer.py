@@ -39,11 +39,12 @@ from .reads import Reads
 from .writes import Writes
 from .exceptions import Raising
 from .calls import Calls
+from .context_vars import ContextVars
 from .conditions import Conditions
 from .templates import Templates
 
 
-class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, Conditions, Templates,
+class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, ContextVars, Conditions, Templates,
                       Observer):
     """The observer of one capture: the event methods of its rooms, and what they share (failure, guards)."""
 
@@ -269,6 +270,8 @@ def capture(fn, args, kwargs, make_observer=None):
     obs.conditions = []
     obs.made_classes = {}
     obs.grad_mode = _NOT_WRITTEN  # the provenance of the grad mode the program set, once it does
+    obs.context_values = {}   # id(ContextVar) -> (var, provenance of the value the call set)
+    obs.context_tokens = {}   # id(Token) -> (token, var, what the var held for the call before that set)
     obs.set_changes = {}
     obs.scalar_inputs = {}
     obs.snapshot = False
@@ -289,7 +292,7 @@ def capture(fn, args, kwargs, make_observer=None):
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
-    for step in (obs.finish_objects, obs.guard_conditions, obs.guard_aliasing):
+    for step in (obs.finish_objects, obs.finish_context_vars, obs.guard_conditions, obs.guard_aliasing):
         try:
             step()
         except _Abandon:

@@ -1,0 +1,111 @@
+"""Patterns real libraries (transformers' plumbing) use around a model's forward, each reduced to what the
+call is: a dict subclass reached through ``super()``, ``ModelOutput``-like dicts, ``getattr`` with a default,
+ABC checks, signatures, functools and contextlib helpers, dataclasses, enums, context variables, one-time
+warnings. Every test runs the program eagerly and compiled and compares."""
+import contextvars
+
+import torch
+import torch.nn as nn
+
+try:
+    from .twin import fresh, differential, expect_one_graph, twins
+except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
+    from twin import fresh, differential, expect_one_graph, twins
+
+
+def t(*shape):
+    return torch.randn(*(shape or (2, 3)))
+
+
+class _Registry(dict):
+    """Keyed by the string of a class; ``get`` goes to dict's own through ``super()``."""
+
+    def __setitem__(self, owner, value):
+        super().__setitem__(str(owner.__class__), value)
+
+    def get(self, owner):
+        return super().get(str(owner.__class__)) or {}
+
+
+_REGISTRY = _Registry()
+
+
+class _Registered(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        _REGISTRY[self] = {"scale": 2.0}
+
+    def forward(self, x):
+        found = _REGISTRY.get(self)
+        if found:
+            return self.linear(x) * found["scale"]
+        return self.linear(x)
+
+
+def test_super_get_of_a_dict_subclass_is_a_read_of_the_item():
+    stats = differential(twins(_Registered()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class _Shadowing(dict):
+    """``__getitem__`` of its own: ``d[k]`` and dict's ``get`` may disagree, so a guard cannot read one for
+    the other."""
+
+    def __getitem__(self, key):
+        return 0
+
+
+_SHADOWING = _Shadowing(scale=3)
+
+
+def test_dict_get_on_a_subclass_with_its_own_getitem_stays_correct():
+    def fn(x):
+        return x * dict.get(_SHADOWING, "scale")
+
+    differential(lambda: (fn, None), fresh(lambda: (t(),)))
+
+
+_COLLECTOR = contextvars.ContextVar("collector", default=None)
+
+
+class _Collecting(nn.Module):
+    """An output collector activated for the call with a context variable that a forward hook reads."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(3, 3)
+        self.inner.register_forward_hook(self._hook)
+
+    @staticmethod
+    def _hook(module, args, output):
+        collected = _COLLECTOR.get()
+        if collected is not None:
+            collected.append(output)
+
+    def forward(self, x):
+        collected = []
+        token = _COLLECTOR.set(collected)
+        try:
+            out = self.inner(x).relu()
+        finally:
+            _COLLECTOR.reset(token)
+        return out, tuple(collected), _COLLECTOR.get()
+
+
+def test_context_var_set_read_by_a_hook_and_reset():
+    stats = differential(twins(_Collecting()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_context_var_left_set_falls_back():
+    def make():
+        var = contextvars.ContextVar("left", default=0)
+
+        def fn(x):
+            var.set(var.get() + 1)
+            return x * var.get()
+        return fn, None
+
+    stats = differential(make, fresh(lambda: (t(),)))
+    assert stats.fallbacks and not stats.graphs
