@@ -2,6 +2,7 @@
 call is: a dict subclass reached through ``super()``, ``ModelOutput``-like dicts, ``getattr`` with a default,
 ABC checks, signatures, functools and contextlib helpers, dataclasses, enums, context variables, one-time
 warnings. Every test runs the program eagerly and compiled and compares."""
+import collections.abc
 import contextvars
 
 import torch
@@ -109,3 +110,49 @@ def test_context_var_left_set_falls_back():
 
     stats = differential(make, fresh(lambda: (t(),)))
     assert stats.fallbacks and not stats.graphs
+
+
+class _Interface(collections.abc.MutableMapping):
+    """A mapping of functions, local overrides over a class-wide dict; ``get`` is Mapping's (a KeyError from
+    the class-wide dict caught)."""
+
+    _global = {"relu": torch.relu}
+
+    def __init__(self):
+        self._local = {}
+
+    def __getitem__(self, key):
+        if key in self._local:
+            return self._local[key]
+        return self._global[key]
+
+    def __setitem__(self, key, value):
+        self._local[key] = value
+
+    def __delitem__(self, key):
+        del self._local[key]
+
+    def __iter__(self):
+        return iter({**self._global, **self._local})
+
+    def __len__(self):
+        return len(self._global) + len(self._local)
+
+
+_FUNCTIONS = _Interface()
+
+
+class _Dispatching(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x):
+        return _FUNCTIONS.get(self.kind, torch.tanh)(x)
+
+
+def test_mapping_get_catching_a_missing_key_of_a_python_getitem():
+    stats = differential(twins(_Dispatching("eager")), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+    stats = differential(twins(_Dispatching("relu")), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
