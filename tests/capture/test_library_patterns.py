@@ -4,6 +4,7 @@ ABC checks, signatures, functools and contextlib helpers, dataclasses, enums, co
 warnings. Every test runs the program eagerly and compiled and compares."""
 import collections.abc
 import contextvars
+import dataclasses
 
 import torch
 import torch.nn as nn
@@ -155,4 +156,72 @@ def test_mapping_get_catching_a_missing_key_of_a_python_getitem():
     stats = differential(twins(_Dispatching("eager")), fresh(lambda: (t(),)))
     expect_one_graph(stats)
     stats = differential(twins(_Dispatching("relu")), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class _Output(collections.OrderedDict):
+    """A ModelOutput: an OrderedDict subclass made as a dataclass, whose ``__post_init__``, ``__setitem__`` and
+    ``__setattr__`` keep items and attributes in step (set fields only become items)."""
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is not None:
+                self[field.name] = value
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def __setattr__(self, name, value):
+        if name in {field.name for field in dataclasses.fields(self)} and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return dict(self.items())[key]
+        return self.to_tuple()[key]
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+@dataclasses.dataclass
+class _EncoderOutput(_Output):
+    last_hidden_state: torch.Tensor = None
+    pooled: torch.Tensor = None
+    hidden_states: tuple = None
+
+
+class _Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+
+    def forward(self, x, keep_hidden=False):
+        hidden = self.linear(x)
+        out = _EncoderOutput(last_hidden_state=hidden, pooled=hidden.mean(0))
+        if keep_hidden:
+            out["hidden_states"] = (x, hidden)
+        return out
+
+
+class _Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = _Encoder()
+
+    def forward(self, x):
+        out = self.encoder(x, keep_hidden=True)
+        return out.last_hidden_state + out["pooled"] + out[0], out
+
+
+def test_a_model_output_dict_made_by_the_call_is_rebuilt_each_call():
+    stats = differential(twins(_Encoder()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+def test_a_model_output_read_by_attribute_key_and_index_and_returned():
+    stats = differential(twins(_Head()), fresh(lambda: (t(),)))
     expect_one_graph(stats)
