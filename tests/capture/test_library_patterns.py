@@ -10,9 +10,9 @@ import torch
 import torch.nn as nn
 
 try:
-    from .twin import fresh, differential, expect_one_graph, twins
+    from .twin import Call, fresh, differential, expect_one_graph, twins
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
-    from twin import fresh, differential, expect_one_graph, twins
+    from twin import Call, fresh, differential, expect_one_graph, twins
 
 
 def t(*shape):
@@ -225,3 +225,44 @@ def test_a_model_output_dict_made_by_the_call_is_rebuilt_each_call():
 def test_a_model_output_read_by_attribute_key_and_index_and_returned():
     stats = differential(twins(_Head()), fresh(lambda: (t(),)))
     expect_one_graph(stats)
+
+
+class _LayerConfigs(collections.abc.Sequence):
+    """A per-layer view of a config: ``Sequence.__iter__`` (a generator) reads ``self[i]`` until IndexError."""
+
+    def __init__(self, config):
+        self._config = config
+
+    def __len__(self):
+        return self._config.layers
+
+    def __getitem__(self, index):
+        if not 0 <= index < len(self):
+            raise IndexError("layer index out of range")
+        return self._config
+
+
+class _Config:
+    def __init__(self, window):
+        self.layers = 2
+        self.window = window
+
+
+class _PerLayer(nn.Module):
+    def __init__(self, window):
+        super().__init__()
+        self.config = _Config(window)
+
+    def forward(self, x):
+        kinds = [getattr(layer, "window", None) for layer in _LayerConfigs(self.config)]
+        return x * len(kinds) + kinds[0]
+
+
+def test_items_of_a_python_iter_generator_keep_their_provenance():
+    stats = differential(twins(_PerLayer(2)), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+    def change(env):
+        env.config.window = 5
+    calls = [Call((t(),)), Call((t(),), before=change), Call((t(),))]
+    differential(twins(_PerLayer(2)), calls)

@@ -66,14 +66,8 @@ class Calls:
             self.contents[id(result)] = (result, made.provs)
             self.yielded_values[id(result)] = made.values
             return None
-        if type(result) is types.GeneratorType and returned is NOT_RETURNED:
-            driver = result.gi_frame.f_locals.get("frame") if result.gi_frame is not None else None
-            if driver is not None and getattr(driver, "vm", None) is self.vm:
-                yielded, values = [], []
-                self.generator_yields[id(driver)] = (yielded, values)
-                self.contents[id(result)] = (result, yielded)
-                self.yielded_values[id(result)] = values
-                return None
+        if type(result) is types.GeneratorType and returned is NOT_RETURNED and self.follow_generator(result):
+            return None
         if fn_prov is not None:
             key = ("call", id(fn))
             seen = self.reads.get(key)

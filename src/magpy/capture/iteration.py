@@ -2,6 +2,7 @@
 """
 import functools
 import operator
+import types
 
 import torch
 import numpy as np
@@ -115,10 +116,14 @@ def start_iteration(obs, obj, prov, it):
         return None
     if _is_tensor(obj):
         obs.unsupported("iterating over a tensor")
-    if type(obj) in _RUN_ITERATORS and it is obj:
-        made = obs.contents.get(id(obj))
-        if made is not None and made[0] is obj:
-            return None  # a generator the VM runs: each step's value comes from its yield
+    if type(it) is types.GeneratorType and it is not obj and obs.contents.get(id(it)) is None:
+        obs.follow_generator(it)  # (made by a Python ``__iter__``, which the VM called itself)
+    if type(it) in _RUN_ITERATORS:
+        made = obs.contents.get(id(it))
+        if made is not None and made[0] is it:
+            # a generator the VM runs (iterated itself, or made by a Python ``__iter__``: a Sequence's
+            # ``self[i]`` loop): each step's value comes from its yield
+            return None
     elements = _elements(obs, obj, prov)
     if elements is None and prov is None and not _user_made(obj):
         return None  # an iterator over constants

@@ -236,6 +236,18 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         self.on_read(value, prov)
         return prov
 
+    def follow_generator(self, generator):
+        """Start following what a generator the VM runs yields (its steps' values, with provenance);
+        False for a generator of native code."""
+        driver = generator.gi_frame.f_locals.get("frame") if generator.gi_frame is not None else None
+        if driver is None or getattr(driver, "vm", None) is not self.vm:
+            return False
+        yielded, values = [], []
+        self.generator_yields[id(driver)] = (yielded, values)
+        self.contents[id(generator)] = (generator, yielded)
+        self.yielded_values[id(generator)] = values
+        return True
+
     @_event(None)
     def yielded(self, frame, value, prov):
         out = self.generator_yields.get(id(frame))
