@@ -266,3 +266,27 @@ def test_items_of_a_python_iter_generator_keep_their_provenance():
         env.config.window = 5
     calls = [Call((t(),)), Call((t(),), before=change), Call((t(),))]
     differential(twins(_PerLayer(2)), calls)
+
+
+class _PerLayerKinds(nn.Module):
+    """``zip`` of a list made here with a per-layer view (its Python ``__iter__`` a generator)."""
+
+    def __init__(self, window):
+        super().__init__()
+        self.config = _Config(window)
+
+    def forward(self, x):
+        kinds = ["local" if k else "global" for k in range(self.config.layers)]
+        windows = {}
+        for kind, layer in zip(kinds, _LayerConfigs(self.config)):
+            windows[kind] = getattr(layer, "window", None)
+        return x * windows["local"] + len(windows)
+
+
+def test_zip_with_a_python_iter_follows_the_generator():
+    stats = differential(twins(_PerLayerKinds(2)), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+    def change(env):
+        env.config.window = 7
+    differential(twins(_PerLayerKinds(2)), [Call((t(),)), Call((t(),), before=change), Call((t(),))])

@@ -25,7 +25,7 @@ from .values import (_has_user_protocols, Traced, UNKNOWN, _COMBINATORICS, _DICT
     _dereference, _event, _fixed_keyword, _holds_tensor, _is_python_code, _is_tensor,
     _is_torch_callable, _layout, _library_constant, _on_grad_fn, _pinned, _python_constructed,
     _replayable_path, _with_fixed, _with_keywords)
-from .iteration import _elements, _module_sequence, next_element, start_iteration
+from .iteration import _elements, _module_sequence, next_element, start_iteration, zip_steps
 from .lookasides import _BOOKKEEPING
 
 
@@ -282,6 +282,11 @@ class Calls:
                     if _replayable_path(vp) and not isinstance(v, _SCALARS):
                         self.sources_of.setdefault(id(v), (v, vp))
             return UNKNOWN  # what it yields comes from interpreted code: tensors known by identity only
+        if fn is zip and args and not set(kwargs) - {"strict"}:
+            steps = zip_steps(self, args, arg_provs)
+            if steps is not None:
+                self.zips[id(result)] = (result, steps, 0)  # (items of a generator the VM runs: step by step)
+                return None
         if fn in (enumerate, zip) and not kwargs and (fn is zip or len(args) == 1) and \
                 any(_is_tensor(a) or self._known_contents(a) or (p is None and _module_sequence(a))
                     for a, p in zip(args, arg_provs)):

@@ -270,6 +270,7 @@ def capture(fn, args, kwargs, make_observer=None):
     _register_bookkeeping()
     obs = (make_observer or CaptureObserver)(getattr(fn, "__globals__", {}))
     obs.iterators = {}
+    obs.zips = {}             # id(zip over a generator the VM runs) -> (zip, its steps: see ``zip_steps``)
     obs.iterables = {}
     obs.cells = {}
     obs.templates = {}
