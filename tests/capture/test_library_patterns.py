@@ -4,6 +4,7 @@ ABC checks, signatures, functools and contextlib helpers, dataclasses, enums, co
 warnings. Every test runs the program eagerly and compiled and compares."""
 import collections.abc
 import contextvars
+import copy
 import dataclasses
 
 import torch
@@ -290,3 +291,99 @@ def test_zip_with_a_python_iter_follows_the_generator():
     def change(env):
         env.config.window = 7
     differential(twins(_PerLayerKinds(2)), [Call((t(),)), Call((t(),), before=change), Call((t(),))])
+
+
+class _Settings:
+    def __init__(self):
+        self.layers = 2
+        self.scale = 1.5
+        self.names = ["a", "b"]
+
+
+class _CopiesItsSettings(nn.Module):
+    """``copy.deepcopy`` of a plain config object (``object.__reduce_ex__``), changed, then read."""
+
+    def __init__(self):
+        super().__init__()
+        self.settings = _Settings()
+
+    def forward(self, x):
+        settings = copy.deepcopy(self.settings)
+        settings.scale = settings.scale * 2
+        settings.names.append("c")
+        return x * settings.scale + len(settings.names), self.settings.names
+
+
+def test_deepcopy_of_a_plain_object_reads_its_state():
+    stats = differential(twins(_CopiesItsSettings()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+    def change(env):
+        env.settings.scale = 4.0
+    differential(twins(_CopiesItsSettings()), [Call((t(),)), Call((t(),), before=change), Call((t(),))])
+
+
+class _GuardedSettings(_Settings):
+    """A config whose attribute reads go through a Python ``__getattribute__`` (an alias table)."""
+
+    aliases = {"depth": "layers"}
+
+    def __getattribute__(self, name):
+        if name != "aliases" and name in super().__getattribute__("aliases"):
+            name = super().__getattribute__("aliases")[name]
+        return super().__getattribute__(name)
+
+
+class _CopiesAndAsks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.settings = _GuardedSettings()
+
+    def forward(self, x):
+        settings = copy.deepcopy(self.settings)
+        if hasattr(settings, "quantization"):
+            return x
+        return x * settings.depth
+
+
+def test_hasattr_on_a_deep_copy_made_by_object_new():
+    stats = differential(twins(_CopiesAndAsks()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class _RenamesInACopy(nn.Module):
+    """A copied config whose prefixed keys are renamed with getattr/delattr/setattr."""
+
+    def __init__(self):
+        super().__init__()
+        self.settings = _Settings()
+        self.settings.decoder_scale = 3.0
+
+    def forward(self, x):
+        settings = copy.deepcopy(self.settings)
+        for key in list(vars(settings)):
+            if key.startswith("decoder_"):
+                value = getattr(settings, key)
+                delattr(settings, key)
+                setattr(settings, key[len("decoder_"):], value)
+        return x * settings.scale + hasattr(settings, "decoder_scale")
+
+
+def test_delattr_on_an_object_made_by_the_call():
+    stats = differential(twins(_RenamesInACopy()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class _ForgetsAnAttribute(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = torch.ones(3)
+
+    def forward(self, x):
+        if hasattr(self, "cache"):
+            delattr(self, "cache")
+        return x * 2
+
+
+def test_delattr_on_a_module_attribute_is_replayed():
+    differential(twins(_ForgetsAnAttribute()), fresh(lambda: (t(),)))

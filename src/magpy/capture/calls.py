@@ -45,6 +45,17 @@ def _reads_as_dict(cls):
     return cls.__getitem__ is dict.__getitem__ and cls.__contains__ is dict.__contains__
 
 
+_REDUCTION_HOOKS = ("__reduce_ex__", "__reduce__", "__getstate__", "__getnewargs__", "__getnewargs_ex__")
+
+
+def _reduces_as_object(cls):
+    """Does ``object.__reduce_ex__`` reduce instances of ``cls`` with no code of the class's own running?"""
+    if not cls.__flags__ & (1 << 9) or issubclass(cls, (list, dict, tuple)) or any(
+            set(c.__dict__.get("__slots__", ())) - {"__dict__", "__weakref__"} for c in cls.__mro__):
+        return False
+    return all(getattr(cls, name, None) is getattr(object, name, None) for name in _REDUCTION_HOOKS)
+
+
 class Calls:
 
     """Calls: interpreted ones return their provenance; native ones go through the rules."""
@@ -59,6 +70,8 @@ class Calls:
         if isinstance(fn, type) and not isinstance(result, _SCALARS) and fn is not type and \
                 not any(result is a for a in args):
             self.made[id(result)] = result  # a new object of this call (``tuple(t)`` may hand back t)
+        elif fn is object.__new__ and args and type(result) is args[0]:
+            self.made[id(result)] = result  # ``cls.__new__(cls)`` (copyreg's ``__newobj__``): a new object too
         made = self.vm.made_iterator
         if made is not None and made.iterator is result:
             # a map/filter object whose steps the VM runs: its items are what the steps returned
@@ -114,6 +127,28 @@ class Calls:
         elif d_prov is not None and not isinstance(d_prov, Source):
             return _NOT_WRITTEN
         return rest_provs[1] if len(rest) == 2 else None
+
+    def _object_reduction(self, fn, args, kwargs, result):
+        """``x.__reduce_ex__(protocol)`` as ``copy``/``pickle`` call it, where ``x``'s class keeps object's own
+        reduction (no Python ``__reduce*__``/``__getstate__``/``__getnewargs*__``, no slots): a tuple made
+        here of ``copyreg.__newobj__``, ``(type(x),)`` and ``x.__dict__`` itself. ``_NOT_WRITTEN`` when the
+        call is not that, or when ``x`` is not an outside object read by a path."""
+        if getattr(fn, "__name__", None) != "__reduce_ex__" or kwargs:
+            return _NOT_WRITTEN
+        obj = _bound_self(fn)
+        if obj is None and getattr(fn, "__objclass__", None) is object and args:
+            obj, args = args[0], args[1:]
+        if obj is None or len(args) != 1 or not isinstance(args[0], int) or args[0] < 2 or \
+                not _reduces_as_object(type(obj)) or type(result) is not tuple or len(result) != 5 or \
+                result[1] != (type(obj),) or result[2] is not getattr(obj, "__dict__", None) or \
+                result[3:] != (None, None):
+            return _NOT_WRITTEN
+        prov = self.provenance_of(obj)
+        if not isinstance(prov, Source):
+            return _NOT_WRITTEN
+        self.guard(TypeGuard(prov, type(obj)))  # (the class in the tuple)
+        self.contents[id(result)] = (result, [None, None, AttrSource(prov, "__dict__"), None, None])
+        return None
 
     def _dict_of_pairs(self, result, pairs, prov):
         """``OrderedDict(list(modules.items())[k:])``: a dict made from (key, value) pairs keeps the
@@ -275,6 +310,9 @@ class Calls:
         lookup = self._mapping_get(fn, args, arg_provs, kwargs, result)
         if lookup is not _NOT_WRITTEN:
             return lookup
+        reduced = self._object_reduction(fn, args, kwargs, result)
+        if reduced is not _NOT_WRITTEN:
+            return reduced
         if fn in (map, filter) and len(args) >= 2 and not kwargs and _is_python_code(args[0]):
             # the callback runs later, natively driven: let it find the elements' paths by identity
             for a, p in zip(args[1:], arg_provs[1:]):
@@ -377,6 +415,12 @@ class Calls:
         if fn in (object.__setattr__, setattr) and len(args) == 3 and not kwargs:
             self.need(args[1], arg_provs[1])
             self.write_attr(args[0], arg_provs[0], args[1], args[2], arg_provs[2])
+            return None
+        if fn in (object.__delattr__, delattr) and len(args) == 2 and not kwargs and type(args[1]) is str \
+                and type(args[0]).__delattr__ is object.__delattr__:
+            # ``delattr(obj, name)`` with no Python ``__delattr__`` on the way: ``del obj.name``
+            self.need(args[1], arg_provs[1])
+            self.delete_attr(args[0], arg_provs[0], args[1])
             return None
         if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__setattr__" and len(args) == 2:
             # ``super().__setattr__(name, value)``: the object is found by identity
