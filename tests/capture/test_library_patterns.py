@@ -387,3 +387,29 @@ class _ForgetsAnAttribute(nn.Module):
 
 def test_delattr_on_a_module_attribute_is_replayed():
     differential(twins(_ForgetsAnAttribute()), fresh(lambda: (t(),)))
+
+
+def _mask_for(config, x, mask):
+    if not getattr(config, "is_causal", True):
+        return x
+    return x + mask
+
+
+class _CopiedKeywords(nn.Module):
+    """Keyword arguments gathered in a dict, copied, and passed on with ``**``."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = _Settings()
+
+    def forward(self, x, extra):
+        kwargs = {"config": self.config, "x": x, "mask": x * 2}
+        copied = kwargs.copy()
+        copied["mask"] = extra
+        listed = [x, extra].copy()
+        return {"full": _mask_for(**kwargs), "other": _mask_for(**copied), "listed": listed[1] * 3}
+
+
+def test_copies_of_dicts_and_lists_keep_their_values_provenance():
+    stats = differential(twins(_CopiedKeywords()), fresh(lambda: (t(), t())))
+    expect_one_graph(stats)

@@ -45,6 +45,8 @@ def _reads_as_dict(cls):
     return cls.__getitem__ is dict.__getitem__ and cls.__contains__ is dict.__contains__
 
 
+#: containers whose ``copy()`` holds the same values
+_COPIED = (dict, collections.OrderedDict, list)
 _REDUCTION_HOOKS = ("__reduce_ex__", "__reduce__", "__getstate__", "__getnewargs__", "__getnewargs_ex__")
 
 
@@ -127,6 +129,28 @@ class Calls:
         elif d_prov is not None and not isinstance(d_prov, Source):
             return _NOT_WRITTEN
         return rest_provs[1] if len(rest) == 2 else None
+
+    def _container_copy(self, fn, args, arg_provs, kwargs, result):
+        """``d.copy()`` / ``xs.copy()`` (bound or unbound) of a dict, OrderedDict or list whose contents capture
+        knows: a new container holding the same values, with their provenance. False when the call is not
+        that (or the container is an outside one the call changed: its shadow, not its path, says what it
+        holds)."""
+        if getattr(fn, "__name__", None) != "copy" or kwargs:
+            return False
+        obj = _bound_self(fn)
+        if obj is None and getattr(fn, "__objclass__", None) in _COPIED and len(args) == 1:
+            obj, prov = args[0], arg_provs[0]
+        elif obj is not None and not args:
+            prov = self.provenance_of(obj)
+        else:
+            return False
+        if type(obj) not in _COPIED or type(result) is not type(obj) or result is obj or prov is UNKNOWN or \
+                (prov is not None and not isinstance(prov, Source)) or \
+                (isinstance(prov, Source) and self.contents.changed_outside(obj)):
+            return False
+        provs = self._element_provs(obj, prov) if type(obj) is list else self._dict_provs(obj, prov)
+        self.contents[id(result)] = (result, list(provs) if type(obj) is list else dict(provs))
+        return True
 
     def _object_reduction(self, fn, args, kwargs, result):
         """``x.__reduce_ex__(protocol)`` as ``copy``/``pickle`` call it, where ``x``'s class keeps object's own
@@ -310,6 +334,8 @@ class Calls:
         lookup = self._mapping_get(fn, args, arg_provs, kwargs, result)
         if lookup is not _NOT_WRITTEN:
             return lookup
+        if self._container_copy(fn, args, arg_provs, kwargs, result):
+            return None
         reduced = self._object_reduction(fn, args, kwargs, result)
         if reduced is not _NOT_WRITTEN:
             return reduced
