@@ -6,6 +6,7 @@ import collections.abc
 import contextvars
 import copy
 import dataclasses
+import functools
 
 import torch
 import torch.nn as nn
@@ -412,4 +413,72 @@ class _CopiedKeywords(nn.Module):
 
 def test_copies_of_dicts_and_lists_keep_their_values_provenance():
     stats = differential(twins(_CopiedKeywords()), fresh(lambda: (t(), t())))
+    expect_one_graph(stats)
+
+
+@functools.lru_cache(None)
+def _backend_available():
+    return True
+
+
+_WARNED = []
+
+
+@functools.lru_cache(None)
+def _warn_once(message):
+    _WARNED.append(message)
+
+
+class _Memoized(nn.Module):
+    """A memoized availability check and a memoized one-time warning inside forward."""
+
+    def forward(self, x):
+        if not _backend_available():
+            return x
+        _warn_once("falling back to the reference implementation")
+        return x * 2
+
+
+def test_memoized_calls_are_pure_by_their_contract():
+    _warn_once.cache_clear()
+    _WARNED.clear()
+    stats = differential(twins(_Memoized()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+    assert _WARNED == ["falling back to the reference implementation"]
+
+
+class _States(nn.Module):
+    def __init__(self, count):
+        super().__init__()
+        self.count = count
+
+    def forward(self, x):
+        states = dict.fromkeys(range(self.count))
+        ready = collections.OrderedDict.fromkeys(["conv", "recurrent"], False)
+        states[0] = x * 2
+        if not ready["conv"]:
+            states[1] = x + 1
+        return states, ready
+
+
+def test_dict_fromkeys_holds_its_value_under_each_key():
+    stats = differential(twins(_States(3)), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class _Made:
+    pass
+
+
+class _NewObject(nn.Module):
+    def forward(self, x):
+        made = _Made.__new__(_Made)
+        made.scale = 3
+        if made.scale is None:
+            return x
+        return x * made.scale
+
+
+def test_object_new_makes_a_new_object_of_the_call():
+    stats = differential(twins(_NewObject()), fresh(lambda: (t(),)))
     expect_one_graph(stats)

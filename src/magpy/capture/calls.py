@@ -130,6 +130,18 @@ class Calls:
             return _NOT_WRITTEN
         return rest_provs[1] if len(rest) == 2 else None
 
+    def _dict_fromkeys(self, args, arg_provs, result):
+        """``dict.fromkeys(keys, value)``: a new dict whose keys are the iterable's (fixed by the guards of
+        where they came from) and whose every value is ``value`` itself."""
+        keys = _elements(self, args[0], arg_provs[0])
+        if keys is None or len(keys) != len(result) or any(type(k) is tuple for k in keys):
+            return UNKNOWN
+        for key, prov in zip(result, keys):
+            self.need(key, prov)
+        value_prov = arg_provs[1] if len(args) == 2 else None
+        self.contents[id(result)] = (result, dict.fromkeys(result, value_prov))
+        return None
+
     def _container_copy(self, fn, args, arg_provs, kwargs, result):
         """``d.copy()`` / ``xs.copy()`` (bound or unbound) of a dict, OrderedDict or list whose contents capture
         knows: a new container holding the same values, with their provenance. False when the call is not
@@ -271,6 +283,12 @@ class Calls:
                                       {**fn.keywords, **kwargs}, {**stored_kw, **kw_provs}, result)
         if isinstance(fn, type) and _python_constructed(fn):
             return None  # a new object whose __new__/__init__ ran interpreted (their effects were seen)
+        if fn is object.__new__ and len(args) == 1 and not kwargs and type(result) is args[0]:
+            self.need(args[0], arg_provs[0])  # (which class)
+            return None  # ``cls.__new__(cls)``: a new, empty object of the call
+        if _bound_self(fn) in (dict, collections.OrderedDict) and getattr(fn, "__name__", None) == "fromkeys" \
+                and 1 <= len(args) <= 2 and not kwargs:
+            return self._dict_fromkeys(args, arg_provs, result)
         if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__init__" and not args and not kwargs \
                 and type(fn.__self__).__init__ is not None:
             return None  # ``super().__init__()`` reaching object.__init__: nothing happens
