@@ -439,6 +439,35 @@ class _Memoized(nn.Module):
         return x * 2
 
 
+class _Log:
+    """A logger whose ``warning_once`` is a memoized function set on the class (bound as a method)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def warning(self, message):
+        self.seen.append(message)
+
+    warning_once = functools.lru_cache(None)(lambda self, message: self.warning(message))
+
+
+_LOG = _Log()
+
+
+class _WarnsThroughAMethod(nn.Module):
+    def forward(self, x):
+        _LOG.warning_once("slow path")
+        return x - 1
+
+
+def test_a_memoized_method_is_pure_by_its_contract():
+    _Log.warning_once.cache_clear()
+    _LOG.seen.clear()
+    stats = differential(twins(_WarnsThroughAMethod()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+    assert _LOG.seen == ["slow path"]
+
+
 def test_memoized_calls_are_pure_by_their_contract():
     _warn_once.cache_clear()
     _WARNED.clear()

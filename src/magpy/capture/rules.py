@@ -131,7 +131,7 @@ def is_pure(fn):
     """May a native call of ``fn`` be re-run (or skipped) freely: no effect beyond its result?"""
     if fn in PURE:
         return True
-    if type(fn) in MEMOIZED:
+    if type(getattr(fn, "__func__", fn)) in MEMOIZED:
         return True  # (by its contract a memoized call depends only on its arguments; repeating it is a hit)
     self_obj = getattr(fn, "__self__", None)
     if self_obj is not None and isinstance(self_obj, PURE_METHOD_TYPES):
