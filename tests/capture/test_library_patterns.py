@@ -511,3 +511,24 @@ class _NewObject(nn.Module):
 def test_object_new_makes_a_new_object_of_the_call():
     stats = differential(twins(_NewObject()), fresh(lambda: (t(),)))
     expect_one_graph(stats)
+
+
+class _Experts(nn.Module):
+    """``name not in interface`` on a Mapping whose ``__contains__`` (Mapping's) runs its Python
+    ``__getitem__``: the name keeps its provenance inside both."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x):
+        if self.kind != "eager" and self.kind not in _FUNCTIONS:
+            raise KeyError(self.kind)
+        return _FUNCTIONS.get(self.kind, torch.tanh)(x)
+
+
+def test_in_on_a_mapping_with_a_python_contains_keeps_the_item_provenance():
+    stats = differential(twins(_Experts("relu")), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+    stats = differential(twins(_Experts("eager")), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
