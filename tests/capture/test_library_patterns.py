@@ -532,3 +532,21 @@ def test_in_on_a_mapping_with_a_python_contains_keeps_the_item_provenance():
     expect_one_graph(stats)
     stats = differential(twins(_Experts("eager")), fresh(lambda: (t(),)))
     expect_one_graph(stats)
+
+
+class _SlicesWithAnEllipsis(nn.Module):
+    """A module attribute holding ``...`` (an index that keeps leading dims), read by the guards."""
+
+    def __init__(self):
+        super().__init__()
+        self.index = (Ellipsis, slice(0, 2))
+
+    def forward(self, x):
+        if self.index[0] is Ellipsis:
+            return x[self.index] * 2
+        return x
+
+
+def test_ellipsis_as_a_guarded_constant():
+    stats = differential(twins(_SlicesWithAnEllipsis()), fresh(lambda: (t(2, 3),)))
+    expect_one_graph(stats)

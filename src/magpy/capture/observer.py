@@ -122,6 +122,8 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
             return
         if value is None:
             self.guard(NoneGuard(prov, True))
+        elif value is Ellipsis or value is NotImplemented:
+            self.guard(IdGuard(prov, value))  # (singletons: ``...`` in an index)
         elif isinstance(value, _SCALARS) or type(value) in (range, slice) or _plain_data(value):
             self.guard(ValueGuard(prov, value))
         elif isinstance(value, _IDENTITY_TYPES) or isinstance(value, torch.nn.Module):
