@@ -550,3 +550,54 @@ class _SlicesWithAnEllipsis(nn.Module):
 def test_ellipsis_as_a_guarded_constant():
     stats = differential(twins(_SlicesWithAnEllipsis()), fresh(lambda: (t(2, 3),)))
     expect_one_graph(stats)
+
+
+class _FieldsAfterInit(nn.Module):
+    """A ModelOutput whose ``__setattr__`` asks ``dataclasses.fields(self)`` (a class attribute of an object
+    made by the call, which also holds values from outside)."""
+
+    def forward(self, x, mask):
+        out = _EncoderOutput(last_hidden_state=x * 2)
+        out.pooled = mask
+        names = [field.name for field in dataclasses.fields(out)]
+        return out, len(names)
+
+
+def test_a_class_attribute_of_a_dict_made_by_the_call():
+    stats = differential(twins(_FieldsAfterInit()), fresh(lambda: (t(), t())))
+    expect_one_graph(stats)
+
+
+class _OutputWithCount(nn.Module):
+    """A number from the arguments stored in a ModelOutput made by the call (through its Python
+    ``__setitem__``): the rebuilt output holds this call's number, never the first call's."""
+
+    def forward(self, x, count):
+        out = _EncoderOutput(last_hidden_state=x + 1, hidden_states=(count,))
+        out["pooled"] = x.sum()
+        return out
+
+
+def test_a_model_output_holds_this_calls_values():
+    calls = [Call((t(), 1)), Call((t(), 2)), Call((t(), 3))]
+    differential(twins(_OutputWithCount()), calls)
+
+
+class _ReadsTheCopy(nn.Module):
+    """Attributes of a deep copy come from the original (``__dict__.update`` in copy's ``_reconstruct``):
+    changing the original between calls must show."""
+
+    def __init__(self):
+        super().__init__()
+        self.settings = _Settings()
+
+    def forward(self, x):
+        settings = copy.deepcopy(self.settings)
+        return x * settings.__dict__.get("scale") + settings.layers
+
+
+def test_attributes_of_a_deep_copy_follow_the_original():
+    def change(env):
+        env.settings.scale = 7.0
+        env.settings.layers = 5
+    differential(twins(_ReadsTheCopy()), [Call((t(),)), Call((t(),), before=change), Call((t(),))])

@@ -39,6 +39,34 @@ def _is_dict_method(fn, d, name):
     return type(fn) is types.BuiltinMethodType and _bound_self(fn) is d and fn == method.__get__(d)
 
 
+#: a built-in class's method taken from the class (``dict.get``, ``OrderedDict.__setitem__``)
+_UNBOUND_BUILTINS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def _builtin_owner(fn, args):
+    """The built-in class whose own method ``fn`` is: bound (``super().__setitem__`` in a dict subclass,
+    whatever the subclass overrides) or unbound (``OrderedDict.__setitem__(d, k, v)``); None otherwise."""
+    name = getattr(fn, "__name__", None)
+    if type(fn) in _UNBOUND_BUILTINS:
+        owner = fn.__objclass__
+        return owner if not owner.__flags__ & (1 << 9) and args and isinstance(args[0], owner) else None
+    obj = _bound_self(fn)
+    if obj is None or name is None or type(fn) not in (types.BuiltinMethodType, types.MethodWrapperType):
+        return None
+    for cls in type(obj).__mro__:
+        method = cls.__dict__.get(name)
+        if method is not None and not cls.__flags__ & (1 << 9) and hasattr(method, "__get__"):
+            return cls if method.__get__(obj, cls) == fn else None
+    return None
+
+
+def _bound_call(fn, args, arg_provs):
+    """``(target, *operands, operand provenance)`` of a method call, bound or unbound."""
+    if type(fn) in _UNBOUND_BUILTINS:
+        return (*args, arg_provs[1:])
+    return (_bound_self(fn), *args, arg_provs)
+
+
 def _reads_as_dict(cls):
     """A guard reads an item back as ``d[key]`` and tests a key as ``key in d``: only where the class keeps
     dict's own lookups do those see what dict's methods saw."""
@@ -119,6 +147,12 @@ class Calls:
                 or not _is_dict_method(fn, d, "get") or not _reads_as_dict(type(d)):
             return _NOT_WRITTEN
         key, key_prov = rest[0], rest_provs[0]
+        owner = self.table_owner(d)
+        if owner is not None:  # ``obj.__dict__.get(name)`` of an object the call made: its attribute
+            self.need(key, key_prov)
+            if dict.__contains__(d, key):
+                return self.read_attr(owner, None, key, result)
+            return rest_provs[1] if len(rest) == 2 else None
         if d_prov is UNKNOWN:
             self.unsupported("get() on a dict of unknown origin")
         self.need(key, key_prov)  # (which item)
@@ -286,7 +320,7 @@ class Calls:
         if fn is object.__new__ and len(args) == 1 and not kwargs and type(result) is args[0]:
             self.need(args[0], arg_provs[0])  # (which class)
             return None  # ``cls.__new__(cls)``: a new, empty object of the call
-        if _bound_self(fn) in (dict, collections.OrderedDict) and getattr(fn, "__name__", None) == "fromkeys" \
+        if getattr(fn, "__name__", None) == "fromkeys" and any(_bound_self(fn) is c for c in _COPIED[:2]) \
                 and 1 <= len(args) <= 2 and not kwargs:
             return self._dict_fromkeys(args, arg_provs, result)
         if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__init__" and not args and not kwargs \
@@ -460,6 +494,26 @@ class Calls:
             self.need(args[1], arg_provs[1])
             self.write_attr(args[0], arg_provs[0], args[1], args[2], arg_provs[2])
             return None
+        owner = _builtin_owner(fn, args)
+        if owner is dict and fn.__name__ == "update" and not kwargs and len(_bound_call(fn, args, arg_provs)) == 3:
+            table, mapping, provs = _bound_call(fn, args, arg_provs)
+            made = self.table_owner(table)
+            if made is not None:  # ``obj.__dict__.update(state)`` (copy's ``_reconstruct``): attributes set
+                if type(mapping) is not dict:
+                    self.unsupported("attributes of a new object set from a mapping MagPy cannot follow")
+                for name, prov in self._dict_provs(mapping, provs[0]).items():
+                    self.written[(id(made), name)] = prov
+                return None
+        if fn is vars and len(args) == 1 and not kwargs and self.made.get(id(args[0])) is args[0]:
+            return self.attribute_table(args[0], result)
+        call = _bound_call(fn, args, arg_provs) if owner in (dict, collections.OrderedDict) else ()
+        if fn.__name__ == "__setitem__" and len(call) == 4 and not kwargs:
+            target, key, value, provs = call
+            if self.provenance_of(target) is None:
+                # dict's own ``__setitem__`` on a dict the call made (``super().__setitem__(k, v)`` in a
+                # ModelOutput): as ``d[k] = v`` at the base class's level
+                self.write_item(target, None, key, provs[0], value, provs[1])
+                return None
         if fn in (object.__delattr__, delattr) and len(args) == 2 and not kwargs and type(args[1]) is str \
                 and type(args[0]).__delattr__ is object.__delattr__:
             # ``delattr(obj, name)`` with no Python ``__delattr__`` on the way: ``del obj.name``

@@ -278,6 +278,7 @@ def capture(fn, args, kwargs, make_observer=None):
     obs.templates = {}
     obs.sources_of = {}
     obs.made = {}
+    obs.attribute_tables = {}  # id(the __dict__ of an object the call made) -> (that dict, the object)
     obs.generator_yields = {}
     obs.yielded_values = {}
     obs.consumed = {}         # id(run iterator) -> (iterator, how many of its items were taken so far)

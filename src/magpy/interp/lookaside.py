@@ -217,7 +217,7 @@ for _fn in (sorted, min, max, list.sort):
     register_lookaside(_fn, _with_key(_fn))
 
 
-# ``zip`` over an iterable whose ``__iter__`` is Python code (a ``Sequence`` view): natively, zip would run
+# ``zip`` over an iterable whose ``__iter__`` is a Python generator (a ``Sequence`` view): natively, zip would run
 # that ``__iter__`` (and the generator it returns) unobserved. With an observer the iterators are taken in
 # interpreted code first, then the native zip is made over them: the same zip object, whose items come
 # from steps the VM runs.
@@ -230,7 +230,9 @@ HIDDEN_CODE.add(_zip_of.__code__)
 
 
 def _python_iter(value):
-    return isinstance(getattr(type(value), "__iter__", None), FunctionType)
+    """Is ``value``'s ``__iter__`` a generator function (its items come from yields the VM can report)?"""
+    f = getattr(type(value), "__iter__", None)
+    return isinstance(f, FunctionType) and bool(f.__code__.co_flags & inspect.CO_GENERATOR)
 
 
 @lookaside(zip)
