@@ -3,6 +3,7 @@
 Commands:
     bench    run the model zoo under eager, magpy and torch.compile and print a comparison table
     paritybench  run a ParityBench checkout through magpy and TorchDynamo (fullgraph=True) and score both
+    transformers  run every transformers base model (tiny configs) through magpy and TorchDynamo and score both
     explain  capture one call of FILE.py:FUNC and print its graphs, breaks and guards
     trace    run one call of FILE.py:FUNC in the VM and print what happened, event by event
 
@@ -136,6 +137,60 @@ def _paritybench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _transformers_parser(commands) -> None:
+    hf = commands.add_parser(
+        "transformers", help="score magpy and TorchDynamo full-graph capture on every transformers base model",
+        description="Build every base-model architecture of the installed transformers from its default config "
+                    "shrunk to tiny sizes (random weights, eval mode), run it in eager twice, then through "
+                    "magpy.compile and torch.compile (fullgraph=True), each in a fresh worker process, on the "
+                    "same inputs and on new ones of the same shapes; report the share of the architectures "
+                    "that run deterministically in eager that each keeps in one graph matching eager, median "
+                    "first-call times and the most common failure reasons. Results go to a JSONL state file, "
+                    "so a rerun resumes where the last one stopped.")
+    hf.add_argument("--split", choices=("public", "heldout"), default="public",
+                    help="the public development split (default) or the held-out one")
+    hf.add_argument("--limit", type=int, metavar="N", help="at most N architectures, in name order")
+    hf.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N selected architectures")
+    hf.add_argument("--only", nargs="+", metavar="TYPE", help="these model types (or globs), e.g. bert gpt2")
+    hf.add_argument("--compilers", nargs="+", metavar="NAME", help="subset of magpy,dynamo (default: both)")
+    hf.add_argument("--backend", default="eager", help="backend passed to both compilers (default: eager)")
+    hf.add_argument("--jobs", type=int, default=2, metavar="N", help="worker processes at once (default: 2)")
+    hf.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                    help="seconds for each stage: eager, each compiler (plus twice eager's time) (default: 60)")
+    hf.add_argument("--threads", type=int, default=1, metavar="N", help="torch threads per worker (default: 1)")
+    hf.add_argument("--memory", type=float, default=8.0, metavar="GB",
+                    help="address-space limit per worker, 0 for none (default: 8)")
+    hf.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance against eager (default: 1e-4)")
+    hf.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance against eager (default: 1e-4)")
+    hf.add_argument("--state", metavar="FILE", help="JSONL state file (default: one per settings under "
+                                                    "~/.cache/magpy/transformers)")
+    hf.add_argument("--fresh", action="store_true", help="discard earlier results in the state file")
+    hf.add_argument("--redo", nargs="+", metavar="NAME", default=[],
+                    help="run these compilers again on architectures already done (e.g. --redo magpy)")
+    hf.add_argument("--json", metavar="FILE", help="also write the score and every record as JSON")
+    hf.add_argument("--top", type=int, default=12, metavar="N", help="rows per failure-reason table")
+    hf.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    hf.add_argument("--verbose", action="store_true", help="let the models' own output through")
+    hf.set_defaults(handler=_transformers)
+
+
+def _transformers(args: argparse.Namespace) -> int:
+    from .transformers_runner import Options, RunError, run
+
+    options = Options(
+        split=args.split, limit=args.limit, offset=args.offset, only=_names(args.only) or [],
+        compilers=_names(args.compilers) or ["dynamo", "magpy"], backend=args.backend, jobs=args.jobs,
+        timeout=args.timeout, threads=args.threads, memory_gb=args.memory, rtol=args.rtol, atol=args.atol,
+        state=args.state, fresh=args.fresh, redo=_names(args.redo) or [], json_path=args.json, top=args.top,
+        progress=not args.quiet, verbose=args.verbose)
+    try:
+        run(options)
+    except RunError as error:
+        print(f"magpy transformers: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 _SCRIPT_HELP = ("FILE.py defines FUNC (a function, an nn.Module instance, or an nn.Module class taking no "
                 "arguments) and example_inputs(), which returns FUNC's arguments: a tuple, or a pair (args, "
                 "kwargs). The script is imported as a module: its __main__ block does not run.")
@@ -236,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _bench_parser(commands)
     _paritybench_parser(commands)
+    _transformers_parser(commands)
     _explain_parser(commands)
     _trace_parser(commands)
     return parser

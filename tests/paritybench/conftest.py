@@ -16,7 +16,7 @@ import torch
 import torch._dynamo  # noqa: F401
 
 from magpy.paritybench import Options, run
-from magpy.paritybench.compilers import COMPILERS, Compiler
+from magpy.harness.compilers import COMPILERS, Compiler
 from magpy.paritybench.standins import PACKAGES
 
 for _package in PACKAGES:

@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from magpy.paritybench import reasons
-from magpy.paritybench.compare import Tolerance, difference, freeze
+from magpy.harness import reasons
+from magpy.harness.compare import Tolerance, difference, freeze
 from magpy.paritybench.standins import StandInModule, StandInUsed, placeholder
-from magpy.paritybench.state import State
+from magpy.harness.state import State
 
 
 def test_equal_nested_outputs_have_no_difference():

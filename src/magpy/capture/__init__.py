@@ -14,7 +14,7 @@ The house (each room one concept; a room imports only rooms above it in this lis
     mutations     changes to containers from outside: the table of builtin methods, shadows, replay
     graph_builder tensors in, fx nodes out; Python numbers the graph computes
     containers    containers made here; ``effective``; sets; packed and unpacked arguments
-    reads / writes / exceptions / calls / conditions / templates
+    reads / writes / exceptions / calls / context_vars / conditions / templates
                   the VM's events by family (mixins of ``CaptureObserver``)
     observer      the observer's shared core (failure, guards, frames) and ``capture``
     names, events, refgraph, tracing

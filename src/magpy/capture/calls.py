@@ -25,8 +25,65 @@ from .values import (_has_user_protocols, Traced, UNKNOWN, _COMBINATORICS, _DICT
     _dereference, _event, _fixed_keyword, _holds_tensor, _is_python_code, _is_tensor,
     _is_torch_callable, _layout, _library_constant, _on_grad_fn, _pinned, _python_constructed,
     _replayable_path, _with_fixed, _with_keywords)
-from .iteration import _elements, _module_sequence, next_element, start_iteration
+from .iteration import _elements, _module_sequence, next_element, start_iteration, zip_steps
 from .lookasides import _BOOKKEEPING
+
+
+def _is_dict_method(fn, d, name):
+    """True when ``fn`` is dict's own method ``name``, unbound or bound to ``d`` (``super().get`` in a dict
+    subclass, or ``d.get`` of one that does not define its own): what it does is dict's, whatever the
+    subclass overrides. (Bound builtin methods are equal when their self is the same object.)"""
+    method = dict.__dict__[name]
+    if fn is method:
+        return True
+    return type(fn) is types.BuiltinMethodType and _bound_self(fn) is d and fn == method.__get__(d)
+
+
+#: a built-in class's method taken from the class (``dict.get``, ``OrderedDict.__setitem__``)
+_UNBOUND_BUILTINS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def _builtin_owner(fn, args):
+    """The built-in class whose own method ``fn`` is: bound (``super().__setitem__`` in a dict subclass,
+    whatever the subclass overrides) or unbound (``OrderedDict.__setitem__(d, k, v)``); None otherwise."""
+    name = getattr(fn, "__name__", None)
+    if type(fn) in _UNBOUND_BUILTINS:
+        owner = fn.__objclass__
+        return owner if not owner.__flags__ & (1 << 9) and args and isinstance(args[0], owner) else None
+    obj = _bound_self(fn)
+    if obj is None or name is None or type(fn) not in (types.BuiltinMethodType, types.MethodWrapperType):
+        return None
+    for cls in type(obj).__mro__:
+        method = cls.__dict__.get(name)
+        if method is not None and not cls.__flags__ & (1 << 9) and hasattr(method, "__get__"):
+            return cls if method.__get__(obj, cls) == fn else None
+    return None
+
+
+def _bound_call(fn, args, arg_provs):
+    """``(target, *operands, operand provenance)`` of a method call, bound or unbound."""
+    if type(fn) in _UNBOUND_BUILTINS:
+        return (*args, arg_provs[1:])
+    return (_bound_self(fn), *args, arg_provs)
+
+
+def _reads_as_dict(cls):
+    """A guard reads an item back as ``d[key]`` and tests a key as ``key in d``: only where the class keeps
+    dict's own lookups do those see what dict's methods saw."""
+    return cls.__getitem__ is dict.__getitem__ and cls.__contains__ is dict.__contains__
+
+
+#: containers whose ``copy()`` holds the same values
+_COPIED = (dict, collections.OrderedDict, list)
+_REDUCTION_HOOKS = ("__reduce_ex__", "__reduce__", "__getstate__", "__getnewargs__", "__getnewargs_ex__")
+
+
+def _reduces_as_object(cls):
+    """Does ``object.__reduce_ex__`` reduce instances of ``cls`` with no code of the class's own running?"""
+    if not cls.__flags__ & (1 << 9) or issubclass(cls, (list, dict, tuple)) or any(
+            set(c.__dict__.get("__slots__", ())) - {"__dict__", "__weakref__"} for c in cls.__mro__):
+        return False
+    return all(getattr(cls, name, None) is getattr(object, name, None) for name in _REDUCTION_HOOKS)
 
 
 class Calls:
@@ -43,6 +100,8 @@ class Calls:
         if isinstance(fn, type) and not isinstance(result, _SCALARS) and fn is not type and \
                 not any(result is a for a in args):
             self.made[id(result)] = result  # a new object of this call (``tuple(t)`` may hand back t)
+        elif fn is object.__new__ and args and type(result) is args[0]:
+            self.made[id(result)] = result  # ``cls.__new__(cls)`` (copyreg's ``__newobj__``): a new object too
         made = self.vm.made_iterator
         if made is not None and made.iterator is result:
             # a map/filter object whose steps the VM runs: its items are what the steps returned
@@ -50,14 +109,8 @@ class Calls:
             self.contents[id(result)] = (result, made.provs)
             self.yielded_values[id(result)] = made.values
             return None
-        if type(result) is types.GeneratorType and returned is NOT_RETURNED:
-            driver = result.gi_frame.f_locals.get("frame") if result.gi_frame is not None else None
-            if driver is not None and getattr(driver, "vm", None) is self.vm:
-                yielded, values = [], []
-                self.generator_yields[id(driver)] = (yielded, values)
-                self.contents[id(result)] = (result, yielded)
-                self.yielded_values[id(result)] = values
-                return None
+        if type(result) is types.GeneratorType and returned is NOT_RETURNED and self.follow_generator(result):
+            return None
         if fn_prov is not None:
             key = ("call", id(fn))
             seen = self.reads.get(key)
@@ -90,9 +143,16 @@ class Calls:
             d, d_prov, rest, rest_provs = args[0], arg_provs[0], args[1:], arg_provs[1:]
         else:
             return _NOT_WRITTEN
-        if not isinstance(d, dict) or not 1 <= len(rest) <= 2 or _is_tensor(rest[0]) or type(d).get is not dict.get:
+        if not isinstance(d, dict) or not 1 <= len(rest) <= 2 or _is_tensor(rest[0]) \
+                or not _is_dict_method(fn, d, "get") or not _reads_as_dict(type(d)):
             return _NOT_WRITTEN
         key, key_prov = rest[0], rest_provs[0]
+        owner = self.table_owner(d)
+        if owner is not None:  # ``obj.__dict__.get(name)`` of an object the call made: its attribute
+            self.need(key, key_prov)
+            if dict.__contains__(d, key):
+                return self.read_attr(owner, None, key, result)
+            return rest_provs[1] if len(rest) == 2 else None
         if d_prov is UNKNOWN:
             self.unsupported("get() on a dict of unknown origin")
         self.need(key, key_prov)  # (which item)
@@ -103,6 +163,62 @@ class Calls:
         elif d_prov is not None and not isinstance(d_prov, Source):
             return _NOT_WRITTEN
         return rest_provs[1] if len(rest) == 2 else None
+
+    def _dict_fromkeys(self, args, arg_provs, result):
+        """``dict.fromkeys(keys, value)``: a new dict whose keys are the iterable's (fixed by the guards of
+        where they came from) and whose every value is ``value`` itself."""
+        keys = _elements(self, args[0], arg_provs[0])
+        if keys is None or len(keys) != len(result) or any(type(k) is tuple for k in keys):
+            return UNKNOWN
+        for key, prov in zip(result, keys):
+            self.need(key, prov)
+        value_prov = arg_provs[1] if len(args) == 2 else None
+        self.contents[id(result)] = (result, dict.fromkeys(result, value_prov))
+        return None
+
+    def _container_copy(self, fn, args, arg_provs, kwargs, result):
+        """``d.copy()`` / ``xs.copy()`` (bound or unbound) of a dict, OrderedDict or list whose contents capture
+        knows: a new container holding the same values, with their provenance. False when the call is not
+        that (or the container is an outside one the call changed: its shadow, not its path, says what it
+        holds)."""
+        if getattr(fn, "__name__", None) != "copy" or kwargs:
+            return False
+        obj = _bound_self(fn)
+        if obj is None and getattr(fn, "__objclass__", None) in _COPIED and len(args) == 1:
+            obj, prov = args[0], arg_provs[0]
+        elif obj is not None and not args:
+            prov = self.provenance_of(obj)
+        else:
+            return False
+        if type(obj) not in _COPIED or type(result) is not type(obj) or result is obj or prov is UNKNOWN or \
+                (prov is not None and not isinstance(prov, Source)) or \
+                (isinstance(prov, Source) and self.contents.changed_outside(obj)):
+            return False
+        provs = self._element_provs(obj, prov) if type(obj) is list else self._dict_provs(obj, prov)
+        self.contents[id(result)] = (result, list(provs) if type(obj) is list else dict(provs))
+        return True
+
+    def _object_reduction(self, fn, args, kwargs, result):
+        """``x.__reduce_ex__(protocol)`` as ``copy``/``pickle`` call it, where ``x``'s class keeps object's own
+        reduction (no Python ``__reduce*__``/``__getstate__``/``__getnewargs*__``, no slots): a tuple made
+        here of ``copyreg.__newobj__``, ``(type(x),)`` and ``x.__dict__`` itself. ``_NOT_WRITTEN`` when the
+        call is not that, or when ``x`` is not an outside object read by a path."""
+        if getattr(fn, "__name__", None) != "__reduce_ex__" or kwargs:
+            return _NOT_WRITTEN
+        obj = _bound_self(fn)
+        if obj is None and getattr(fn, "__objclass__", None) is object and args:
+            obj, args = args[0], args[1:]
+        if obj is None or len(args) != 1 or not isinstance(args[0], int) or args[0] < 2 or \
+                not _reduces_as_object(type(obj)) or type(result) is not tuple or len(result) != 5 or \
+                result[1] != (type(obj),) or result[2] is not getattr(obj, "__dict__", None) or \
+                result[3:] != (None, None):
+            return _NOT_WRITTEN
+        prov = self.provenance_of(obj)
+        if not isinstance(prov, Source):
+            return _NOT_WRITTEN
+        self.guard(TypeGuard(prov, type(obj)))  # (the class in the tuple)
+        self.contents[id(result)] = (result, [None, None, AttrSource(prov, "__dict__"), None, None])
+        return None
 
     def _dict_of_pairs(self, result, pairs, prov):
         """``OrderedDict(list(modules.items())[k:])``: a dict made from (key, value) pairs keeps the
@@ -190,6 +306,9 @@ class Calls:
                              f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING:
             return None
+        prov = self.context_var_call(fn, args, arg_provs, kwargs, result)
+        if prov is not _NOT_WRITTEN:
+            return prov
         if type(fn) is functools.partial and _is_torch_callable(fn.func):
             # a partial of a torch function (``partial(F.conv2d, stride=2)``): the function, all arguments
             stored = self._element_provs(fn.args, None)
@@ -198,6 +317,12 @@ class Calls:
                                       {**fn.keywords, **kwargs}, {**stored_kw, **kw_provs}, result)
         if isinstance(fn, type) and _python_constructed(fn):
             return None  # a new object whose __new__/__init__ ran interpreted (their effects were seen)
+        if fn is object.__new__ and len(args) == 1 and not kwargs and type(result) is args[0]:
+            self.need(args[0], arg_provs[0])  # (which class)
+            return None  # ``cls.__new__(cls)``: a new, empty object of the call
+        if getattr(fn, "__name__", None) == "fromkeys" and any(_bound_self(fn) is c for c in _COPIED[:2]) \
+                and 1 <= len(args) <= 2 and not kwargs:
+            return self._dict_fromkeys(args, arg_provs, result)
         if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__init__" and not args and not kwargs \
                 and type(fn.__self__).__init__ is not None:
             return None  # ``super().__init__()`` reaching object.__init__: nothing happens
@@ -261,6 +386,11 @@ class Calls:
         lookup = self._mapping_get(fn, args, arg_provs, kwargs, result)
         if lookup is not _NOT_WRITTEN:
             return lookup
+        if self._container_copy(fn, args, arg_provs, kwargs, result):
+            return None
+        reduced = self._object_reduction(fn, args, kwargs, result)
+        if reduced is not _NOT_WRITTEN:
+            return reduced
         if fn in (map, filter) and len(args) >= 2 and not kwargs and _is_python_code(args[0]):
             # the callback runs later, natively driven: let it find the elements' paths by identity
             for a, p in zip(args[1:], arg_provs[1:]):
@@ -268,6 +398,11 @@ class Calls:
                     if _replayable_path(vp) and not isinstance(v, _SCALARS):
                         self.sources_of.setdefault(id(v), (v, vp))
             return UNKNOWN  # what it yields comes from interpreted code: tensors known by identity only
+        if fn is zip and args and not set(kwargs) - {"strict"}:
+            steps = zip_steps(self, args, arg_provs)
+            if steps is not None:
+                self.zips[id(result)] = (result, steps, 0)  # (items of a generator the VM runs: step by step)
+                return None
         if fn in (enumerate, zip) and not kwargs and (fn is zip or len(args) == 1) and \
                 any(_is_tensor(a) or self._known_contents(a) or (p is None and _module_sequence(a))
                     for a, p in zip(args, arg_provs)):
@@ -358,6 +493,32 @@ class Calls:
         if fn in (object.__setattr__, setattr) and len(args) == 3 and not kwargs:
             self.need(args[1], arg_provs[1])
             self.write_attr(args[0], arg_provs[0], args[1], args[2], arg_provs[2])
+            return None
+        owner = _builtin_owner(fn, args)
+        if owner is dict and fn.__name__ == "update" and not kwargs and len(_bound_call(fn, args, arg_provs)) == 3:
+            table, mapping, provs = _bound_call(fn, args, arg_provs)
+            made = self.table_owner(table)
+            if made is not None:  # ``obj.__dict__.update(state)`` (copy's ``_reconstruct``): attributes set
+                if type(mapping) is not dict:
+                    self.unsupported("attributes of a new object set from a mapping MagPy cannot follow")
+                for name, prov in self._dict_provs(mapping, provs[0]).items():
+                    self.written[(id(made), name)] = prov
+                return None
+        if fn is vars and len(args) == 1 and not kwargs and self.made.get(id(args[0])) is args[0]:
+            return self.attribute_table(args[0], result)
+        call = _bound_call(fn, args, arg_provs) if owner in (dict, collections.OrderedDict) else ()
+        if fn.__name__ == "__setitem__" and len(call) == 4 and not kwargs:
+            target, key, value, provs = call
+            if self.provenance_of(target) is None:
+                # dict's own ``__setitem__`` on a dict the call made (``super().__setitem__(k, v)`` in a
+                # ModelOutput): as ``d[k] = v`` at the base class's level
+                self.write_item(target, None, key, provs[0], value, provs[1])
+                return None
+        if fn in (object.__delattr__, delattr) and len(args) == 2 and not kwargs and type(args[1]) is str \
+                and type(args[0]).__delattr__ is object.__delattr__:
+            # ``delattr(obj, name)`` with no Python ``__delattr__`` on the way: ``del obj.name``
+            self.need(args[1], arg_provs[1])
+            self.delete_attr(args[0], arg_provs[0], args[1])
             return None
         if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__setattr__" and len(args) == 2:
             # ``super().__setattr__(name, value)``: the object is found by identity

@@ -72,6 +72,8 @@ class Containers:
         entry = self.contents.get(id(d))
         if entry is not None and entry[0] is d and type(entry[1]) is dict:
             return {k: entry[1].get(k) for k in d}
+        if entry is not None and entry[0] is d and entry[1] is None:
+            return dict.fromkeys(d, UNKNOWN)  # (capture lost track of what it holds)
         if prov is None:
             return dict.fromkeys(d)
         if isinstance(prov, Source):
@@ -178,7 +180,13 @@ class Containers:
         attribute the VM did not see written (set natively) is of unknown origin unless it is a tensor."""
         while self.pending_objects:
             obj, prov, parts = self.pending_objects.pop()
-            if type(obj) is list:
+            if type(parts) is tuple:  # a dict of the program's class: its items, then its attributes
+                items, fields = parts
+                provs = self._dict_provs(obj, prov)  # (unknown items: UNKNOWN, never constants)
+                items.extend((k, self.template(v, provs[k])) for k, v in obj.items())
+                for name, value in vars(obj).items():
+                    fields.append((name, self.template(value, self.written.get((id(obj), name), UNKNOWN))))
+            elif type(obj) is list:
                 parts.extend(self.template(v, p) for v, p in zip(obj, self._element_provs(obj, prov)))
             elif isinstance(obj, dict):
                 provs = self._dict_provs(obj, prov)

@@ -69,6 +69,9 @@ class Raising:
 
     @_event(None)
     def item_raised(self, obj, obj_prov, key, key_prov, exc):
+        known = self.raises.get(id(exc))
+        if known is not None and known[0] is exc:
+            return  # raised inside a Python ``__getitem__`` the VM ran: decided where it was raised
         determined = False
         if type(obj) in (dict, list, tuple) and not _holds_tensor(key) and type(key) is not slice:
             self.need(key, key_prov)

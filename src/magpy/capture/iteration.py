@@ -3,6 +3,7 @@
 import collections
 import functools
 import operator
+import types
 
 import torch
 import numpy as np
@@ -21,6 +22,8 @@ def _module_sequence(obj):
 def _elements(obs, obj, prov):
     """Provenance of each element ``iter(obj)`` yields (a pair list for yielded tuples), or None
     when it is unknown."""
+    if obs.table_owner(obj) is not None:
+        return [None] * len(obj)  # the attribute names of a new object: set where the call was seen setting them
     if _is_tensor(obj) and obj.dim() > 0:
         # native code iterating a tensor gets its rows (``Tensor.__iter__`` is ``iter(t.unbind(0))``)
         if 0 in obs.dynamic.get(obs.node_of(obj, prov), ()):
@@ -116,10 +119,14 @@ def start_iteration(obs, obj, prov, it):
         return None
     if _is_tensor(obj):
         obs.unsupported("iterating over a tensor")
-    if type(obj) in _RUN_ITERATORS and it is obj:
-        made = obs.contents.get(id(obj))
-        if made is not None and made[0] is obj:
-            return None  # a generator the VM runs: each step's value comes from its yield
+    if type(it) is types.GeneratorType and it is not obj and obs.contents.get(id(it)) is None:
+        obs.follow_generator(it)  # (made by a Python ``__iter__``, which the VM called itself)
+    if type(it) in _RUN_ITERATORS:
+        made = obs.contents.get(id(it))
+        if made is not None and made[0] is it:
+            # a generator the VM runs (iterated itself, or made by a Python ``__iter__``: a Sequence's
+            # ``self[i]`` loop): each step's value comes from its yield
+            return None
     elements = _elements(obs, obj, prov)
     if elements is None and prov is None and not _user_made(obj):
         return None  # an iterator over constants
@@ -131,7 +138,52 @@ def _op_get_iter(obs, arg, inputs, provs, outputs):
     return [start_iteration(obs, inputs[0], provs[0], outputs[0])]
 
 
+def zip_steps(obs, args, provs):
+    """How each argument of a ``zip`` over a generator the VM runs gives the provenance of its item at each
+    step: ``("yield", generator)`` (what it just yielded), ``("items", provs)`` (elements known up front; an
+    iterator's remaining ones, which it stops reporting itself). None when some argument's items are
+    unknown, or no argument is such a generator (the rules for known elements apply)."""
+    steps = []
+    for arg, prov in zip(args, provs):
+        made = obs.contents.get(id(arg))
+        entry = obs.iterators.get(id(arg))
+        if type(arg) is types.GeneratorType and made is not None and made[0] is arg and made[1] is not None:
+            steps.append(("yield", arg))
+        elif entry is not None and entry[0] is arg:
+            if entry[1] is None:
+                return None
+            steps.append(("items", entry[1][entry[2]:]))
+        else:
+            items = _elements(obs, arg, prov)
+            if items is None:
+                return None
+            steps.append(("items", items))
+    if not any(kind == "yield" for kind, _ in steps):
+        return None
+    for arg in args:  # (the zip takes their items now: later direct use is of unknown provenance)
+        if obs.iterators.get(id(arg), (None,))[0] is arg:
+            obs.iterators[id(arg)] = (arg, None, 0)
+    return steps
+
+
+def _zip_row(obs, steps, k):
+    row = []
+    for kind, source in steps:
+        if kind == "yield":
+            yielded = obs.contents[id(source)][1]
+            obs.consumed[id(source)] = (source, len(yielded))
+            row.append(yielded[-1] if yielded else UNKNOWN)
+        else:
+            row.append(source[k] if k < len(source) else UNKNOWN)
+    return row
+
+
 def next_element(obs, it, prov, value):
+    zipped = obs.zips.get(id(it))
+    if zipped is not None and zipped[0] is it:
+        _, steps, k = zipped
+        obs.zips[id(it)] = (it, steps, k + 1)
+        return _unfold(obs, value, ("tuple", _zip_row(obs, steps, k)))
     entry = obs.iterators.get(id(it))
     if entry is None or entry[0] is not it:
         made = obs.contents.get(id(it))

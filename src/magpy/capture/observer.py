@@ -39,11 +39,12 @@ from .reads import Reads
 from .writes import Writes
 from .exceptions import Raising
 from .calls import Calls
+from .context_vars import ContextVars
 from .conditions import Conditions
 from .templates import Templates
 
 
-class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, Conditions, Templates,
+class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, ContextVars, Conditions, Templates,
                       Observer):
     """The observer of one capture: the event methods of its rooms, and what they share (failure, guards)."""
 
@@ -121,6 +122,8 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
             return
         if value is None:
             self.guard(NoneGuard(prov, True))
+        elif value is Ellipsis or value is NotImplemented:
+            self.guard(IdGuard(prov, value))  # (singletons: ``...`` in an index)
         elif isinstance(value, _SCALARS) or type(value) in (range, slice) or _plain_data(value):
             self.guard(ValueGuard(prov, value))
         elif isinstance(value, _IDENTITY_TYPES) or isinstance(value, torch.nn.Module):
@@ -235,6 +238,18 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         self.on_read(value, prov)
         return prov
 
+    def follow_generator(self, generator):
+        """Start following what a generator the VM runs yields (its steps' values, with provenance);
+        False for a generator of native code."""
+        driver = generator.gi_frame.f_locals.get("frame") if generator.gi_frame is not None else None
+        if driver is None or getattr(driver, "vm", None) is not self.vm:
+            return False
+        yielded, values = [], []
+        self.generator_yields[id(driver)] = (yielded, values)
+        self.contents[id(generator)] = (generator, yielded)
+        self.yielded_values[id(generator)] = values
+        return True
+
     @_event(None)
     def yielded(self, frame, value, prov):
         out = self.generator_yields.get(id(frame))
@@ -259,11 +274,13 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset()):
     _register_bookkeeping()
     obs = (make_observer or CaptureObserver)(getattr(fn, "__globals__", {}))
     obs.iterators = {}
+    obs.zips = {}             # id(zip over a generator the VM runs) -> (zip, its steps: see ``zip_steps``)
     obs.iterables = {}
     obs.cells = {}
     obs.templates = {}
     obs.sources_of = {}
     obs.made = {}
+    obs.attribute_tables = {}  # id(the __dict__ of an object the call made) -> (that dict, the object)
     obs.generator_yields = {}
     obs.yielded_values = {}
     obs.consumed = {}         # id(run iterator) -> (iterator, how many of its items were taken so far)
@@ -271,6 +288,8 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset()):
     obs.conditions = []
     obs.made_classes = {}
     obs.grad_mode = _NOT_WRITTEN  # the provenance of the grad mode the program set, once it does
+    obs.context_values = {}   # id(ContextVar) -> (var, provenance of the value the call set)
+    obs.context_tokens = {}   # id(Token) -> (token, var, what the var held for the call before that set)
     obs.set_changes = {}
     obs.scalar_inputs = {}
     obs.dynamic_numbers = dynamic_numbers
@@ -292,7 +311,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset()):
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
-    for step in (obs.finish_objects, obs.guard_conditions, obs.guard_aliasing):
+    for step in (obs.finish_objects, obs.finish_context_vars, obs.guard_conditions, obs.guard_aliasing):
         try:
             step()
         except _Abandon:

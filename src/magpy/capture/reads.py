@@ -8,6 +8,7 @@ import torch
 import numpy as np
 
 from . import rules
+from ..interp.protocols import lookup
 from ..interp.tracking import NOT_RETURNED
 from .guards import IdGuard, TruthGuard, ValueGuard
 from .sources import AttrSource, CellSource, Const, Expr, GlobalSource, ItemSource, Source
@@ -74,6 +75,8 @@ class Reads:
         if _is_tensor(obj):
             return self._tensor_attr(obj, obj_prov, name, value)
         if obj_prov is None:
+            if name == "__dict__" and self.made.get(id(obj)) is obj:
+                return self.attribute_table(obj, value)
             if self.grad_fns.get(id(obj), (None,))[0] is obj:
                 if name not in rules.GRAD_FN_FIXED:
                     self.unsupported(f"grad_fn.{name} of a tensor the graph makes (MagPy replays only hook "
@@ -88,6 +91,11 @@ class Reads:
                 fields = getattr(type(obj), "_fields", ()) if isinstance(obj, tuple) else ()
                 if name in fields and type(entry[1]) is list and len(entry[1]) == len(obj):
                     return entry[1][fields.index(name)]
+                if name not in getattr(obj, "__dict__", {}):
+                    held = lookup(type(obj), name)
+                    if held is value and not hasattr(type(held), "__get__"):
+                        # a plain attribute of its class (``__dataclass_fields__``): read there again
+                        return Expr(getattr, (Const(type(obj)), Const(name)))
                 return UNKNOWN
             return None
         if obj_prov is UNKNOWN or type(obj_prov) is Traced:
@@ -106,6 +114,19 @@ class Reads:
         if path:
             self.reads[(id(obj), name)] = (obj, value, obj_prov, prov)
         return prov
+
+    def attribute_table(self, obj, table):
+        """``obj.__dict__`` (or ``vars(obj)``) of an object the call made: what it holds is the object's
+        attributes, whose provenance ``written`` keeps. The table itself is of unknown origin; the calls
+        that read or fill it by key (``get``, ``update``) are followed as attribute reads and writes."""
+        if table is getattr(obj, "__dict__", None):
+            self.attribute_tables[id(table)] = (table, obj)
+        return UNKNOWN
+
+    def table_owner(self, table):
+        """The object whose attribute table ``table`` is (see ``attribute_table``), or None."""
+        entry = self.attribute_tables.get(id(table))
+        return entry[1] if entry is not None and entry[0] is table else None
 
     def _tensor_attr(self, obj, obj_prov, name, value):
         if isinstance(obj_prov, Source):
@@ -146,6 +167,8 @@ class Reads:
     @_event(None)
     def read_method(self, obj, obj_prov, name, function):
         if obj_prov is UNKNOWN:
+            if self.table_owner(obj) is not None:
+                return  # (a method of the attribute table of a new object: its calls say what they do)
             self.unsupported(f"method {name!r} called on an object of unknown origin")
         if _is_tensor(obj):
             if _replayable_path(obj_prov):
@@ -162,6 +185,10 @@ class Reads:
 
     @_event(None)
     def read_item(self, obj, obj_prov, key, key_prov, value, computed=NOT_RETURNED):
+        owner = self.table_owner(obj) if obj_prov is UNKNOWN else None
+        if owner is not None:
+            self.need(key, key_prov)  # ``obj.__dict__[name]`` of a new object: its attribute
+            return self.read_attr(owner, None, key, value)
         if computed is not NOT_RETURNED and computed is not UNKNOWN:
             # a Python __getitem__ computed it (``module_list[::-1]``): its own reads were followed.
             # (Where they lost track — ``Sequential[i]`` goes through ``islice`` — the item is read by

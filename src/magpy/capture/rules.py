@@ -51,6 +51,9 @@ PURE = IdentitySet([
     torch._C._is_torch_function_mode_enabled, torch.cuda.is_available, torch.finfo, torch.iinfo,
     torch.Size, torch.device, torch.dtype, functools.partial,
 ])
+#: memoizing wrappers (``functools.lru_cache``/``cache``): a call with arguments seen before returns the
+#: remembered result and runs nothing (``is_torch_available()``, ``logger.warning_once(msg)``)
+MEMOIZED = (functools._lru_cache_wrapper,)
 #: methods of immutable built-in types are pure too (str.upper, tuple.index …)
 PURE_METHOD_TYPES = (str, bytes, int, float, complex, tuple, frozenset, type(None), bool, range,
                      torch.Size, torch.dtype, torch.device, re.Pattern, re.Match)
@@ -128,6 +131,8 @@ def is_pure(fn):
     """May a native call of ``fn`` be re-run (or skipped) freely: no effect beyond its result?"""
     if fn in PURE:
         return True
+    if type(getattr(fn, "__func__", fn)) in MEMOIZED:
+        return True  # (by its contract a memoized call depends only on its arguments; repeating it is a hit)
     self_obj = getattr(fn, "__self__", None)
     if self_obj is not None and isinstance(self_obj, PURE_METHOD_TYPES):
         return True

@@ -8,7 +8,7 @@ from . import rules
 from .guards import TruthGuard
 from .sources import Expr, Source
 from .values import (Traced, UNKNOWN, _CONTAINER_KINDS, _Row, _SCALARS, _immutable, _is_tensor, _rebuildable,
-    _replayable_path)
+    _rebuildable_mapping, _replayable_path)
 
 
 class Templates:
@@ -101,6 +101,13 @@ class Templates:
             self.unsupported("a class made by the call (or an instance of it) leaves it")
         if prov is None and type(value) in rules.REUSED_OBJECTS:
             return ("const", value)
+        if prov is None and isinstance(value, dict) and self.made.get(id(value)) is value and \
+                _rebuildable_mapping(type(value)):
+            # a dict of the program's class made by the call (a model output): the mock makes a fresh one
+            # each call holding the items and attributes this one holds when capture ends
+            items, fields = [], []
+            self.pending_objects.append((value, None, (items, fields)))
+            return ("mapping", type(value), items, fields)
         if prov is None and self.made.get(id(value)) is value and _rebuildable(type(value)):
             # a new object of this call: the mock makes a fresh one each call, with the attributes
             # this one holds when capture ends (filled in by ``finish_objects``)

@@ -216,6 +216,15 @@ def _rebuildable(cls):
     return all(set(c.__dict__.get("__slots__", ())) <= {"__dict__", "__weakref__"} for c in cls.__mro__)
 
 
+def _rebuildable_mapping(cls):
+    """Can the mock make a fresh ``cls`` (a Python subclass of dict or OrderedDict) and give it items and
+    attributes (``dict.__new__`` + the base class's ``__setitem__`` + ``__dict__``), with no ``__init__``?"""
+    return cls not in (dict, collections.OrderedDict) and issubclass(cls, dict) and \
+        bool(cls.__flags__ & (1 << 9)) and lookup(cls, "__new__") is dict.__new__ and \
+        cls.__mro__[-2] is dict and \
+        all(set(c.__dict__.get("__slots__", ())) <= {"__dict__", "__weakref__"} for c in cls.__mro__)
+
+
 def _on_grad_fn(tensor, method, hook):
     """Replays ``tensor.grad_fn.register_hook(hook)`` (or another ``GRAD_FN_HOOKS`` method)."""
     return getattr(tensor.grad_fn, method)(hook)

@@ -68,6 +68,10 @@ class Writes:
 
     @_event(None)
     def write_item(self, obj, obj_prov, key, key_prov, value, prov):
+        owner = self.table_owner(obj) if obj_prov is UNKNOWN else None
+        if owner is not None:
+            self.need(key, key_prov)  # ``obj.__dict__[name] = v`` of a new object: an attribute set
+            return self.write_attr(owner, None, key, value, prov)
         if _is_tensor(obj):
             if not _is_tensor(key) and type(key_prov) is not Traced and not self.holds_traced(key):
                 self.need(key, key_prov)  # (bounds the graph computes go in as its nodes)
@@ -113,7 +117,7 @@ class Writes:
                 self.contents[id(obj)] = (obj, None)  # (what it holds is unknown from here)
             return
         if obj_prov is None and (prov is not None or key_prov is not None) and \
-                type(obj) in (list, dict, collections.OrderedDict):
+                (type(obj) in (list, dict, collections.OrderedDict) or isinstance(obj, dict)):
             # a constant container made inside now holds a value from outside (or where outside values
             # said: ``shape[bd] = 1``)
             self.need(key, key_prov)

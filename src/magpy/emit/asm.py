@@ -36,6 +36,10 @@ def _merged_by_content(value):
     return True
 
 
+#: ``emit``'s marker for an instruction without argument (``...`` is a constant programs use)
+_NO_ARGUMENT = object()
+
+
 class _Held:
     """A constant the assembler cannot merge (it keeps objects marshal refuses apart by identity)."""
     __slots__ = ("value",)
@@ -56,8 +60,8 @@ class Assembler:
     def place(self, label):
         self.code.append(label)
 
-    def emit(self, name, arg=Ellipsis):
-        self.code.append(Instr(name) if arg is Ellipsis else Instr(name, arg))
+    def emit(self, name, arg=_NO_ARGUMENT):
+        self.code.append(Instr(name) if arg is _NO_ARGUMENT else Instr(name, arg))
 
     # ---- values ----------------------------------------------------------------------------------
     def load_fast(self, name):

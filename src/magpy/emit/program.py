@@ -81,6 +81,21 @@ def _set_state(obj, fields):
     obj.__dict__.update(fields)
 
 
+def _new_mapping(cls):
+    """A fresh, empty dict of the program's class (its ``__init__`` ran on the first call; its effects are
+    replayed separately)."""
+    return dict.__new__(cls)
+
+
+def _fill_mapping(obj, items, fields):
+    """Give a new dict of the program's class the items and attributes the first call left it with, through
+    the base class's own ``__setitem__`` (the class's Python one ran on the first call)."""
+    setitem = collections.OrderedDict.__setitem__ if isinstance(obj, collections.OrderedDict) else dict.__setitem__
+    for key, value in items.items():
+        setitem(obj, key, value)
+    obj.__dict__.update(fields)
+
+
 def same_float(x, value):
     """Bit-exact float equality: -0.0 is not 0.0, and NaN equals NaN."""
     if type(x) is not float:
@@ -299,6 +314,20 @@ class _Emitter:
                 self.template(part, seen)
             a.build_map(len(t[2]))
             a.call_end(2)
+            a.pop()
+        elif kind == "mapping":
+            a.call_begin(_new_mapping)
+            a.const(t[1])
+            a.call_end(1)
+            self._remember(t, seen)
+            a.call_begin(_fill_mapping)
+            a.load_fast(seen[id(t)])
+            for parts in (t[2], t[3]):
+                for key, part in parts:
+                    a.const(key)
+                    self.template(part, seen)
+                a.build_map(len(parts))
+            a.call_end(3)
             a.pop()
         else:
             raise TypeError(f"unknown template {t!r}")
@@ -545,6 +574,8 @@ def _walk(templates):
             stack.extend(t[2])
         elif kind in ("dict", "odict", "object"):
             stack.extend(part for _, part in t[-1])
+        elif kind == "mapping":
+            stack.extend(part for _, part in (*t[2], *t[3]))
 
 
 def _side_effects(em, effects, seen):
@@ -632,6 +663,13 @@ def _render_template(t, inside=()):
         inside = (*inside, id(t))
         fields = ", ".join(f"{name}={_render_template(p, inside)}" for name, p in t[2])
         return f"new {t[1].__name__}({fields})"
+    if kind == "mapping":
+        if id(t) in inside:
+            return f"<the new {t[1].__name__}>"
+        inside = (*inside, id(t))
+        items = ", ".join(f"{k!r}: {_render_template(p, inside)}" for k, p in t[2])
+        fields = ", ".join(f"{name}={_render_template(p, inside)}" for name, p in t[3])
+        return f"new {t[1].__name__}({{{items}}}, {fields})"
     if kind == "output":
         return f"out[{t[1]}]"
     if kind == "source":

@@ -287,7 +287,7 @@ def _contains_op(e, invert, k):
     out = e.fresh()
     e.guarded(k, f"not type({container}).__flags__ & HEAP",
               f"{out} = {item} {'not in' if invert else 'in'} {container}",
-              f"{out} = contains({e.vm}, {container}, {item}) is not {bool(invert)}")
+              f"{out} = contains({e.vm}, {container}, {item}{_provs(e)}) is not {bool(invert)}")
     e.push(out)
     return True
 

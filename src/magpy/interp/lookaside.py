@@ -217,6 +217,37 @@ for _fn in (sorted, min, max, list.sort):
     register_lookaside(_fn, _with_key(_fn))
 
 
+# ``zip`` over an iterable whose ``__iter__`` is a Python generator (a ``Sequence`` view): natively, zip would run
+# that ``__iter__`` (and the generator it returns) unobserved. With an observer the iterators are taken in
+# interpreted code first, then the native zip is made over them: the same zip object, whose items come
+# from steps the VM runs.
+exec(compile("def _zip_of(*iterables, **options):\n"
+             "    its = []\n"
+             "    for iterable in iterables:\n"
+             "        its.append(iter(iterable))\n"
+             "    return zip(*its, **options)\n", "<magpy: zip>", "exec"), globals())
+HIDDEN_CODE.add(_zip_of.__code__)
+
+
+def _python_iter(value):
+    """Is ``value``'s ``__iter__`` a generator function (its items come from yields the VM can report)?"""
+    f = getattr(type(value), "__iter__", None)
+    return isinstance(f, FunctionType) and bool(f.__code__.co_flags & inspect.CO_GENERATOR)
+
+
+@lookaside(zip)
+def _zip(vm, args, kwargs):
+    if vm.observer is None or not any(map(_python_iter, args)):
+        return zip(*args, **kwargs)
+    provs, vm.lookaside_provs = vm.lookaside_provs, None
+    if provs is not None:
+        vm.call_provs = provs
+    return vm.call_function(_zip_of, args, kwargs)
+
+
+DELEGATES.add(zip)
+
+
 # ``list.extend`` as Python code the VM interprets (its file is not the package's, whose code the VM
 # runs natively): each append is one the observer sees
 exec(compile("def _extend_by_appends(target, items):\n"

@@ -66,7 +66,7 @@ def contains_op(f, invert, i):
     stack = f.stack
     container = stack.pop()
     item = stack[-1]
-    stack[-1] = protocols.contains(f.vm, container, item) is not bool(invert)
+    stack[-1] = protocols.contains(f.vm, container, item, _operand_provs(f)) is not bool(invert)
     return i + 1
 
 

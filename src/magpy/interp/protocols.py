@@ -467,8 +467,11 @@ def delete_item(vm, obj, key):
         vm.call_function(f, (obj, key), None)
 
 
-def contains(vm, container, item):
+def contains(vm, container, item, provs=None):
+    """``item in container``; ``provs`` (observer on): the provenance of ``item`` and ``container`` (in
+    the order they were pushed), handed to a Python ``__contains__``."""
     f = python_slot(type(container), "__contains__")
     if f is None:
         return item in container
+    _with(vm, None if provs is None else (provs[1], provs[0]))
     return truth(vm, vm.call_function(f, (container, item), None))

@@ -17,9 +17,10 @@ Python/numpy/scipy/torch (compat.py). Results go to a JSONL state file, one per 
 interrupted run resumes; ``--fresh`` starts over (do that after MagPy changes).
 
 Modules, in the order a run uses them: corpus (files and the public/held-out split), environment (import
-paths, standins for missing packages, the opt-in compat layer, helpers), scheduler (a forked worker per file,
-timeouts, restarts), worker and case (running one file and one case), compilers (the compiler table), compare
-(outputs), reasons (naming failures), state (the resumable JSONL file), scoring and report.
+paths, standins for missing packages, the opt-in compat layer, helpers), worker and case (running one file and
+one case), report (the ParityBench layout). The scheduler (a forked worker per file, timeouts, restarts), the
+compiler table, comparing outputs, naming failures, the resumable JSONL state and scoring are shared with the
+transformers runner: ``magpy.harness``.
 """
 from .corpus import Corpus, CorpusError, split_of
 from .runner import Options, RunError, run

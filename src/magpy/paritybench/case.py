@@ -21,9 +21,9 @@ from typing import Any, Callable
 
 import torch
 
-from . import reasons
-from .compare import Tolerance, difference, freeze
-from .compilers import Compiler
+from ..harness import reasons, trial
+from ..harness.compare import Tolerance, difference, freeze
+from ..harness.compilers import Compiler
 
 SEED = 1337
 
@@ -111,37 +111,12 @@ def run_compiled(compiler: Compiler, case: TestCase, file_name: str, eager: Eage
 
     Status: pass, mismatch (ran, wrong output), break (graph break), error (any other exception), or
     fallback (the compiler says it ran the calls uncompiled)."""
-    started = time.perf_counter()
     module = _fresh_module(case, file_name, eager)
-    record: dict = {}
-    outputs = []
-    compiled = None
-    try:
-        compiler.reset()
-        compiled = compiler.compile(module, backend)
-        for call in range(2):
-            call_started = time.perf_counter()
-            outputs.append(freeze(_call(compiled, eager.inputs)))
-            record["first_call_s" if call == 0 else "second_call_s"] = round(time.perf_counter() - call_started, 3)
-    except Exception as error:
-        record.update(compiler.classify(error, file_name))
-        record["stats"] = _stats(compiler, compiled)
-        record["seconds"] = round(time.perf_counter() - started, 3)
+    calls = [lambda compiled: _call(compiled, eager.inputs)] * 2
+    record, outputs = trial.attempt(compiler, module, calls, backend, file_name)
+    if outputs is None:
         return record
-    stats = _stats(compiler, compiled)
-    if stats is not None:
-        record["stats"] = stats
-    record["seconds"] = round(time.perf_counter() - started, 3)
-    if compiler.fell_back(stats):
-        return {"status": "fallback", "reason": "ran uncompiled (fallback to eager)", **record}
-    for call, (expected, actual) in enumerate(zip(eager.outputs, outputs), start=1):
-        found = difference(expected, actual, None if eager.dynamic else tolerance, f"call {call}: out")
-        if found:
-            return {"status": "mismatch", "reason": _mismatch_reason(found), "detail": reasons.detail(found),
-                    **record}
-    if eager.dynamic:
-        record["values_match"] = all(difference(e, a, tolerance) is None for e, a in zip(eager.outputs, outputs))
-    return {"status": "pass", **record}
+    return trial.verdict(compiler, record, eager.outputs, outputs, eager.dynamic, tolerance)
 
 
 def _fresh_module(case: TestCase, file_name: str, eager: EagerRun):
@@ -201,21 +176,3 @@ def _state_copy(module) -> dict | None:
                 for key, value in module.state_dict().items()}
     except Exception:
         return None
-
-
-def _stats(compiler: Compiler, compiled) -> dict | None:
-    if compiled is None:
-        return None
-    try:
-        return compiler.stats(compiled)
-    except Exception:
-        return None
-
-
-def _mismatch_reason(found: str) -> str:
-    """``wrong values`` / ``wrong shape`` / …: the kind of disagreement, without where it was."""
-    text = found.split(": ", 2)[-1]
-    for kind in ("max abs diff", "elements differ", "shape", "dtype", "length", "keys"):
-        if kind in text:
-            return "wrong " + {"max abs diff": "values", "elements differ": "values"}.get(kind, kind)
-    return "wrong output type"

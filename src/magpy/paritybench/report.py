@@ -1,26 +1,10 @@
 """The run's report: a side-by-side text table for people, and the same plus every record as JSON."""
 from __future__ import annotations
 
-import dataclasses
-import json
-from collections import Counter
-
-from .compilers import COMPILERS
-from .scoring import CompilerScore, Reason, Score
-from .state import FileResult
-
-
-def _percent(part: int, whole: int) -> str:
-    return f"{100.0 * part / whole:.1f}%" if whole else "-"
-
-
-def _rate(part: int, whole: int) -> str:
-    return f"{part}/{whole} {_percent(part, whole):>7s}"
-
-
-def _label(name: str) -> str:
-    compiler = COMPILERS.get(name)
-    return compiler.label if compiler else name
+from ..harness.report import label as _label, percent as _percent, plain, rate as _rate
+from ..harness.report import reason_table as _reason_table
+from ..harness.scoring import CompilerScore, Score
+from ..harness.state import FileResult
 
 
 def text(score: Score, header: list[str], top: int = 12, show_disagreements: int = 15) -> str:
@@ -71,14 +55,6 @@ def text(score: Score, header: list[str], top: int = 12, show_disagreements: int
     return "\n".join(lines)
 
 
-def _reason_table(reasons: list[Reason]) -> list[str]:
-    rows = [f"  {'count':>5s}  {'status':12s} {'reason':70s} example"]
-    for reason in reasons:
-        text_reason = reason.reason if len(reason.reason) <= 70 else reason.reason[:69] + "…"
-        rows.append(f"  {reason.count:5d}  {reason.status:12s} {text_reason:70s} {reason.example}")
-    return rows
-
-
 def _disagreements(boards: list[CompilerScore], limit: int) -> list[str]:
     available = [b for b in boards if not b.unavailable]
     if len(available) < 2 or limit <= 0:
@@ -96,17 +72,6 @@ def _disagreements(boards: list[CompilerScore], limit: int) -> list[str]:
 
 def to_json(score: Score, settings: dict, environment: dict, results: list[FileResult]) -> dict:
     """Everything: settings, environment, the score, one summary per file and every case record."""
-    def plain(value):
-        if isinstance(value, Counter):
-            return dict(value)
-        if dataclasses.is_dataclass(value):
-            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [plain(v) for v in value]
-        return value
-
     files = []
     for result in results:
         good = [c for c in result.cases if c.get("eager") and c["eager"].get("status") == "ok"]
@@ -122,8 +87,3 @@ def to_json(score: Score, settings: dict, environment: dict, results: list[FileR
     return {"settings": settings, "environment": environment, "score": plain(score), "files": files,
             "cases": [case for result in results for case in result.cases]}
 
-
-def write_json(path: str, document: dict) -> None:
-    with open(path, "w", encoding="utf-8") as out:
-        json.dump(document, out, indent=1)
-        out.write("\n")

@@ -6,14 +6,16 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
-from . import report, scoring
-from .compare import Tolerance
-from .compilers import COMPILERS, resolve
+from ..harness import scoring
+from ..harness.compare import Tolerance
+from ..harness.compilers import COMPILERS, resolve
+from ..harness.report import write_json
+from ..harness.scheduler import Scheduler
+from ..harness.state import State, default_path
+from . import report
 from .corpus import Corpus, CorpusError
 from .environment import prepare
-from .scheduler import Scheduler
-from .state import State, default_path
-from .worker import Task
+from .worker import Task, main as worker_main
 
 
 class RunError(Exception):
@@ -87,7 +89,7 @@ def run(options: Options, out=sys.stdout, err=sys.stderr) -> scoring.Score:
     if options.progress:
         print("\n".join(header), file=err, flush=True)
     progress = _Progress(len(todo), names, err) if options.progress else None
-    scheduler = Scheduler(state, options.jobs, options.timeout, on_file=progress)
+    scheduler = Scheduler(state, options.jobs, options.timeout, worker_main, on_file=progress, label="paritybench")
     try:
         scheduler.run(tasks)
     finally:
@@ -96,7 +98,7 @@ def run(options: Options, out=sys.stdout, err=sys.stderr) -> scoring.Score:
     score = scoring.score(results, names, len(files), top=options.top)
     print(report.text(score, header, top=options.top), file=out, flush=True)
     if options.json_path:
-        report.write_json(options.json_path, report.to_json(score, settings, environment, results))
+        write_json(options.json_path, report.to_json(score, settings, environment, results))
     return score
 
 

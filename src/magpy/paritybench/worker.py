@@ -22,10 +22,11 @@ import time
 import types
 from dataclasses import dataclass, field
 
-from . import reasons
+from ..harness import reasons
+from ..harness.compare import Tolerance
+from ..harness.compilers import COMPILERS
+from ..harness.scheduler import limit_process
 from .case import run_compiled, run_eager, test_cases
-from .compare import Tolerance
-from .compilers import COMPILERS
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Task:
 def main(connection, task: Task) -> None:
     """Entry point of the forked worker: run ``task`` and report through ``connection``; never returns."""
     try:
-        _limit(task)
+        limit_process(task.quiet, task.memory_gb, task.threads)
         _run(connection.send, task)
     except BaseException:               # an error of the runner itself: the scheduler sees a crash
         os._exit(3)
@@ -112,18 +113,3 @@ def listed_cases(path: str) -> int:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TESTCASES" for t in node.targets):
             return len(node.value.elts) if isinstance(node.value, (ast.List, ast.Tuple)) else 0
     return 0
-
-
-def _limit(task: Task) -> None:
-    if task.quiet:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        os.close(devnull)
-    if task.memory_gb > 0:
-        import resource
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = int(task.memory_gb * 1024 ** 3)
-        resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
-    import torch
-    torch.set_num_threads(max(1, task.threads))

@@ -1,24 +1,39 @@
 """Running many files at once, each in its own forked worker, with a time limit on every stage.
 
-The scheduler keeps up to ``jobs`` workers busy. It follows each through its messages (see worker.py) and
+A *file* is a unit of a corpus (a ParityBench test file, a transformers architecture) holding numbered cases;
+each case runs in stages: eager, then each compiler. The worker that runs a file is a function given to the
+scheduler (``worker(connection, task)``); it reports through a pipe with the messages listed below. A task is
+any frozen dataclass with the fields ``file_name``, ``compilers``, ``unavailable``, ``start`` (first case to
+run), ``skip`` (compilers already recorded on the start case) and ``merge``.
+
+    ("stage", index, stage)           about to run ``stage`` ("import", "eager" or a compiler) of case ``index``
+    ("imported", names)               the file is loaded; the names of its cases
+    ("import_error", record)          the file did not load; nothing follows
+    ("eager", index, record)          the eager record of case ``index``
+    ("compiled", index, name, record) compiler ``name``'s record of case ``index``
+    ("handoff", index)                this process is done: go on with case ``index`` in a fresh worker
+    ("case_done", index)
+    ("file_done",)
+
+The scheduler keeps up to ``jobs`` workers busy. It follows each through its messages and
 writes each finished case and file to the State as soon as it is known. A worker that exceeds the time limit
 of its current stage is killed (the limit is the timeout, plus twice the case's eager time for a compiler
-stage, which rebuilds and reruns the module); one that dies (a segfault, memory exhausted) is noticed when its pipe closes.
-Either way the stage it was in is charged with "timeout" or "crash", and a new worker takes the file up right
+stage, which rebuilds and reruns the module); one that dies (a segfault, memory exhausted) is noticed when
+its pipe closes. Either way the stage it was in is charged with "timeout" or "crash", and a new worker takes the file up right
 after it: the next case when eager was the culprit, otherwise the same case without the compilers already
 charged. One bad case costs only itself; a bad file costs only itself.
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
 import multiprocessing.connection
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable
 
 from .state import State
-from .worker import Task, main as worker_main
 
 _FORK = multiprocessing.get_context("fork")
 
@@ -27,9 +42,9 @@ _FORK = multiprocessing.get_context("fork")
 class FileJob:
     """A file in progress: which worker runs it, where it stands, what has been learnt so far."""
 
-    task: Task
+    task: Any
     started: float = field(default_factory=time.monotonic)
-    names: list[str] | None = None                    # class names of its TESTCASES, once imported
+    names: list[str] | None = None                    # names of its cases, once loaded
     cases: dict[int, dict] = field(default_factory=dict)   # case index → record being filled in
     stage: tuple[int, str] = (-1, "start")
     deadline: float = 0.0
@@ -43,15 +58,17 @@ class FileJob:
 
 
 class Scheduler:
-    def __init__(self, state: State, jobs: int, timeout: float,
-                 on_file: Callable[[dict, list[dict]], None] | None = None):
+    def __init__(self, state: State, jobs: int, timeout: float, worker: Callable[[Any, Any], None],
+                 on_file: Callable[[dict, list[dict]], None] | None = None, label: str = "worker"):
         self.state = state
+        self.worker = worker
+        self.label = label
         self.jobs = max(1, jobs)
         self.timeout = timeout
         self.on_file = on_file or (lambda record, cases: None)
         self.running: dict[multiprocessing.connection.Connection, FileJob] = {}
 
-    def run(self, tasks: list[Task]) -> None:
+    def run(self, tasks: list) -> None:
         """Run every task to its file line in the state; returns when all are done."""
         waiting = deque(tasks)
         try:
@@ -65,8 +82,8 @@ class Scheduler:
 
     def _start(self, job: FileJob) -> None:
         reader, writer = _FORK.Pipe(duplex=False)
-        job.process = _FORK.Process(target=worker_main, args=(writer, job.task), daemon=True,
-                                    name=f"paritybench {job.file_name}")
+        job.process = _FORK.Process(target=self.worker, args=(writer, job.task), daemon=True,
+                                    name=f"{self.label} {job.file_name}")
         job.process.start()
         writer.close()                  # the worker holds the only writer: its death reads as end of file
         job.connection = reader
@@ -107,6 +124,8 @@ class Scheduler:
             case["eager"] = message[2]
         elif kind == "compiled":
             job.cases.setdefault(message[1], self._new_case(job, message[1]))["compiled"][message[2]] = message[3]
+        elif kind == "handoff":
+            self._handoff(job, message[1])
         elif kind == "case_done":
             self.state.add_case(job.cases.pop(message[1]))
         elif kind == "file_done":
@@ -156,6 +175,14 @@ class Scheduler:
         job.stage = (resume.start, "start")
         self._start(job)
 
+    def _handoff(self, job: FileJob, index: int) -> None:
+        """The worker asked to end here: a fresh one goes on with case ``index`` after the stages recorded."""
+        self._stop(job, grace=5.0)
+        case = job.cases.get(index) or {}
+        job.task = replace(job.task, start=index, skip=frozenset(case.get("compiled") or ()))
+        job.stage = (index, "start")
+        self._start(job)
+
     def _stop(self, job: FileJob, grace: float = 0.0) -> int | None:
         self.running.pop(job.connection, None)
         if job.connection is not None:
@@ -183,3 +210,20 @@ class Scheduler:
             record["merge"] = True
         self.state.add_file(record)
         self.on_file(record, self.state.files[job.file_name].cases)
+
+
+def limit_process(quiet: bool, memory_gb: float, threads: int) -> None:
+    """What a worker does first: its output to /dev/null when ``quiet``, an address-space limit (0: none), torch's
+    thread count."""
+    if quiet:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    if memory_gb > 0:
+        import resource
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = int(memory_gb * 1024 ** 3)
+        resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    import torch
+    torch.set_num_threads(max(1, threads))

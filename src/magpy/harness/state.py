@@ -110,8 +110,8 @@ def _merge(old: FileResult, record: dict, cases: dict[int, dict]) -> tuple[dict,
     return {**record, "compilers": compilers, "unavailable": unavailable}, merged
 
 
-def default_path(key_parts: dict) -> str:
-    """``~/.cache/magpy/paritybench/<hash>.jsonl``: one state per checkout and result-changing settings."""
+def default_path(key_parts: dict, corpus: str = "paritybench") -> str:
+    """``~/.cache/magpy/<corpus>/<hash>.jsonl``: one state per corpus, checkout and result-changing settings."""
     key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:16]
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "magpy", "paritybench", f"{key}.jsonl")
+    return os.path.join(cache, "magpy", corpus, f"{key}.jsonl")
