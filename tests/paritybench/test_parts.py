@@ -99,3 +99,24 @@ def test_reasons_drop_what_differs_between_instances():
     first = reasons.normalise("RuntimeError: size (4, 3, 64) at 0x7f00ab in /a/b/model.py")
     second = reasons.normalise("RuntimeError: size (8, 3, 32) at 0x7f11cd in /c/model.py")
     assert first == second == "RuntimeError: size (N, N, N) at 0x… in FILE.py"
+
+
+class _ScriptedInner(torch.jit.ScriptModule):
+    """A ScriptModule subclass whose forward is plain Python around a script method."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(2, 2)
+
+    @torch.jit.script_method
+    def inner(self, x):
+        return self.linear(x) + 1
+
+    def forward(self, x):
+        return self.inner(x) * 2
+
+
+def test_a_copy_that_would_lose_the_module_class_is_refused():
+    from magpy.paritybench.case import _deep_copy
+    assert _deep_copy(_ScriptedInner()) is None          # (it would be a RecursiveScriptModule: no forward)
+    assert type(_deep_copy(torch.nn.Linear(2, 2))) is torch.nn.Linear

@@ -6,7 +6,6 @@ import collections
 import functools
 import inspect
 import itertools
-import operator
 import random as _random
 import types
 import warnings
@@ -26,67 +25,11 @@ from .values import (_has_user_protocols, Traced, UNKNOWN, _COMBINATORICS, _DICT
     _is_torch_callable, _layout, _library_constant, _on_grad_fn, _pinned, _python_constructed,
     _replayable_path, _with_fixed, _with_keywords)
 from .iteration import _elements, _module_sequence, next_element, start_iteration, zip_steps
+from .builtin_methods import BuiltinMethods
 from .lookasides import _BOOKKEEPING
 
 
-def _is_dict_method(fn, d, name):
-    """True when ``fn`` is dict's own method ``name``, unbound or bound to ``d`` (``super().get`` in a dict
-    subclass, or ``d.get`` of one that does not define its own): what it does is dict's, whatever the
-    subclass overrides. (Bound builtin methods are equal when their self is the same object.)"""
-    method = dict.__dict__[name]
-    if fn is method:
-        return True
-    return type(fn) is types.BuiltinMethodType and _bound_self(fn) is d and fn == method.__get__(d)
-
-
-#: a built-in class's method taken from the class (``dict.get``, ``OrderedDict.__setitem__``)
-_UNBOUND_BUILTINS = (types.MethodDescriptorType, types.WrapperDescriptorType)
-
-
-def _builtin_owner(fn, args):
-    """The built-in class whose own method ``fn`` is: bound (``super().__setitem__`` in a dict subclass,
-    whatever the subclass overrides) or unbound (``OrderedDict.__setitem__(d, k, v)``); None otherwise."""
-    name = getattr(fn, "__name__", None)
-    if type(fn) in _UNBOUND_BUILTINS:
-        owner = fn.__objclass__
-        return owner if not owner.__flags__ & (1 << 9) and args and isinstance(args[0], owner) else None
-    obj = _bound_self(fn)
-    if obj is None or name is None or type(fn) not in (types.BuiltinMethodType, types.MethodWrapperType):
-        return None
-    for cls in type(obj).__mro__:
-        method = cls.__dict__.get(name)
-        if method is not None and not cls.__flags__ & (1 << 9) and hasattr(method, "__get__"):
-            return cls if method.__get__(obj, cls) == fn else None
-    return None
-
-
-def _bound_call(fn, args, arg_provs):
-    """``(target, *operands, operand provenance)`` of a method call, bound or unbound."""
-    if type(fn) in _UNBOUND_BUILTINS:
-        return (*args, arg_provs[1:])
-    return (_bound_self(fn), *args, arg_provs)
-
-
-def _reads_as_dict(cls):
-    """A guard reads an item back as ``d[key]`` and tests a key as ``key in d``: only where the class keeps
-    dict's own lookups do those see what dict's methods saw."""
-    return cls.__getitem__ is dict.__getitem__ and cls.__contains__ is dict.__contains__
-
-
-#: containers whose ``copy()`` holds the same values
-_COPIED = (dict, collections.OrderedDict, list)
-_REDUCTION_HOOKS = ("__reduce_ex__", "__reduce__", "__getstate__", "__getnewargs__", "__getnewargs_ex__")
-
-
-def _reduces_as_object(cls):
-    """Does ``object.__reduce_ex__`` reduce instances of ``cls`` with no code of the class's own running?"""
-    if not cls.__flags__ & (1 << 9) or issubclass(cls, (list, dict, tuple)) or any(
-            set(c.__dict__.get("__slots__", ())) - {"__dict__", "__weakref__"} for c in cls.__mro__):
-        return False
-    return all(getattr(cls, name, None) is getattr(object, name, None) for name in _REDUCTION_HOOKS)
-
-
-class Calls:
+class Calls(BuiltinMethods):
 
     """Calls: interpreted ones return their provenance; native ones go through the rules."""
 
@@ -130,95 +73,6 @@ class Calls:
         prov = self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
         self._mark_taken(args, kwargs)
         return prov
-
-    def _mapping_get(self, fn, args, arg_provs, kwargs, result):
-        """``d.get(key[, default])`` (bound, unbound or through ``super()``) is a read of ``d[key]``, or the
-        default while the key stays missing. ``_NOT_WRITTEN`` when the call is no such read."""
-        if getattr(fn, "__name__", None) != "get" or kwargs:
-            return _NOT_WRITTEN
-        self_obj = _bound_self(fn)
-        if self_obj is not None:
-            d, d_prov, rest, rest_provs = self_obj, self.provenance_of(self_obj), args, arg_provs
-        elif getattr(fn, "__objclass__", None) is dict and args:
-            d, d_prov, rest, rest_provs = args[0], arg_provs[0], args[1:], arg_provs[1:]
-        else:
-            return _NOT_WRITTEN
-        if not isinstance(d, dict) or not 1 <= len(rest) <= 2 or _is_tensor(rest[0]) \
-                or not _is_dict_method(fn, d, "get") or not _reads_as_dict(type(d)):
-            return _NOT_WRITTEN
-        key, key_prov = rest[0], rest_provs[0]
-        owner = self.table_owner(d)
-        if owner is not None:  # ``obj.__dict__.get(name)`` of an object the call made: its attribute
-            self.need(key, key_prov)
-            if dict.__contains__(d, key):
-                return self.read_attr(owner, None, key, result)
-            return rest_provs[1] if len(rest) == 2 else None
-        if d_prov is UNKNOWN:
-            self.unsupported("get() on a dict of unknown origin")
-        self.need(key, key_prov)  # (which item)
-        if dict.__contains__(d, key):
-            return self.read_item(d, d_prov, key, key_prov, result)
-        if isinstance(d_prov, Source) and not self.contents.changed_outside(d):
-            self.guard(TruthGuard(Expr(operator.contains, (d_prov, Const(key))), False))
-        elif d_prov is not None and not isinstance(d_prov, Source):
-            return _NOT_WRITTEN
-        return rest_provs[1] if len(rest) == 2 else None
-
-    def _dict_fromkeys(self, args, arg_provs, result):
-        """``dict.fromkeys(keys, value)``: a new dict whose keys are the iterable's (fixed by the guards of
-        where they came from) and whose every value is ``value`` itself."""
-        keys = _elements(self, args[0], arg_provs[0])
-        if keys is None or len(keys) != len(result) or any(type(k) is tuple for k in keys):
-            return UNKNOWN
-        for key, prov in zip(result, keys):
-            self.need(key, prov)
-        value_prov = arg_provs[1] if len(args) == 2 else None
-        self.contents[id(result)] = (result, dict.fromkeys(result, value_prov))
-        return None
-
-    def _container_copy(self, fn, args, arg_provs, kwargs, result):
-        """``d.copy()`` / ``xs.copy()`` (bound or unbound) of a dict, OrderedDict or list whose contents capture
-        knows: a new container holding the same values, with their provenance. False when the call is not
-        that (or the container is an outside one the call changed: its shadow, not its path, says what it
-        holds)."""
-        if getattr(fn, "__name__", None) != "copy" or kwargs:
-            return False
-        obj = _bound_self(fn)
-        if obj is None and getattr(fn, "__objclass__", None) in _COPIED and len(args) == 1:
-            obj, prov = args[0], arg_provs[0]
-        elif obj is not None and not args:
-            prov = self.provenance_of(obj)
-        else:
-            return False
-        if type(obj) not in _COPIED or type(result) is not type(obj) or result is obj or prov is UNKNOWN or \
-                (prov is not None and not isinstance(prov, Source)) or \
-                (isinstance(prov, Source) and self.contents.changed_outside(obj)):
-            return False
-        provs = self._element_provs(obj, prov) if type(obj) is list else self._dict_provs(obj, prov)
-        self.contents[id(result)] = (result, list(provs) if type(obj) is list else dict(provs))
-        return True
-
-    def _object_reduction(self, fn, args, kwargs, result):
-        """``x.__reduce_ex__(protocol)`` as ``copy``/``pickle`` call it, where ``x``'s class keeps object's own
-        reduction (no Python ``__reduce*__``/``__getstate__``/``__getnewargs*__``, no slots): a tuple made
-        here of ``copyreg.__newobj__``, ``(type(x),)`` and ``x.__dict__`` itself. ``_NOT_WRITTEN`` when the
-        call is not that, or when ``x`` is not an outside object read by a path."""
-        if getattr(fn, "__name__", None) != "__reduce_ex__" or kwargs:
-            return _NOT_WRITTEN
-        obj = _bound_self(fn)
-        if obj is None and getattr(fn, "__objclass__", None) is object and args:
-            obj, args = args[0], args[1:]
-        if obj is None or len(args) != 1 or not isinstance(args[0], int) or args[0] < 2 or \
-                not _reduces_as_object(type(obj)) or type(result) is not tuple or len(result) != 5 or \
-                result[1] != (type(obj),) or result[2] is not getattr(obj, "__dict__", None) or \
-                result[3:] != (None, None):
-            return _NOT_WRITTEN
-        prov = self.provenance_of(obj)
-        if not isinstance(prov, Source):
-            return _NOT_WRITTEN
-        self.guard(TypeGuard(prov, type(obj)))  # (the class in the tuple)
-        self.contents[id(result)] = (result, [None, None, AttrSource(prov, "__dict__"), None, None])
-        return None
 
     def _dict_of_pairs(self, result, pairs, prov):
         """``OrderedDict(list(modules.items())[k:])``: a dict made from (key, value) pairs keeps the
@@ -320,9 +174,6 @@ class Calls:
         if fn is object.__new__ and len(args) == 1 and not kwargs and type(result) is args[0]:
             self.need(args[0], arg_provs[0])  # (which class)
             return None  # ``cls.__new__(cls)``: a new, empty object of the call
-        if getattr(fn, "__name__", None) == "fromkeys" and any(_bound_self(fn) is c for c in _COPIED[:2]) \
-                and 1 <= len(args) <= 2 and not kwargs:
-            return self._dict_fromkeys(args, arg_provs, result)
         if type(fn).__name__ == "method-wrapper" and fn.__name__ == "__init__" and not args and not kwargs \
                 and type(fn.__self__).__init__ is not None:
             return None  # ``super().__init__()`` reaching object.__init__: nothing happens
@@ -383,14 +234,9 @@ class Calls:
                     self.unsupported("getattr() with a default on an object of unknown origin")
                 self.guard(TruthGuard(Expr(hasattr, (arg_provs[0], Const(args[1]))), False))
             return arg_provs[2] if len(args) == 3 else None
-        lookup = self._mapping_get(fn, args, arg_provs, kwargs, result)
-        if lookup is not _NOT_WRITTEN:
-            return lookup
-        if self._container_copy(fn, args, arg_provs, kwargs, result):
-            return None
-        reduced = self._object_reduction(fn, args, kwargs, result)
-        if reduced is not _NOT_WRITTEN:
-            return reduced
+        known = self.builtin_method(fn, args, arg_provs, kwargs, result)
+        if known is not _NOT_WRITTEN:
+            return known
         if fn in (map, filter) and len(args) >= 2 and not kwargs and _is_python_code(args[0]):
             # the callback runs later, natively driven: let it find the elements' paths by identity
             for a, p in zip(args[1:], arg_provs[1:]):
@@ -494,26 +340,6 @@ class Calls:
             self.need(args[1], arg_provs[1])
             self.write_attr(args[0], arg_provs[0], args[1], args[2], arg_provs[2])
             return None
-        owner = _builtin_owner(fn, args)
-        if owner is dict and fn.__name__ == "update" and not kwargs and len(_bound_call(fn, args, arg_provs)) == 3:
-            table, mapping, provs = _bound_call(fn, args, arg_provs)
-            made = self.table_owner(table)
-            if made is not None:  # ``obj.__dict__.update(state)`` (copy's ``_reconstruct``): attributes set
-                if type(mapping) is not dict:
-                    self.unsupported("attributes of a new object set from a mapping MagPy cannot follow")
-                for name, prov in self._dict_provs(mapping, provs[0]).items():
-                    self.written[(id(made), name)] = prov
-                return None
-        if fn is vars and len(args) == 1 and not kwargs and self.made.get(id(args[0])) is args[0]:
-            return self.attribute_table(args[0], result)
-        call = _bound_call(fn, args, arg_provs) if owner in (dict, collections.OrderedDict) else ()
-        if fn.__name__ == "__setitem__" and len(call) == 4 and not kwargs:
-            target, key, value, provs = call
-            if self.provenance_of(target) is None:
-                # dict's own ``__setitem__`` on a dict the call made (``super().__setitem__(k, v)`` in a
-                # ModelOutput): as ``d[k] = v`` at the base class's level
-                self.write_item(target, None, key, provs[0], value, provs[1])
-                return None
         if fn in (object.__delattr__, delattr) and len(args) == 2 and not kwargs and type(args[1]) is str \
                 and type(args[0]).__delattr__ is object.__delattr__:
             # ``delattr(obj, name)`` with no Python ``__delattr__`` on the way: ``del obj.name``

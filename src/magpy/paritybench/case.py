@@ -138,10 +138,17 @@ def _fresh_module(case: TestCase, file_name: str, eager: EagerRun):
 
 
 def _deep_copy(module):
-    """A deep copy, or None where copying loses state (``nn.Module.__getstate__`` drops ``__slots__``)."""
+    """A deep copy, or None where copying loses state (``nn.Module.__getstate__`` drops ``__slots__``) or
+    behaviour: a TorchScript module copies as a ``RecursiveScriptModule``, without the Python methods of its
+    class (a ``ScriptModule`` subclass whose ``forward`` is plain Python has none). Where it is None the
+    module is built again from the same seed, as a user wanting a second one would."""
     try:
         copied = copy.deepcopy(module)
     except Exception:
+        return None
+    if isinstance(module, torch.nn.Module) and (
+            type(copied) is not type(module) or
+            [type(m) for m in module.modules()] != [type(m) for m in copied.modules()]):
         return None
     slots = {name for cls in type(module).__mro__ for name in cls.__dict__.get("__slots__", ())
              if isinstance(name, str)}

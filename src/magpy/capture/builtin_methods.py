@@ -1,0 +1,200 @@
+"""Calls of built-in classes' own methods whose effect capture knows, whatever subclass they are reached on.
+
+``super().get(k)`` / ``super().__setitem__(k, v)`` in a dict subclass (a registry, a ModelOutput) is dict's own
+method, not the subclass's: what it does is read or set an item. ``d.copy()`` and ``dict.fromkeys`` make
+containers holding known values; ``object.__reduce_ex__`` (``copy.deepcopy`` of a plain object) is the object's
+class and its ``__dict__``; the ``__dict__`` of an object the call made is its attribute table. Each rule says
+when it applies; anything else goes on to the other rules in ``calls``.
+"""
+import collections
+import operator
+import types
+
+from .guards import TruthGuard, TypeGuard
+from .iteration import _elements
+from .sources import AttrSource, Const, Expr, Source
+from .values import UNKNOWN, _NOT_WRITTEN, _bound_self, _is_tensor
+
+
+def _is_dict_method(fn, d, name):
+    """True when ``fn`` is dict's own method ``name``, unbound or bound to ``d`` (``super().get`` in a dict
+    subclass, or ``d.get`` of one that does not define its own): what it does is dict's, whatever the
+    subclass overrides. (Bound builtin methods are equal when their self is the same object.)"""
+    method = dict.__dict__[name]
+    if fn is method:
+        return True
+    return type(fn) is types.BuiltinMethodType and _bound_self(fn) is d and fn == method.__get__(d)
+
+
+#: a built-in class's method taken from the class (``dict.get``, ``OrderedDict.__setitem__``)
+_UNBOUND_BUILTINS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def _builtin_owner(fn, args):
+    """The built-in class whose own method ``fn`` is: bound (``super().__setitem__`` in a dict subclass,
+    whatever the subclass overrides) or unbound (``OrderedDict.__setitem__(d, k, v)``); None otherwise."""
+    name = getattr(fn, "__name__", None)
+    if type(fn) in _UNBOUND_BUILTINS:
+        owner = fn.__objclass__
+        return owner if not owner.__flags__ & (1 << 9) and args and isinstance(args[0], owner) else None
+    obj = _bound_self(fn)
+    if obj is None or name is None or type(fn) not in (types.BuiltinMethodType, types.MethodWrapperType):
+        return None
+    for cls in type(obj).__mro__:
+        method = cls.__dict__.get(name)
+        if method is not None and not cls.__flags__ & (1 << 9) and hasattr(method, "__get__"):
+            return cls if method.__get__(obj, cls) == fn else None
+    return None
+
+
+def _bound_call(fn, args, arg_provs):
+    """``(target, *operands, operand provenance)`` of a method call, bound or unbound."""
+    if type(fn) in _UNBOUND_BUILTINS:
+        return (*args, arg_provs[1:])
+    return (_bound_self(fn), *args, arg_provs)
+
+
+def _reads_as_dict(cls):
+    """A guard reads an item back as ``d[key]`` and tests a key as ``key in d``: only where the class keeps
+    dict's own lookups do those see what dict's methods saw."""
+    return cls.__getitem__ is dict.__getitem__ and cls.__contains__ is dict.__contains__
+
+
+#: containers whose ``copy()`` holds the same values
+_COPIED = (dict, collections.OrderedDict, list)
+_REDUCTION_HOOKS = ("__reduce_ex__", "__reduce__", "__getstate__", "__getnewargs__", "__getnewargs_ex__")
+
+
+def _reduces_as_object(cls):
+    """Does ``object.__reduce_ex__`` reduce instances of ``cls`` with no code of the class's own running?"""
+    if not cls.__flags__ & (1 << 9) or issubclass(cls, (list, dict, tuple)) or any(
+            set(c.__dict__.get("__slots__", ())) - {"__dict__", "__weakref__"} for c in cls.__mro__):
+        return False
+    return all(getattr(cls, name, None) is getattr(object, name, None) for name in _REDUCTION_HOOKS)
+
+
+class BuiltinMethods:
+
+    """Built-in methods reached through subclasses, ``super()``, copies and reductions (a mixin of ``Calls``)."""
+
+    def builtin_method(self, fn, args, arg_provs, kwargs, result):
+        """The provenance of the result of a built-in method call these rules know, or ``_NOT_WRITTEN``."""
+        name = getattr(fn, "__name__", None)
+        if name == "get":
+            return self._mapping_get(fn, args, arg_provs, kwargs, result)
+        if name == "copy":
+            return None if self._container_copy(fn, args, arg_provs, kwargs, result) else _NOT_WRITTEN
+        if name == "__reduce_ex__":
+            return self._object_reduction(fn, args, kwargs, result)
+        if name == "fromkeys" and any(_bound_self(fn) is c for c in _COPIED[:2]) and 1 <= len(args) <= 2 \
+                and not kwargs:
+            return self._dict_fromkeys(args, arg_provs, result)
+        if fn is vars and len(args) == 1 and not kwargs and self.made.get(id(args[0])) is args[0]:
+            return self.attribute_table(args[0], result)
+        owner = _builtin_owner(fn, args)
+        call = _bound_call(fn, args, arg_provs) if owner in (dict, collections.OrderedDict) and not kwargs else ()
+        if name == "update" and owner is dict and len(call) == 3:
+            table, mapping, provs = call
+            made = self.table_owner(table)
+            if made is not None:  # ``obj.__dict__.update(state)`` (copy's ``_reconstruct``): attributes set
+                if type(mapping) is not dict:
+                    self.unsupported("attributes of a new object set from a mapping MagPy cannot follow")
+                for key, prov in self._dict_provs(mapping, provs[0]).items():
+                    self.written[(id(made), key)] = prov
+                return None
+        if name == "__setitem__" and len(call) == 4 and self.provenance_of(call[0]) is None:
+            # dict's own ``__setitem__`` on a dict the call made (``super().__setitem__(k, v)`` in a
+            # ModelOutput): as ``d[k] = v`` at the base class's level
+            target, key, value, provs = call
+            self.write_item(target, None, key, provs[0], value, provs[1])
+            return None
+        return _NOT_WRITTEN
+
+    def _mapping_get(self, fn, args, arg_provs, kwargs, result):
+        """``d.get(key[, default])`` (bound, unbound or through ``super()``) is a read of ``d[key]``, or the
+        default while the key stays missing. ``_NOT_WRITTEN`` when the call is no such read."""
+        if getattr(fn, "__name__", None) != "get" or kwargs:
+            return _NOT_WRITTEN
+        self_obj = _bound_self(fn)
+        if self_obj is not None:
+            d, d_prov, rest, rest_provs = self_obj, self.provenance_of(self_obj), args, arg_provs
+        elif getattr(fn, "__objclass__", None) is dict and args:
+            d, d_prov, rest, rest_provs = args[0], arg_provs[0], args[1:], arg_provs[1:]
+        else:
+            return _NOT_WRITTEN
+        if not isinstance(d, dict) or not 1 <= len(rest) <= 2 or _is_tensor(rest[0]) \
+                or not _is_dict_method(fn, d, "get") or not _reads_as_dict(type(d)):
+            return _NOT_WRITTEN
+        key, key_prov = rest[0], rest_provs[0]
+        owner = self.table_owner(d)
+        if owner is not None:  # ``obj.__dict__.get(name)`` of an object the call made: its attribute
+            self.need(key, key_prov)
+            if dict.__contains__(d, key):
+                return self.read_attr(owner, None, key, result)
+            return rest_provs[1] if len(rest) == 2 else None
+        if d_prov is UNKNOWN:
+            self.unsupported("get() on a dict of unknown origin")
+        self.need(key, key_prov)  # (which item)
+        if dict.__contains__(d, key):
+            return self.read_item(d, d_prov, key, key_prov, result)
+        if isinstance(d_prov, Source) and not self.contents.changed_outside(d):
+            self.guard(TruthGuard(Expr(operator.contains, (d_prov, Const(key))), False))
+        elif d_prov is not None and not isinstance(d_prov, Source):
+            return _NOT_WRITTEN
+        return rest_provs[1] if len(rest) == 2 else None
+
+    def _dict_fromkeys(self, args, arg_provs, result):
+        """``dict.fromkeys(keys, value)``: a new dict whose keys are the iterable's (fixed by the guards of
+        where they came from) and whose every value is ``value`` itself."""
+        keys = _elements(self, args[0], arg_provs[0])
+        if keys is None or len(keys) != len(result) or any(type(k) is tuple for k in keys):
+            return UNKNOWN
+        for key, prov in zip(result, keys):
+            self.need(key, prov)
+        value_prov = arg_provs[1] if len(args) == 2 else None
+        self.contents[id(result)] = (result, dict.fromkeys(result, value_prov))
+        return None
+
+    def _container_copy(self, fn, args, arg_provs, kwargs, result):
+        """``d.copy()`` / ``xs.copy()`` (bound or unbound) of a dict, OrderedDict or list whose contents capture
+        knows: a new container holding the same values, with their provenance. False when the call is not
+        that (or the container is an outside one the call changed: its shadow, not its path, says what it
+        holds)."""
+        if getattr(fn, "__name__", None) != "copy" or kwargs:
+            return False
+        obj = _bound_self(fn)
+        if obj is None and getattr(fn, "__objclass__", None) in _COPIED and len(args) == 1:
+            obj, prov = args[0], arg_provs[0]
+        elif obj is not None and not args:
+            prov = self.provenance_of(obj)
+        else:
+            return False
+        if type(obj) not in _COPIED or type(result) is not type(obj) or result is obj or prov is UNKNOWN or \
+                (prov is not None and not isinstance(prov, Source)) or \
+                (isinstance(prov, Source) and self.contents.changed_outside(obj)):
+            return False
+        provs = self._element_provs(obj, prov) if type(obj) is list else self._dict_provs(obj, prov)
+        self.contents[id(result)] = (result, list(provs) if type(obj) is list else dict(provs))
+        return True
+
+    def _object_reduction(self, fn, args, kwargs, result):
+        """``x.__reduce_ex__(protocol)`` as ``copy``/``pickle`` call it, where ``x``'s class keeps object's own
+        reduction (no Python ``__reduce*__``/``__getstate__``/``__getnewargs*__``, no slots): a tuple made
+        here of ``copyreg.__newobj__``, ``(type(x),)`` and ``x.__dict__`` itself. ``_NOT_WRITTEN`` when the
+        call is not that, or when ``x`` is not an outside object read by a path."""
+        if getattr(fn, "__name__", None) != "__reduce_ex__" or kwargs:
+            return _NOT_WRITTEN
+        obj = _bound_self(fn)
+        if obj is None and getattr(fn, "__objclass__", None) is object and args:
+            obj, args = args[0], args[1:]
+        if obj is None or len(args) != 1 or not isinstance(args[0], int) or args[0] < 2 or \
+                not _reduces_as_object(type(obj)) or type(result) is not tuple or len(result) != 5 or \
+                result[1] != (type(obj),) or result[2] is not getattr(obj, "__dict__", None) or \
+                result[3:] != (None, None):
+            return _NOT_WRITTEN
+        prov = self.provenance_of(obj)
+        if not isinstance(prov, Source):
+            return _NOT_WRITTEN
+        self.guard(TypeGuard(prov, type(obj)))  # (the class in the tuple)
+        self.contents[id(result)] = (result, [None, None, AttrSource(prov, "__dict__"), None, None])
+        return None
