@@ -601,3 +601,45 @@ def test_attributes_of_a_deep_copy_follow_the_original():
         env.settings.scale = 7.0
         env.settings.layers = 5
     differential(twins(_ReadsTheCopy()), [Call((t(),)), Call((t(),), before=change), Call((t(),))])
+
+
+class _SerializesACopy(nn.Module):
+    """``to_dict`` of a deep copy: ``copy.deepcopy(copy.__dict__)``, then a key renamed and a value read."""
+
+    def __init__(self):
+        super().__init__()
+        self.settings = _Settings()
+
+    def forward(self, x):
+        settings = copy.deepcopy(self.settings)
+        settings.extra = x.shape[0]
+        table = copy.deepcopy(settings.__dict__)
+        table["depth"] = table.pop("layers")
+        return x * table["scale"] + table["depth"] + table["extra"], sorted(table)
+
+
+def test_deepcopy_of_the_attribute_table_of_a_new_object():
+    def change(env):
+        env.settings.scale = 9.0
+    differential(twins(_SerializesACopy()), [Call((t(),)), Call((t(),), before=change), Call((t(3, 2),))])
+    stats = differential(twins(_SerializesACopy()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class _CopiesACopy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.settings = _Settings()
+
+    def forward(self, x):
+        first = copy.deepcopy(self.settings)
+        first.scale = first.scale + 1
+        second = copy.deepcopy(first)
+        return x * second.scale
+
+
+def test_deepcopy_of_an_object_the_call_made():
+    def change(env):
+        env.settings.scale = 2.5
+    stats = differential(twins(_CopiesACopy()), [Call((t(),)), Call((t(),), before=change), Call((t(),))])
+    assert stats.graphs >= 1 and not stats.fallbacks  # (captured; it recompiles more often than it needs to)

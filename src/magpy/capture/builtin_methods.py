@@ -101,6 +101,7 @@ class BuiltinMethods:
                     self.unsupported("attributes of a new object set from a mapping MagPy cannot follow")
                 for key, prov in self._dict_provs(mapping, provs[0]).items():
                     self.written[(id(made), key)] = prov
+                    self.table_changed(made, key, prov)
                 return None
         if name == "__setitem__" and len(call) == 4 and self.provenance_of(call[0]) is None:
             # dict's own ``__setitem__`` on a dict the call made (``super().__setitem__(k, v)`` in a
@@ -181,7 +182,7 @@ class BuiltinMethods:
         """``x.__reduce_ex__(protocol)`` as ``copy``/``pickle`` call it, where ``x``'s class keeps object's own
         reduction (no Python ``__reduce*__``/``__getstate__``/``__getnewargs*__``, no slots): a tuple made
         here of ``copyreg.__newobj__``, ``(type(x),)`` and ``x.__dict__`` itself. ``_NOT_WRITTEN`` when the
-        call is not that, or when ``x`` is not an outside object read by a path."""
+        call is not that, or when ``x`` is neither an outside object read by a path nor one the call made."""
         if getattr(fn, "__name__", None) != "__reduce_ex__" or kwargs:
             return _NOT_WRITTEN
         obj = _bound_self(fn)
@@ -193,8 +194,12 @@ class BuiltinMethods:
                 result[3:] != (None, None):
             return _NOT_WRITTEN
         prov = self.provenance_of(obj)
-        if not isinstance(prov, Source):
+        if prov is None and self.made.get(id(obj)) is obj:
+            state = self.attribute_table(obj, result[2])  # (an object the call made: its attribute table)
+        elif isinstance(prov, Source):
+            self.guard(TypeGuard(prov, type(obj)))  # (the class in the tuple)
+            state = AttrSource(prov, "__dict__")
+        else:
             return _NOT_WRITTEN
-        self.guard(TypeGuard(prov, type(obj)))  # (the class in the tuple)
-        self.contents[id(result)] = (result, [None, None, AttrSource(prov, "__dict__"), None, None])
+        self.contents[id(result)] = (result, [None, None, state, None, None])
         return None

@@ -22,8 +22,6 @@ def _module_sequence(obj):
 def _elements(obs, obj, prov):
     """Provenance of each element ``iter(obj)`` yields (a pair list for yielded tuples), or None
     when it is unknown."""
-    if obs.table_owner(obj) is not None:
-        return [None] * len(obj)  # the attribute names of a new object: set where the call was seen setting them
     if _is_tensor(obj) and obj.dim() > 0:
         # native code iterating a tensor gets its rows (``Tensor.__iter__`` is ``iter(t.unbind(0))``)
         if 0 in obs.dynamic.get(obs.node_of(obj, prov), ()):

@@ -126,9 +126,6 @@ def _op_is(obs, invert, inputs, provs, outputs):
 
 def _op_contains(obs, invert, inputs, provs, outputs):
     item, container = inputs
-    if obs.table_owner(container) is not None:
-        obs.need(item, provs[0])  # ``name in obj.__dict__`` of a new object: which attributes the call set
-        return [None]
     changed = obs.set_changes.get(id(container))
     if changed is not None and changed[0] is container and isinstance(provs[1], Source):
         # an outside set the call added to / discarded from: those items are known, others are as on entry

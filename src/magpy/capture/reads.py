@@ -116,12 +116,25 @@ class Reads:
         return prov
 
     def attribute_table(self, obj, table):
-        """``obj.__dict__`` (or ``vars(obj)``) of an object the call made: what it holds is the object's
-        attributes, whose provenance ``written`` keeps. The table itself is of unknown origin; the calls
-        that read or fill it by key (``get``, ``update``) are followed as attribute reads and writes."""
-        if table is getattr(obj, "__dict__", None):
+        """``obj.__dict__`` (or ``vars(obj)``) of an object the call made: a dict made here holding the
+        object's attributes, with the provenance ``written`` keeps for each, kept in step with the object
+        (attribute writes change it; its item reads and writes are attribute reads and writes)."""
+        if table is not getattr(obj, "__dict__", None):
+            return UNKNOWN
+        if self.table_owner(table) is None:
             self.attribute_tables[id(table)] = (table, obj)
-        return UNKNOWN
+            self.contents[id(table)] = (table, {k: self.written.get((id(obj), k)) for k in table})
+        return None
+
+    def table_changed(self, obj, name, prov):
+        """An attribute of an object the call made was set (or deleted: ``_DELETED``): its table follows."""
+        table = getattr(obj, "__dict__", None) if self.made.get(id(obj)) is obj else None
+        entry = self.contents.get(id(table)) if self.table_owner(table) is obj else None
+        if entry is not None and type(entry[1]) is dict:
+            if prov is _DELETED:
+                entry[1].pop(name, None)
+            else:
+                entry[1][name] = prov
 
     def table_owner(self, table):
         """The object whose attribute table ``table`` is (see ``attribute_table``), or None."""
@@ -167,8 +180,6 @@ class Reads:
     @_event(None)
     def read_method(self, obj, obj_prov, name, function):
         if obj_prov is UNKNOWN:
-            if self.table_owner(obj) is not None:
-                return  # (a method of the attribute table of a new object: its calls say what they do)
             self.unsupported(f"method {name!r} called on an object of unknown origin")
         if _is_tensor(obj):
             if _replayable_path(obj_prov):
@@ -185,7 +196,7 @@ class Reads:
 
     @_event(None)
     def read_item(self, obj, obj_prov, key, key_prov, value, computed=NOT_RETURNED):
-        owner = self.table_owner(obj) if obj_prov is UNKNOWN else None
+        owner = self.table_owner(obj)
         if owner is not None:
             self.need(key, key_prov)  # ``obj.__dict__[name]`` of a new object: its attribute
             return self.read_attr(owner, None, key, value)

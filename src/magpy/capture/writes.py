@@ -41,6 +41,7 @@ class Writes:
         if name == "data" and _is_tensor(obj) and self._own_data(obj, value):
             return  # ``p.data *= mask``: the in-place op changed p; storing its own data back changes nothing
         self.written[(id(obj), name)] = prov
+        self.table_changed(obj, name, prov)
         if name == "requires_grad" and _is_tensor(obj) and type(value) is bool and id(obj) not in self.input_paths:
             entry = self.nodes.get(id(obj))
             if entry is not None and entry[0] is obj:
@@ -68,7 +69,7 @@ class Writes:
 
     @_event(None)
     def write_item(self, obj, obj_prov, key, key_prov, value, prov):
-        owner = self.table_owner(obj) if obj_prov is UNKNOWN else None
+        owner = self.table_owner(obj)
         if owner is not None:
             self.need(key, key_prov)  # ``obj.__dict__[name] = v`` of a new object: an attribute set
             return self.write_attr(owner, None, key, value, prov)
@@ -230,6 +231,7 @@ class Writes:
     @_event(None)
     def delete_attr(self, obj, obj_prov, name):
         if obj_prov is None:
+            self.table_changed(obj, name, _DELETED)
             return
         if not isinstance(obj_prov, (Source, Expr)) or _is_tensor(obj):
             self.unsupported(f"deleting attribute {name!r} of an outside object")
