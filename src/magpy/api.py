@@ -8,12 +8,15 @@ import torch
 from torch import fx
 
 from . import backends as _backends
-from .cache import Cache, Stats, register, reset_all
+from .cache import Cache, ChildStats, Stats, register, reset_all
 from .compile_lock import LOCK
 from .capture import capture
+from .capture.breaks import why_no_split
+from .capture.observer import STOPPED
 from .capture.names import home_of, rendering_home
 from .capture.tracing import Trace, event_filter, run_traced
 from .emit import build_entry, build_eager_entry, EAGER, MISS
+from .emit.continuation import Continuation
 from .emit.program import failing_guard
 from .capture.guards import ValueGuard
 from .capture.sources import paths_in
@@ -37,7 +40,7 @@ def _target(fn):
 class CompiledFunction:
     """``fn`` compiled on its first call; later calls reuse the entry whose guards pass."""
 
-    def __init__(self, fn, backend="magpy", fullgraph=False, dynamic=None, options=None):
+    def __init__(self, fn, backend="magpy", fullgraph=False, dynamic=None, options=None, stats=None):
         self.fn = fn
         self.func, self.leading = _target(fn)
         self.backend = backend
@@ -46,8 +49,11 @@ class CompiledFunction:
         self.dynamic = dynamic
         # paths of Python numbers a later capture takes as graph inputs (a miss showed they change)
         self.dynamic_numbers = True if dynamic is True else set()
-        self.stats = Stats()
+        # (a resume function or a callee compiled at a graph break counts into its caller's stats)
+        self.stats = ChildStats(stats) if stats is not None else Stats()
         self.cache = register(Cache())
+        # graph breaks found so far: root instruction index -> why (an Unsupported); captures stop before them
+        self.breaks = {}
         self.eager = False        # gave up: every call runs eagerly
         self.failed_captures = 0  # captures that gave up and could not be remembered as an eager entry
         self._warned = False
@@ -114,9 +120,12 @@ class CompiledFunction:
 
     def _compile_and_run(self, full_args, args, kwargs):
         numbers = self.dynamic_numbers if self.dynamic_numbers is True else frozenset(self.dynamic_numbers)
-        result, exc, cap = capture(self.func, full_args, kwargs, dynamic_numbers=numbers)
+        result, exc, cap = capture(self.func, full_args, kwargs, dynamic_numbers=numbers,
+                                   stop_at=frozenset(self.breaks))
         if cap.unsupported is None:
             try:
+                if result is STOPPED:
+                    cap.resume = self._continuation(cap.stopped)
                 self.cache.add(self._build(cap))
                 self.stats.count("compiles")
                 if cap.op_count:
@@ -131,12 +140,38 @@ class CompiledFunction:
             u = cap.unsupported
             if self.fullgraph:
                 raise GraphBreakError(u.reason, u.filename, u.lineno)
-            self.stats.count("graph_breaks")
-            # the call could not be captured: it ran eagerly (in the VM, exactly once)
-            self._remember_failure(cap, u, stacklevel=4 + self.extra_frames)
+            if result is STOPPED:
+                # (compiling what came before the break failed: the call goes on eagerly from there)
+                self._remember_failure(cap, u, stacklevel=4 + self.extra_frames)
+                return Continuation.eager(self.func, cap.stopped)
+            # the call could not be captured: it ran eagerly (in the VM, exactly once). Where it gave up
+            # in this function's own code, the next capture stops before that instruction: a graph
+            # break, the rest of the call continuing in a resume function
+            at = cap.failed_at
+            if at in self.breaks:  # (the capture that was to stop there could not: say why it had to)
+                first = self.breaks[at]
+                u = Unsupported(f"{first.reason}; the call cannot be split there: {u.reason}", first.filename,
+                                first.lineno)
+                self._remember_failure(cap, u, stacklevel=4 + self.extra_frames)
+            elif at is None or why_no_split(self.func.__code__, at) is not None:
+                self.stats.count("graph_breaks")
+                self._remember_failure(cap, u, stacklevel=4 + self.extra_frames)
+            else:
+                self.stats.count("graph_breaks")
+                self.stats.reasons.append((u.reason, u.where()))
+                self.breaks[at] = u
         if exc is not None and not isinstance(exc, Unsupported):
             raise exc
+        if result is STOPPED:
+            return cap.resume(*cap.stopped.values)
         return result
+
+    def _continuation(self, stopped):
+        u = self.breaks[stopped.index]
+        options = dict(backend=self.backend, dynamic=self.dynamic, options=self.options, stats=self.stats)
+        return Continuation(self.func, stopped.code, stopped.index, stopped.layout, u.reason, u.where(),
+                            lambda fn: CompiledFunction(fn, **options),
+                            lambda obj: compiled_callee(obj, options))
 
     def _build(self, cap):
         with rendering_home(_home(self.fn)):  # (the entry's readable text names the user's globals bare)
@@ -264,8 +299,7 @@ def reset():
     reset_all()
 
 
-def graph_break():
-    """Mark a graph break in user code (a no-op when run eagerly)."""
+from .markers import graph_break  # noqa: E402,F401  (public: ``magpy.graph_break``)
 
 
 Stats = Stats
@@ -379,3 +413,62 @@ def trace(fn, *, only=None, lines=False, on_event=None):
     call. ``breakpoint()`` in ``fn`` opens pdb at your line. Raises ``ValueError`` for an unknown ``only``.
     """
     return Traced(fn, only=only, lines=lines, on_event=on_event)
+
+
+# callables a continuation calls at a graph break, compiled on their own: function -> CompiledFunction;
+# id(module) -> (weak reference, compiled call) (by identity: a module's own __eq__/__hash__ never run)
+_CALLEES = weakref.WeakKeyDictionary()
+_MODULE_CALLEES = {}
+
+
+def compiled_callee(obj, options):
+    """What a call at a graph break calls instead of ``obj``: the compiled form of a Python function,
+    method or module, so that the break inside it splits it in turn; any other callable as it is."""
+    forward = _plain_forward(obj)
+    if forward is not None:  # (a module without hooks: its call is its forward)
+        return compiled_callee(forward, options)
+    if type(obj) is types.MethodType and type(obj.__func__) is types.FunctionType:
+        compiled = compiled_callee(obj.__func__, options)
+        return obj if compiled is obj.__func__ else types.MethodType(compiled, obj.__self__)
+    if type(obj) is types.FunctionType:
+        if not _compilable(obj):
+            return obj
+        with LOCK:
+            compiled = _CALLEES.get(obj)
+            if compiled is None:
+                compiled = _CALLEES[obj] = CompiledFunction(obj, **options)
+        return compiled
+    if isinstance(obj, torch.nn.Module) and not isinstance(type(obj).__call__, CompiledFunction):
+        key = id(obj)
+        with LOCK:
+            known = _MODULE_CALLEES.get(key)
+            if known is None or known[0]() is not obj:
+                compiled = CompiledFunction(types.MethodType(type(obj).__call__, obj), **options)
+                ref = weakref.ref(obj, lambda _: _MODULE_CALLEES.pop(key, None))
+                known = _MODULE_CALLEES[key] = (ref, compiled)
+        return known[1]
+    return obj
+
+
+_MODULE_CALLS = (torch.nn.Module.__call__, torch.nn.Module._call_impl)
+
+
+def _plain_forward(obj):
+    """``m.forward`` when calling ``obj`` (a module, or its ``__call__``/``_call_impl``) runs just that:
+    no hook of the module's or global ones (``Module._call_impl``'s own test)."""
+    if type(obj) is types.MethodType and obj.__func__ in _MODULE_CALLS:
+        obj = obj.__self__
+    if not isinstance(obj, torch.nn.Module) or type(obj).__call__ is not torch.nn.Module.__call__:
+        return None
+    from torch.nn.modules import module as m
+    d = obj.__dict__
+    if d.get("_backward_hooks") or d.get("_backward_pre_hooks") or d.get("_forward_hooks") or \
+            d.get("_forward_pre_hooks") or m._global_backward_pre_hooks or m._global_backward_hooks or \
+            m._global_forward_hooks or m._global_forward_pre_hooks or torch._C._get_tracing_state():
+        return None
+    return obj.forward
+
+
+def _compilable(fn):
+    code = fn.__code__
+    return not code.co_flags & (0x20 | 0x80 | 0x100 | 0x200) and not decode(code).internal

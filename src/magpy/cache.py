@@ -42,6 +42,23 @@ class Stats:
             self.cache_hits += 1
 
 
+class ChildStats(Stats):
+    """The stats of a function compiled on behalf of another (a resume function, a callee at a graph
+    break): its compiles, graphs, breaks and fallbacks count for the function the user compiled too."""
+
+    SHARED = frozenset({"compiles", "graphs", "graph_breaks", "fallbacks", "eager_calls"})
+
+    def __init__(self, parent):
+        super().__init__()
+        self.parent = parent
+        self.reasons = parent.reasons
+
+    def count(self, name, n=1):
+        super().count(name, n)
+        if name in self.SHARED:
+            self.parent.count(name, n)
+
+
 class Cache:
     """The entries of one function, most recently used first."""
 

@@ -322,6 +322,6 @@ def test_reading_an_autograd_node_beyond_its_kind_falls_back():
 
     compiled = magpy.compile(fn, backend="eager")
     x, w = torch.randn(3), torch.randn(3, requires_grad=True)
-    with pytest.warns(UserWarning, match="grad_fn.metadata"):
-        meta, name = compiled(x, w)
+    meta, name = compiled(x, w)
     assert (meta, name) == ({}, "MulBackward0")
+    assert any("grad_fn.metadata" in r for r, _ in compiled.stats.reasons)

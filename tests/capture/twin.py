@@ -175,6 +175,12 @@ def expect(stats, **wanted):
         raise CaptureShortfall(f"wanted {wanted}, got {wrong}; fallback reasons: {stats.reasons}")
 
 
+def expect_not_one_graph(stats):
+    """The program could not stay in one graph: it was split at a graph break (or ran eagerly)."""
+    if not stats.graph_breaks:
+        raise CaptureShortfall(f"wanted a graph break, got none; stats: {stats}")
+
+
 def expect_one_graph(stats, calls=3):
     """The usual expectation: one compile, one graph, every later call a cache hit, no fallback."""
     expect(stats, compiles=1, graphs=1, cache_hits=calls - 1, fallbacks=0)

@@ -39,6 +39,8 @@ class Calls(BuiltinMethods):
     def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result, returned):
         self.frame = frame
         self.call_fn_prov = fn_prov
+        if fn is rules.GRAPH_BREAK:
+            self.unsupported("magpy.graph_break() (graph break)")
         interpreted = returned is not NOT_RETURNED
         if isinstance(fn, type) and not isinstance(result, _SCALARS) and fn is not type and \
                 not any(result is a for a in args):

@@ -42,10 +42,11 @@ from .calls import Calls
 from .context_vars import ContextVars
 from .conditions import Conditions
 from .templates import Templates
+from .breaks import Breaks, StopCapture
 
 
 class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, ContextVars, Conditions, Templates,
-                      Observer):
+                      Breaks, Observer):
     """The observer of one capture: the event methods of its rooms, and what they share (failure, guards)."""
 
     def __init__(self, fn_globals):
@@ -71,6 +72,8 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         if self.cap.unsupported is None:
             self.cap.unsupported = Unsupported(reason, frame.filename if frame else None,
                                                frame.lineno if frame else None)
+            # (the root frame's instruction running now: a later capture may stop before it)
+            self.cap.failed_at = self.root.index if self.root is not None and self.splittable() else None
         self.stop_observing()
         raise _Abandon
 
@@ -262,11 +265,13 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         if frame is self.root:
             self.cap.result_template = self.template(value, prov)
 
-def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset()):
+def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), stop_at=frozenset()):
     """Run ``fn(*args, **kwargs)`` in the VM under observation (by a ``CaptureObserver``, or by the one
     ``make_observer(fn_globals)`` makes of a class derived from it: ``magpy.trace``'s).
     ``dynamic_numbers``: the paths of Python numbers the graph takes as inputs where they are operands of
     tensor ops (rather than guarding their values), or True for every number read from outside.
+    ``stop_at``: indices of root-frame instructions capture stops before, when it reaches one (a graph
+    break: ``capture.stopped`` then holds the live values, and the result is ``STOPPED``).
 
     Returns ``(result, exception, capture)``: exactly one of result/exception is meaningful, and
     ``capture.unsupported`` says why the call cannot be replayed (None when it can).
@@ -293,6 +298,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset()):
     obs.set_changes = {}
     obs.scalar_inputs = {}
     obs.dynamic_numbers = dynamic_numbers
+    obs.stop_at = stop_at
     obs.snapshot = False
     obs.sets = {}
     obs.raises = {}
@@ -307,6 +313,8 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset()):
     obs.vm = vm
     try:
         result = vm.call(fn, *args, **kwargs)
+    except StopCapture:
+        result = STOPPED
     except BaseException as exc:  # noqa: BLE001 - the user's exception, re-raised by the caller
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
@@ -326,6 +334,14 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset()):
         # in-place op on one would show through the other) needs a graph of its own
         obs.guard(TruthGuard(Expr(distinct, paths), True))
     return result, None, obs.cap
+
+
+class _Stopped:
+    def __repr__(self):
+        return "STOPPED"
+
+
+STOPPED = _Stopped()  # what ``capture`` returns for a call it stopped at a graph break
 
 
 def _drop_implied(guards):

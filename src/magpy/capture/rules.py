@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from ..interp.identity import IdentitySet
+from ..markers import graph_break as GRAPH_BREAK  # noqa: F401  (a call of it is a graph break)
 
 #: reads of state the arguments do not hold (the current context's value of a ``ContextVar``, as torch's
 #: config modules keep their overrides): the result is re-read by the guard even when every argument

@@ -22,6 +22,9 @@ class Capture:
         self.pre_graph = 0        # how many side effects came before the first graph op
         self.result_template = None
         self.unsupported = None   # an Unsupported, when capture must give up
+        self.failed_at = None     # the root frame's instruction (VM index) running when it gave up
+        self.stopped = None       # a ``breaks.Stopped``: capture stopped before a graph break
+        self.resume = None        # the ``Continuation`` the mock hands the live values to (set by api)
         self.op_count = 0
         self.draws = []           # (native random function, constant arguments) per draw, in order
         self.host_values = False  # the graph computes or takes Python numbers, or shapes from data

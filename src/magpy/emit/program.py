@@ -445,7 +445,13 @@ def _emit_mock(em, cap, graph_fn):
     if cap.checks:
         _check_outputs(a, cap)
     _side_effects(em, after, seen)
-    em.template(cap.result_template, seen)
+    if cap.resume is not None:  # a graph break: the live values go on to the breaking instruction
+        a.call_begin(cap.resume)
+        for part in cap.result_template[1]:
+            em.template(part, seen)
+        a.call_end(len(cap.result_template[1]))
+    else:
+        em.template(cap.result_template, seen)
     result = em.temp()
     a.store_fast(result)
     a.load_fast(result)
@@ -631,7 +637,11 @@ def render(cap, guards):
     else:
         lines.append("mock:")
     lines += [f"  {_render_effect(*effect)}" for effect in cap.side_effects]
-    lines.append(f"  return {_render_template(cap.result_template)}")
+    if cap.resume is not None:
+        lines.append(f"  live = {_render_template(cap.result_template)}")
+        lines.append(f"  {cap.resume.describe()}")
+    else:
+        lines.append(f"  return {_render_template(cap.result_template)}")
     return "\n".join(lines)
 
 

@@ -71,6 +71,8 @@ Instructions
         before each instruction of each frame it starts or resumes (``frame.lineno`` is that
         instruction's line). Such frames run one handler per instruction (no compiled blocks), so an
         observer sets it only while something wants every instruction (a line tracer).
+    ``root_step`` — the same, for the root frame only (the frame the VM entered from outside): capture
+        follows where the call is, to split it there at a graph break.
 
 Constants stay quiet: an operator (``QUIET_OPS``) or a branch whose operands are all constant scalars
 (exact ``CONSTANT_SCALARS`` types) without provenance, and a ``FOR_ITER`` step of a ``range`` or ``str``
@@ -94,6 +96,7 @@ class Observer:
     """Base class: every event is a no-op; provenance-returning events return None."""
 
     step = None  # (see "Instructions" above)
+    root_step = None  # as ``step``, for the instructions of the root frame only
 
     def enter_frame(self, frame):
         pass

@@ -220,6 +220,8 @@ class VM:
             if instrs is None:
                 instrs = decoded.tracked = tracked_instrs(decoded)
             step = self.observer.step
+            if step is None and frame.back is None:
+                step = self.observer.root_step  # (the root frame's instructions, one by one)
             if step is not None:  # one handler per instruction: no compiled blocks
                 instrs = decoded.tracked_handlers
             if frame.pstack is None:

@@ -1,0 +1,84 @@
+"""Graph breaks: where a capture stops so that the rest of the call continues in a resume function.
+
+A capture that gives up at an instruction of the root frame says where (``Capture.failed_at``). The next
+capture of that function stops *before* that instruction (``stop_at``): nothing of it has run, so the
+live stack and locals are exactly the ones the instruction would see. Their templates become the
+entry's result, handed to a ``Continuation`` (``emit.continuation``) that runs the instruction natively
+and the rest of the call compiled. Stopping unwinds the VM (``StopCapture``): the call goes on from the
+same live values, through the same continuation its entry will use on later calls.
+"""
+from ..emit.resume import Layout, resume_code, step_code, step_shape, why_not_resumable
+from ..interp.errors import InterpreterError
+from ..interp.frame import NULL
+from .values import _Abandon
+
+
+class StopCapture(InterpreterError):
+    """Internal: unwinds the VM, untouched by the program's handlers, at the break capture stops at."""
+
+    def __init__(self):
+        super().__init__("capture stopped at a graph break")
+
+
+class Stopped:
+    """Where and with what a capture stopped: the live values go to the continuation."""
+
+    def __init__(self, code, index, layout, values, where):
+        self.code = code
+        self.index = index
+        self.layout = layout
+        self.values = values
+        self.where = where
+
+
+def why_no_split(code, index):
+    """Why a break at VM index ``index`` of ``code`` cannot continue in a resume function (None: it can)."""
+    why = why_not_resumable(code)
+    if why is None and step_shape(code, index) is None:
+        why = "a graph break at an instruction that cannot run on its own"
+    return why
+
+
+class Breaks:
+    """The root frame's instructions, watched for the break points the capture is to stop at."""
+
+    def root_step(self, frame, index):
+        if index in self.stop_at and frame is self.root and self.vm.observer is self:
+            self._stop(frame, index)
+
+    def splittable(self):
+        """Can the root frame be split where it is now? (not inside an except block: a resume function
+        cannot take over the exception being handled)"""
+        state = self.vm.exc_state
+        while state is not None:
+            if state.value is not None:
+                return False
+            state = state.previous
+        return True
+
+    def _stop(self, frame, index):
+        code = frame.decoded.code
+        try:
+            why = why_no_split(code, index)
+            if why is None and not self.splittable():
+                why = "a graph break inside an except block"
+            if why is not None:
+                self.unsupported(why, frame)
+            decoded = frame.decoded
+            bound = [k for k in range(decoded.free_start) if frame.locals[k] is not NULL]
+            live = [(v, p) for v, p in zip(frame.stack, frame.pstack) if v is not NULL]
+            live += [(frame.locals[k], frame.plocals[k]) for k in bound]
+            self.cap.result_template = ("tuple", [self.template(v, p) for v, p in live])
+            layout = Layout([v is NULL for v in frame.stack], [decoded.localsplus_names[k] for k in bound])
+            try:  # (made now, while the call can still run on in the VM if they cannot be)
+                n = step_shape(code, index)[0]
+                step_code(code, index, layout.nulls[len(layout.nulls) - n:])
+                resume_code(code, index, layout)
+            except Exception as err:  # noqa: BLE001 - a rewrite we cannot make is a break we cannot take
+                self.unsupported(f"a graph break whose resume function cannot be made ({err})", frame)
+        except _Abandon:
+            return  # capture gave up (``cap.unsupported`` says why): the call runs on, unobserved
+        self.cap.stopped = Stopped(code, index, layout, tuple(v for v, _ in live),
+                                   (frame.filename, decoded.linenos[index]))
+        self.stop_observing()
+        raise StopCapture

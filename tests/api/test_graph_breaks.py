@@ -1,0 +1,270 @@
+"""Graph breaks: a call MagPy cannot keep in one graph is split there, the breaking instruction runs
+natively and the rest continues in a compiled resume function. Every program runs a sequence of calls
+compiled and eagerly: results, exceptions, printed output (in order) and state must be equal."""
+import contextlib
+import copy
+import io
+
+import pytest
+import torch
+
+import magpy
+
+
+def _run(fn, args):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            result, exc = fn(*args), None
+        except Exception as e:  # noqa: BLE001
+            result, exc = None, e
+    return result, exc, out.getvalue()
+
+
+def _same(a, b):
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, equal_nan=True)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return type(a) is type(b) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def check(fn, calls, compiled=None):
+    """Call ``fn`` eagerly and compiled on each argument tuple of ``calls``; return the compiled one."""
+    compiled = compiled or magpy.compile(fn)
+    for args in calls:
+        eager_args, compiled_args = copy.deepcopy(args), copy.deepcopy(args)
+        want = _run(fn, eager_args)
+        got = _run(compiled, compiled_args)
+        assert _same(got[0], want[0]), (got[0], want[0])
+        assert type(got[1]) is type(want[1]) and str(got[1]) == str(want[1]), (got[1], want[1])
+        assert got[2] == want[2], (got[2], want[2])
+        assert _same(compiled_args, eager_args)
+    return compiled
+
+
+def stats_of(compiled):
+    return compiled._magpy_compiled.stats if isinstance(compiled, torch.nn.Module) else compiled.stats
+
+
+def xs(*shapes, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(*(s if isinstance(s, tuple) else (s,)), generator=g),) for s in shapes]
+
+
+def test_print_between_ops_splits_and_hits_the_cache():
+    def f(x):
+        y = x.sin()
+        print(y.sum())
+        return y.cos()
+
+    c = check(f, xs(4, 4, 4, 4))
+    s = c.stats
+    assert s.graph_breaks == 1 and s.graphs == 2 and s.fallbacks == 0
+    assert s.cache_hits == 2   # (the first call finds the break, the second compiles both sides)
+    assert s.reasons[0][0].startswith("print() of a tensor")
+
+
+def test_branch_on_tensor_value_takes_both_ways():
+    def f(x):
+        y = x * 2
+        if y.sum() > 0:
+            z = y + 1
+        else:
+            z = y - 1
+        return z.relu()
+
+    calls = [(torch.ones(3),), (-torch.ones(3),), (torch.ones(3) * 2,), (-torch.ones(3) * 3,), (torch.ones(3),)]
+    c = check(f, calls)
+    assert c.stats.fallbacks == 0 and c.stats.eager_calls == 0
+
+
+def test_loop_whose_trip_count_depends_on_data():
+    def f(x):
+        n = 0
+        while x.abs().max() > 1:
+            x = x / 2
+            n += 1
+        return x, n
+
+    calls = [(torch.tensor([5.0, 1.0]),), (torch.tensor([40.0, 3.0]),), (torch.tensor([0.5]),),
+             (torch.tensor([7.0, 1.0]),)]
+    c = check(f, calls)
+    assert c.stats.fallbacks == 0
+
+
+def test_item_in_python_arithmetic_then_tensor_ops():
+    def f(x):
+        s = x.sum().item()
+        k = int(s * 10) % 3 + 1
+        return x * k + s
+
+    c = check(f, xs(5, 5, 5, 5, seed=3))
+    assert c.stats.fallbacks == 0
+
+
+def test_unknown_native_call_on_a_tensor():
+    import numpy as np
+
+    def f(x):
+        y = x.exp()
+        a = np.asarray(y.tolist()).argsort()   # (native code on the tensor's numbers)
+        return y[torch.as_tensor(a)] * 2
+
+    check(f, xs(6, 6, 6))
+
+
+def test_break_inside_a_submodule_compiles_the_submodule_on_its_own():
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.lin(x).tanh()
+            print(h)   # (a tensor printed: a graph break inside the submodule)
+            return h * 2
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pre = torch.nn.Linear(4, 4)
+            self.block = Block()
+
+        def forward(self, x):
+            return self.block(self.pre(x).relu()).sum(-1)
+
+    torch.manual_seed(0)
+    net = Net()
+    compiled = magpy.compile(net)
+    with torch.no_grad():
+        check(net, xs((2, 4), (2, 4), (2, 4), (2, 4)), compiled)
+    s = stats_of(compiled)
+    assert s.fallbacks == 0 and s.graphs >= 3
+
+
+def test_break_inside_no_grad_block():
+    def f(x, w):
+        y = x @ w
+        with torch.no_grad():
+            s = y.sum()
+            print("sum", round(s.item(), 4))
+            z = y * s
+        return z + y, torch.is_grad_enabled()
+
+    w = torch.randn(3, 3, requires_grad=True)
+    calls = [(torch.randn(2, 3), w), (torch.randn(2, 3), w), (torch.randn(2, 3), w)]
+    c = magpy.compile(f)
+    for args in calls:
+        want = f(*args)
+        got = c(*args)
+        assert torch.allclose(got[0], want[0]) and got[1] == want[1]
+        assert got[0].requires_grad == want[0].requires_grad
+    assert torch.is_grad_enabled()
+
+
+def test_break_inside_try_except_finally():
+    log = []
+
+    def f(x):
+        y = x + 1
+        try:
+            if y.sum() > 0:
+                raise ValueError("positive")
+            y = y * 3
+        except ValueError as e:
+            log.append(str(e))
+            y = y - 10
+        finally:
+            log.append("finally")
+        return y
+
+    c = magpy.compile(f)
+    want_log = []
+    for x in [torch.ones(2), -torch.ones(2) * 3, torch.ones(2), -torch.ones(2) * 5]:
+        log.clear()
+        want = f(x)
+        want_log = list(log)
+        log.clear()
+        got = c(x)
+        assert torch.equal(got, want) and log == want_log
+
+
+def test_break_inside_a_for_loop():
+    def f(x, steps):
+        outs = []
+        for k in range(steps):
+            x = x * 0.5 + k
+            if x.mean() > 2:   # (data decides, every iteration)
+                x = x - 1
+            outs.append(x)
+        return torch.stack(outs)
+
+    calls = [(torch.full((3,), float(v)), 4) for v in (0, 5, 9, 1)]
+    c = check(f, calls)
+    assert c.stats.fallbacks == 0
+
+
+def test_nested_breaks_two_calls_deep():
+    def inner(x):
+        y = x.cos()
+        print("inner", y.sum() > 0)   # (a tensor printed: a graph break two calls deep)
+        return y + 1
+
+    def middle(x):
+        return inner(x * 2) - 3
+
+    def f(x):
+        return middle(x.sin()).sum()
+
+    c = check(f, xs(3, 3, 3, 3))
+    assert c.stats.fallbacks == 0 and c.stats.graphs >= 4
+
+
+def test_exception_raised_by_the_breaking_instruction_is_the_programs():
+    def f(x):
+        y = x * 2
+        if y.sum() > 100:
+            raise RuntimeError("too big")
+        return y
+
+    check(f, [(torch.ones(2),), (torch.ones(2) * 100,), (torch.ones(2),)])
+
+
+def test_graph_break_marker():
+    def f(x):
+        y = x.sin()
+        magpy.graph_break()
+        return y.cos()
+
+    c = check(f, xs(3, 3, 3))
+    assert c.stats.graph_breaks == 1 and c.stats.graphs == 2
+
+
+def test_fullgraph_still_raises():
+    def f(x):
+        y = x.sin()
+        print(y)
+        return y
+
+    with pytest.raises(magpy.GraphBreakError):
+        magpy.compile(f, fullgraph=True)(torch.ones(2))
+
+
+def test_gradients_through_a_split_function():
+    def f(x, w):
+        h = (x @ w).tanh()
+        if h.sum() > 0:
+            h = h * 2
+        return (h ** 2).sum()
+
+    w1 = torch.randn(3, 3, requires_grad=True)
+    w2 = w1.detach().clone().requires_grad_()
+    c = magpy.compile(f)
+    for k in range(3):
+        x = torch.randn(2, 3)
+        f(x, w1).backward()
+        c(x, w2).backward()
+        assert torch.allclose(w1.grad, w2.grad)
