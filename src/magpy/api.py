@@ -17,7 +17,9 @@ from .capture.names import home_of, rendering_home
 from .capture.tracing import Trace, event_filter, run_traced
 from .emit import build_entry, build_eager_entry, EAGER, MISS
 from .emit.continuation import Continuation
-from .emit.program import failing_guard
+from .emit.program import evaluate, failing_guard
+from .capture import predicates
+from .capture.sources import Expr
 from .capture.guards import ValueGuard
 from .capture.sources import paths_in
 from .errors import GraphBreakError, Unsupported
@@ -99,6 +101,7 @@ class CompiledFunction:
                     return result
                 if result is MISS and not self.cache.full():
                     self._note_changed_number(bound)
+                    self._note_flipped_branch(bound)
                     return self._compile_and_run(full_args, args, kwargs)
                 if result is EAGER:
                     return self.fn(*args, **kwargs)
@@ -118,10 +121,36 @@ class CompiledFunction:
         if failed is not None and type(failed[0]) is ValueGuard and type(failed[0].value) in (int, float):
             self.dynamic_numbers.update(paths_in(failed[0].expr))  # (``self.step + 1``: self.step)
 
+    def _note_flipped_branch(self, bound):
+        """A branch on tensor data went another way than in every entry so far: once two entries exist,
+        the next capture splits the call at that branch (a graph break) instead of compiling one entry
+        per combination of ways (a policy's ``.item()`` deciding, block by block, which blocks run)."""
+        if len(self.cache.entries) < 2:
+            return
+        entry = self.cache.entries[0]
+        guard = next((g for g in entry.guards if type(g) is ValueGuard and type(g.expr) is Expr
+                      and g.expr.fn is predicates.holds), None)
+        sites = getattr(entry, "condition_sites", ())
+        if guard is None or not sites:
+            return
+        try:
+            found = evaluate(guard.expr, bound)
+        except Exception:  # noqa: BLE001 - (another guard fails first)
+            return
+        flipped = next((k for k, (a, b) in enumerate(zip(found, guard.value)) if a != b), None)
+        at = sites[flipped] if flipped is not None else None
+        if at is not None and at not in self.breaks and why_no_split(self.func.__code__, at) is None:
+            self.breaks[at] = Unsupported(_FLIPPED, *self._line_of(at))
+            self.stats.count("graph_breaks")
+
+    def _line_of(self, index):
+        decoded = decode(self.func.__code__)
+        return self.func.__code__.co_filename, decoded.linenos[index]
+
     def _compile_and_run(self, full_args, args, kwargs):
         numbers = self.dynamic_numbers if self.dynamic_numbers is True else frozenset(self.dynamic_numbers)
         result, exc, cap = capture(self.func, full_args, kwargs, dynamic_numbers=numbers,
-                                   stop_at=frozenset(self.breaks))
+                                   stop_at=frozenset(k for k, u in self.breaks.items() if u is not None))
         if cap.unsupported is None:
             try:
                 if result is STOPPED:
@@ -148,12 +177,16 @@ class CompiledFunction:
             # in this function's own code, the next capture stops before that instruction: a graph
             # break, the rest of the call continuing in a resume function
             at = cap.failed_at
-            if at in self.breaks:  # (the capture that was to stop there could not: say why it had to)
+            known = self.breaks.get(at)
+            if known is not None and known.reason == _FLIPPED:
+                # (a split to save entries that cannot be made: entries per way it is, then)
+                self.breaks[at] = None
+            elif known is not None:  # (the capture that was to stop there could not: say why it had to)
                 first = self.breaks[at]
                 u = Unsupported(f"{first.reason}; the call cannot be split there: {u.reason}", first.filename,
                                 first.lineno)
                 self._remember_failure(cap, u, stacklevel=4 + self.extra_frames)
-            elif at is None or why_no_split(self.func.__code__, at) is not None:
+            elif at is None or at in self.breaks or why_no_split(self.func.__code__, at) is not None:
                 self.stats.count("graph_breaks")
                 self._remember_failure(cap, u, stacklevel=4 + self.extra_frames)
             else:
@@ -197,6 +230,7 @@ class CompiledFunction:
         code = self.func.__code__
         entry = build_entry(cap, graph_fn, name=f"magpy_entry_{code.co_name}", filename=code.co_filename)
         entry.graph_module = gm
+        entry.condition_sites = cap.condition_sites
         return entry
 
     def _remember_failure(self, cap, u, stacklevel):
@@ -229,6 +263,9 @@ class CompiledFunction:
             warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {said}",
                           stacklevel=stacklevel)
         self.eager = True
+
+
+_FLIPPED = "a branch on tensor data that goes different ways on different calls (graph break)"
 
 
 def _home(fn):

@@ -268,3 +268,95 @@ def test_gradients_through_a_split_function():
         f(x, w1).backward()
         c(x, w2).backward()
         assert torch.allclose(w1.grad, w2.grad)
+
+
+def test_break_in_a_loop_over_a_range_and_over_a_module_list():
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([torch.nn.Linear(3, 3) for _ in range(3)])
+
+        def forward(self, x, n):
+            for k in range(n):
+                x = x * 0.9 + k
+                magpy.graph_break()
+            for i, layer in enumerate(self.layers):
+                x = layer(x) + i
+                magpy.graph_break()
+            return x
+
+    torch.manual_seed(0)
+    net = Net()
+    compiled = magpy.compile(net)
+    with torch.no_grad():
+        check(net, [(torch.randn(2, 3), n) for n in (2, 3, 3, 5, 2)], compiled)
+    assert stats_of(compiled).graph_breaks >= 1
+
+
+class _Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+
+class BlockDrop(torch.nn.Module):
+    """A policy's output decides, block by block, whether the block runs (``.item()`` and a Python if)."""
+
+    def __init__(self):
+        super().__init__()
+        self.policy = torch.nn.Linear(8, 5)
+        self.blocks = torch.nn.ModuleList([_Block() for _ in range(5)])
+
+    def forward(self, x):
+        probs = torch.sigmoid(self.policy(x.mean(0)))
+        for i, block in enumerate(self.blocks):
+            if probs[i].item() > 0.5:
+                x = x + block(x)
+        return x
+
+
+def test_blockdrop_whose_policy_decides_which_blocks_run():
+    torch.manual_seed(0)
+    model = BlockDrop()
+    compiled = magpy.compile(model)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        check(model, [(torch.randn(4, 8, generator=g) * 3,) for _ in range(14)], compiled)
+    s = stats_of(compiled)
+    # (the branch that keeps going other ways becomes a graph break rather than one entry per combination)
+    assert s.graph_breaks >= 1 and s.compiles <= 8
+
+
+class Decoder(torch.nn.Module):
+    """An LSTM decoder whose loop stops on a predicted end token."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 16)
+        self.cell = torch.nn.LSTMCell(16, 16)
+        self.out = torch.nn.Linear(16, 10)
+
+    def forward(self, h, c, max_len: int = 12):
+        tok = torch.zeros(h.shape[0], dtype=torch.long)
+        outs = []
+        for _ in range(max_len):
+            h, c = self.cell(self.emb(tok), (h, c))
+            tok = self.out(h).argmax(-1)
+            outs.append(tok)
+            if (tok == 3).all():
+                break
+        return torch.stack(outs, 1)
+
+
+def test_lstm_decoder_that_stops_on_an_end_token():
+    torch.manual_seed(0)
+    model = Decoder()
+    compiled = magpy.compile(model)
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        check(model, [(torch.randn(1, 16, generator=g) * 2, torch.randn(1, 16, generator=g)) for _ in range(10)],
+              compiled)
+    assert stats_of(compiled).fallbacks == 0

@@ -54,13 +54,17 @@ class Conditions:
         else:
             self.guard(TruthGuard(prov, bool(value)))
 
-    def data_branch(self, node, truth, frame):
+    def data_branch(self, node, truth, frame, splits=True):
         """A branch on tensor data: guarded by rerunning the condition (``predicates``; one guard for all
         of the call's conditions, made by ``guard_conditions`` at the end)."""
         if predicates.ancestry([node]) is None:
             self.checks.append((node, truth, frame))  # (random: checked after the graph runs, if it can be)
             return
-        self.conditions.append((node, truth))
+        # (with the root frame's instruction deciding it: should the data go the other way on later calls,
+        # a capture splits the call there rather than compile one entry per way)
+        root = self.root
+        site = root.index if splits and root is not None and self.splittable() else None
+        self.conditions.append((node, truth, site))
 
     def guard_conditions(self):
         cap = self.cap
@@ -75,7 +79,8 @@ class Conditions:
                 cap.checks.append((len(cap.outputs) - 1, truth))
             cap.host_values = True
         if self.conditions:
-            nodes, truths = zip(*self.conditions)
+            nodes, truths, sites = zip(*self.conditions)
+            cap.condition_sites = sites
             cut = predicates.cut(self.cap.graph, nodes, self.cap.inputs)
             if cut is None:  # (a later in-place op writes into what a condition read)
                 frame = self.root

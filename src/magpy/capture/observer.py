@@ -155,7 +155,8 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
                              "(graph break)", frame)
         # (a number drawn at random — ``torch.randint(0, 4, ()).item()`` rotations — is checked after
         # the graph runs instead, as a branch on random data is)
-        self.data_branch(self.cap.graph.call_function(operator.eq, (prov.node, value)), True, frame or self.frame)
+        self.data_branch(self.cap.graph.call_function(operator.eq, (prov.node, value)), True, frame or self.frame,
+                         splits=False)
 
     def numpy_of(self, tensor):
         """``t.numpy()``: of a small tensor the guards can recompute (a mask kept in a module's state), a
@@ -172,7 +173,8 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
             # graph too); Python deciding anything from it, or writing into it, is a graph break
             return self.host_value(self.cap.graph.call_method("numpy", (node,)))
         values = tuple(tensor.detach().flatten().tolist())
-        self.conditions.append((self.cap.graph.call_function(predicates.equals_values, (node, values)), True))
+        self.conditions.append((self.cap.graph.call_function(predicates.equals_values, (node, values)), True,
+                                None))
         return None
 
     def on_read(self, value, prov):

@@ -24,6 +24,7 @@ class Capture:
         self.unsupported = None   # an Unsupported, when capture must give up
         self.failed_at = None     # the root frame's instruction (VM index) running when it gave up
         self.stopped = None       # a ``breaks.Stopped``: capture stopped before a graph break
+        self.condition_sites = ()  # per branch on tensor data (``predicates.holds``), its root instruction
         self.resume = None        # the ``Continuation`` the mock hands the live values to (set by api)
         self.op_count = 0
         self.draws = []           # (native random function, constant arguments) per draw, in order

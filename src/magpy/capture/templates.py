@@ -2,6 +2,7 @@
 a constant, or a container or object made fresh on every call (aliasing kept).
 """
 import collections
+import copy
 import operator
 
 from . import rules
@@ -9,6 +10,19 @@ from .guards import TruthGuard
 from .sources import Expr, Source
 from .values import (Traced, UNKNOWN, _CONTAINER_KINDS, _Row, _SCALARS, _immutable, _is_tensor, _rebuildable,
     _rebuildable_mapping, _replayable_path)
+
+
+_ITERATORS = frozenset(type(iter(x)) for x in ([], (), range(0), {}, {}.values(), {}.items())) | {enumerate}
+_RANGE_ITERATORS = frozenset({type(iter(range(0))), type(iter(range(1 << 64)))})
+
+
+def _remaining(it):
+    """The items ``it`` has yet to yield, without taking them (None when that cannot be known)."""
+    if type(it) is enumerate:
+        _, (inner, count) = it.__reduce__()
+        rest = _remaining(inner) if type(inner) in _ITERATORS else None
+        return None if rest is None else list(enumerate(rest, count))
+    return list(copy.copy(it))  # (builtin sequence and dict iterators copy their position, not their items)
 
 
 class Templates:
@@ -33,7 +47,29 @@ class Templates:
             return t
         return self._template(value, prov)
 
+    def _iterator_template(self, it):
+        """An iterator part-way through (the one a ``for`` loop holds at a graph break): a ``range``'s
+        rebuilt at its position; another's as an iterator over the items it has yet to yield, by the
+        provenance capture followed them with."""
+        if type(it) in _RANGE_ITERATORS:
+            fn, args, state = it.__reduce__()
+            return ("reduced", fn, args, state)
+        entry = self.iterators.get(id(it))
+        rest = _remaining(it)
+        if entry is None or entry[0] is not it or entry[1] is None or rest is None or \
+                len(entry[1]) - entry[2] != len(rest):
+            self.unsupported(f"a {type(it).__name__} part-way through leaves the graph (at a graph break)")
+        parts = []
+        for value, prov in zip(rest, entry[1][entry[2]:]):
+            if type(prov) is tuple and prov[0] == "tuple":  # (a pair ``enumerate`` / ``items()`` yields)
+                parts.append(("tuple", [self.template(v, p) for v, p in zip(value, prov[1])]))
+            else:
+                parts.append(self.template(value, prov))
+        return ("iter", parts)
+
     def _template(self, value, prov):
+        if type(value) in _ITERATORS:
+            return self._iterator_template(value)
         if type(prov) is Traced:  # a Python value the graph computes: one more graph output
             if prov.node not in self.cap.outputs:
                 self.cap.outputs.append(prov.node)

@@ -96,6 +96,12 @@ def _fill_mapping(obj, items, fields):
     obj.__dict__.update(fields)
 
 
+def _rebuilt(fn, args, state):
+    made = fn(*args)
+    made.__setstate__(state)
+    return made
+
+
 def same_float(x, value):
     """Bit-exact float equality: -0.0 is not 0.0, and NaN equals NaN."""
     if type(x) is not float:
@@ -329,6 +335,19 @@ class _Emitter:
                 a.build_map(len(parts))
             a.call_end(3)
             a.pop()
+        elif kind == "iter":   # an iterator part-way through (a loop's, at a graph break): its remaining items
+            a.call_begin(iter)
+            for part in t[1]:
+                self.template(part, seen)
+            a.build("list", len(t[1]))
+            a.call_end(1)
+            self._remember(t, seen)
+        elif kind == "reduced":  # an iterator over constants (a ``range``'s), rebuilt where it was
+            a.call_begin(_rebuilt)
+            for x in t[1:]:
+                a.const(x)
+            a.call_end(3)
+            self._remember(t, seen)
         else:
             raise TypeError(f"unknown template {t!r}")
 
@@ -697,6 +716,10 @@ def _render_template(t, inside=()):
         return text if kind == "dict" else f"OrderedDict({text})"
     if kind == "set":
         return "{" + ", ".join(_render_template(p, inside) for p in t[1]) + "}" if t[1] else "set()"
+    if kind == "iter":
+        return "iter([" + ", ".join(_render_template(p, inside) for p in t[1]) + "])"
+    if kind == "reduced":
+        return f"{t[1].__name__}{t[2]!r} from item {t[3]}"
     return repr(t)
 
 
