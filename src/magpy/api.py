@@ -1,5 +1,6 @@
 """The public API: ``compile``, ``explain``, ``trace``, ``reset``, ``graph_break``; CompiledFunction."""
 import functools
+import os
 import types
 import warnings
 import weakref
@@ -506,6 +507,9 @@ def _plain_forward(obj):
     return obj.forward
 
 
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
 def _compilable(fn):
     code = fn.__code__
-    return not code.co_flags & (0x20 | 0x80 | 0x100 | 0x200) and not decode(code).internal
+    return not code.co_flags & (0x20 | 0x80 | 0x100 | 0x200) and not code.co_filename.startswith(_OWN_DIR)
