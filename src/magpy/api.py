@@ -396,8 +396,16 @@ def explain(fn, *args, **kwargs):
     if exc is not None and cap.unsupported is not None and str(cap.unsupported.reason).startswith("the call raised"):
         raise exc
     if cap.unsupported is not None:
+        # a graph break: the graph of what came before it (compiled calls continue after it in a
+        # resume function, captured on its own)
         u = cap.unsupported
-        return Explanation([], [GraphBreak(u.reason, u.filename, u.lineno)], [], cap.op_count, "")
+        graphs = []
+        if cap.op_count:
+            cap.graph.output(tuple(cap.outputs))
+            graphs.append(fx.GraphModule(torch.nn.Module(), cap.graph))
+        text = (f"the graph before the break ({cap.op_count} ops); compiled calls run the breaking line "
+                "natively and continue in a resume function, compiled on its own")
+        return Explanation(graphs, [GraphBreak(u.reason, u.filename, u.lineno)], [], cap.op_count, text)
     graphs = []
     if cap.op_count:
         cap.graph.output(tuple(cap.outputs))
