@@ -360,3 +360,25 @@ def test_lstm_decoder_that_stops_on_an_end_token():
         check(model, [(torch.randn(1, 16, generator=g) * 2, torch.randn(1, 16, generator=g)) for _ in range(10)],
               compiled)
     assert stats_of(compiled).fallbacks == 0
+
+
+def test_break_after_a_no_grad_block_keeps_gradients():
+    def f(x, w):
+        y = x @ w
+        with torch.no_grad():
+            s = y.sum()
+        print("sum", s)   # (a graph break after the block closed)
+        return y * s + y, torch.is_grad_enabled()
+
+    w1 = torch.randn(3, 3, requires_grad=True)
+    w2 = w1.detach().clone().requires_grad_()
+    c = magpy.compile(f)
+    with contextlib.redirect_stdout(io.StringIO()):
+        for k in range(4):
+            x = torch.randn(2, 3)
+            want, got = f(x, w1), c(x, w2)
+            assert torch.allclose(got[0], want[0]) and got[1] == want[1]
+            want[0].sum().backward()
+            got[0].sum().backward()
+            assert torch.allclose(w1.grad, w2.grad)
+    assert c.stats.graph_breaks == 1 and c.stats.fallbacks == 0 and c.stats.cache_hits >= 2

@@ -7,10 +7,12 @@ entry's result, handed to a ``Continuation`` (``emit.continuation``) that runs t
 and the rest of the call compiled. Stopping unwinds the VM (``StopCapture``): the call goes on from the
 same live values, through the same continuation its entry will use on later calls.
 """
+import torch
+
 from ..emit.resume import Layout, resume_code, step_code, step_shape, why_not_resumable
 from ..interp.errors import InterpreterError
 from ..interp.frame import NULL
-from .values import _Abandon
+from .values import _Abandon, _NOT_WRITTEN
 
 
 class StopCapture(InterpreterError):
@@ -69,6 +71,10 @@ class Breaks:
             live = [(v, p) for v, p in zip(frame.stack, frame.pstack) if v is not NULL]
             live += [(frame.locals[k], frame.plocals[k]) for k in bound]
             self.cap.result_template = ("tuple", [self.template(v, p) for v, p in live])
+            if self.grad_mode is not _NOT_WRITTEN and torch.is_grad_enabled() is not self.entry_grad_mode:
+                # (a ``with torch.no_grad()`` open here: a resume function entered in the mode the program
+                # set does not replay it faithfully yet)
+                self.unsupported("a graph break inside a block that changes the grad mode", frame)
             layout = Layout([v is NULL for v in frame.stack], [decoded.localsplus_names[k] for k in bound])
             try:  # (made now, while the call can still run on in the VM if they cannot be)
                 n = step_shape(code, index)[0]

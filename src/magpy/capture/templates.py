@@ -3,6 +3,7 @@ a constant, or a container or object made fresh on every call (aliasing kept).
 """
 import collections
 import copy
+import types
 import operator
 
 from . import rules
@@ -70,6 +71,9 @@ class Templates:
     def _template(self, value, prov):
         if type(value) in _ITERATORS:
             return self._iterator_template(value)
+        if type(value) is types.MethodType and prov is None and self.made.get(id(value.__self__)) is value.__self__:
+            # a method of an object the call made (``__exit__`` of a ``with`` block open at a graph break)
+            return ("method", self.template(value.__self__, None), value.__func__.__name__)
         if type(prov) is Traced:  # a Python value the graph computes: one more graph output
             if prov.node not in self.cap.outputs:
                 self.cap.outputs.append(prov.node)

@@ -208,8 +208,14 @@ def _replayable_path(prov):
     return isinstance(prov, Source) or (type(prov) is Expr and not mentions_draw(prov))
 
 
+#: torch's grad-mode context managers: a ``__new__`` of their own (for use as decorators), plain state
+_GRAD_CONTEXTS = frozenset({torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.inference_mode})
+
+
 def _rebuildable(cls):
     """Can the mock make a fresh ``cls`` object and set its state (``object.__new__`` + ``__dict__``)?"""
+    if cls in _GRAD_CONTEXTS:
+        return True
     if not cls.__flags__ & (1 << 9) or lookup(cls, "__new__") is not object.__new__ or \
             isinstance(cls, type(torch.nn.Module)) and issubclass(cls, torch.nn.Module):
         return False

@@ -335,6 +335,9 @@ class _Emitter:
                 a.build_map(len(parts))
             a.call_end(3)
             a.pop()
+        elif kind == "method":
+            self.template(t[1], seen)
+            a.attr(t[2])
         elif kind == "iter":   # an iterator part-way through (a loop's, at a graph break): its remaining items
             a.call_begin(iter)
             for part in t[1]:
@@ -716,6 +719,8 @@ def _render_template(t, inside=()):
         return text if kind == "dict" else f"OrderedDict({text})"
     if kind == "set":
         return "{" + ", ".join(_render_template(p, inside) for p in t[1]) + "}" if t[1] else "set()"
+    if kind == "method":
+        return f"{_render_template(t[1], inside)}.{t[2]}"
     if kind == "iter":
         return "iter([" + ", ".join(_render_template(p, inside) for p in t[1]) + "])"
     if kind == "reduced":
