@@ -74,6 +74,49 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _corpus_options(parser, unit, timeout, timeout_help, memory) -> None:
+    """The options the corpus runners (ParityBench, transformers) share: selection, compilers, workers,
+    tolerances, and the resumable state file."""
+    parser.add_argument("--limit", type=int, metavar="N", help=f"at most N {unit}, in name order")
+    parser.add_argument("--offset", type=int, default=0, metavar="N", help=f"skip the first N selected {unit}")
+    parser.add_argument("--compilers", nargs="+", metavar="NAME", help="subset of magpy,dynamo (default: both)")
+    parser.add_argument("--backend", default="eager", help="backend passed to both compilers (default: eager)")
+    parser.add_argument("--jobs", type=int, default=2, metavar="N", help="worker processes at once (default: 2)")
+    parser.add_argument("--timeout", type=float, default=timeout, metavar="S",
+                        help=f"{timeout_help} (default: {timeout:g})")
+    parser.add_argument("--threads", type=int, default=1, metavar="N",
+                        help="torch threads per worker (default: 1)")
+    parser.add_argument("--memory", type=float, default=memory, metavar="GB",
+                        help=f"address-space limit per worker, 0 for none (default: {memory:g})")
+    parser.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance against eager (default: 1e-4)")
+    parser.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance against eager (default: 1e-4)")
+    parser.add_argument("--fresh", action="store_true", help="discard earlier results in the state file")
+    parser.add_argument("--redo", nargs="+", metavar="NAME", default=[],
+                        help=f"run these compilers again on {unit} already done, keeping the others' results "
+                             "(e.g. --redo magpy after MagPy changed)")
+    parser.add_argument("--json", metavar="FILE", help="also write the score and every record as JSON")
+    parser.add_argument("--top", type=int, default=12, metavar="N", help="rows per failure-reason table")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def _corpus_settings(args: argparse.Namespace) -> dict:
+    """The shared options (``_corpus_options``) as the runners' ``Options`` keywords."""
+    return dict(split=args.split, limit=args.limit, offset=args.offset, only=_names(args.only) or [],
+                compilers=_names(args.compilers) or ["dynamo", "magpy"], backend=args.backend, jobs=args.jobs,
+                timeout=args.timeout, threads=args.threads, memory_gb=args.memory, rtol=args.rtol,
+                atol=args.atol, state=args.state, fresh=args.fresh, redo=_names(args.redo) or [],
+                json_path=args.json, top=args.top, progress=not args.quiet, verbose=args.verbose)
+
+
+def _run_corpus(name, run, options, error_type) -> int:
+    try:
+        run(options)
+    except error_type as error:
+        print(f"magpy {name}: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _paritybench_parser(commands) -> None:
     pb = commands.add_parser(
         "paritybench", help="score magpy and TorchDynamo full-graph capture on a ParityBench checkout",
@@ -85,20 +128,9 @@ def _paritybench_parser(commands) -> None:
     pb.add_argument("path", metavar="PATH", help="the ParityBench checkout (or its generated/ folder)")
     pb.add_argument("--split", choices=("public", "heldout", "all"), default="public",
                     help="which files: the public development split (default), the held-out one, or all")
-    pb.add_argument("--limit", type=int, metavar="N", help="at most N files, in name order")
-    pb.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N selected files")
     pb.add_argument("--only", nargs="+", metavar="PATTERN", help="files matching these globs or substrings")
-    pb.add_argument("--compilers", nargs="+", metavar="NAME", help="subset of magpy,dynamo (default: both)")
-    pb.add_argument("--backend", default="eager", help="backend passed to both compilers (default: eager)")
-    pb.add_argument("--jobs", type=int, default=2, metavar="N", help="worker processes at once (default: 2)")
-    pb.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                    help="seconds for each stage of a case: import, eager, each compiler; a compiler also gets "
-                         "twice the case's eager time (default: 120)")
-    pb.add_argument("--threads", type=int, default=1, metavar="N", help="torch threads per worker (default: 1)")
-    pb.add_argument("--memory", type=float, default=6.0, metavar="GB",
-                    help="address-space limit per worker, 0 for none (default: 6)")
-    pb.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance against eager (default: 1e-4)")
-    pb.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance against eager (default: 1e-4)")
+    _corpus_options(pb, "files", 120.0, "seconds for each stage of a case: import, eager, each compiler; a "
+                    "compiler also gets twice the case's eager time", 6.0)
     pb.add_argument("--compat", action="store_true",
                     help="restore names removed from old Python/numpy/scipy/torch (torch._six, "
                          "collections.Iterable, scipy.signal.kaiser, ...) before importing the files")
@@ -106,15 +138,8 @@ def _paritybench_parser(commands) -> None:
                     help="extra import folder for the workers, e.g. one holding torchvision (repeatable)")
     pb.add_argument("--state", metavar="FILE", help="JSONL state file (default: one per checkout and settings "
                                                     "under ~/.cache/magpy/paritybench)")
-    pb.add_argument("--fresh", action="store_true", help="discard earlier results in the state file")
-    pb.add_argument("--redo", nargs="+", metavar="NAME", default=[],
-                    help="run these compilers again on files already done, keeping the others' results "
-                         "(e.g. --redo magpy after MagPy changed)")
     pb.add_argument("--retry-imports", action="store_true",
                     help="run files that failed to import again (e.g. after installing a package)")
-    pb.add_argument("--json", metavar="FILE", help="also write the score and every record as JSON")
-    pb.add_argument("--top", type=int, default=12, metavar="N", help="rows per failure-reason table")
-    pb.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     pb.add_argument("--verbose", action="store_true", help="let the test files' own output through")
     pb.set_defaults(handler=_paritybench)
 
@@ -122,19 +147,9 @@ def _paritybench_parser(commands) -> None:
 def _paritybench(args: argparse.Namespace) -> int:
     from .paritybench import Options, RunError, run
 
-    options = Options(
-        args.path, split=args.split, limit=args.limit, offset=args.offset, only=_names(args.only) or [],
-        compilers=_names(args.compilers) or ["dynamo", "magpy"], backend=args.backend, jobs=args.jobs,
-        timeout=args.timeout, threads=args.threads, memory_gb=args.memory, rtol=args.rtol, atol=args.atol,
-        compat=args.compat, sites=args.site, state=args.state, fresh=args.fresh, redo=_names(args.redo) or [],
-        retry_imports=args.retry_imports, json_path=args.json,
-        top=args.top, progress=not args.quiet, verbose=args.verbose)
-    try:
-        run(options)
-    except RunError as error:
-        print(f"magpy paritybench: error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    options = Options(args.path, compat=args.compat, sites=args.site, retry_imports=args.retry_imports,
+                      **_corpus_settings(args))
+    return _run_corpus("paritybench", run, options, RunError)
 
 
 def _transformers_parser(commands) -> None:
@@ -149,27 +164,11 @@ def _transformers_parser(commands) -> None:
                     "so a rerun resumes where the last one stopped.")
     hf.add_argument("--split", choices=("public", "heldout"), default="public",
                     help="the public development split (default) or the held-out one")
-    hf.add_argument("--limit", type=int, metavar="N", help="at most N architectures, in name order")
-    hf.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N selected architectures")
     hf.add_argument("--only", nargs="+", metavar="TYPE", help="these model types (or globs), e.g. bert gpt2")
-    hf.add_argument("--compilers", nargs="+", metavar="NAME", help="subset of magpy,dynamo (default: both)")
-    hf.add_argument("--backend", default="eager", help="backend passed to both compilers (default: eager)")
-    hf.add_argument("--jobs", type=int, default=2, metavar="N", help="worker processes at once (default: 2)")
-    hf.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                    help="seconds for each stage: eager, each compiler (plus twice eager's time) (default: 60)")
-    hf.add_argument("--threads", type=int, default=1, metavar="N", help="torch threads per worker (default: 1)")
-    hf.add_argument("--memory", type=float, default=8.0, metavar="GB",
-                    help="address-space limit per worker, 0 for none (default: 8)")
-    hf.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance against eager (default: 1e-4)")
-    hf.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance against eager (default: 1e-4)")
+    _corpus_options(hf, "architectures", 60.0,
+                    "seconds for each stage: eager, each compiler (plus twice eager's time)", 8.0)
     hf.add_argument("--state", metavar="FILE", help="JSONL state file (default: one per settings under "
                                                     "~/.cache/magpy/transformers)")
-    hf.add_argument("--fresh", action="store_true", help="discard earlier results in the state file")
-    hf.add_argument("--redo", nargs="+", metavar="NAME", default=[],
-                    help="run these compilers again on architectures already done (e.g. --redo magpy)")
-    hf.add_argument("--json", metavar="FILE", help="also write the score and every record as JSON")
-    hf.add_argument("--top", type=int, default=12, metavar="N", help="rows per failure-reason table")
-    hf.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     hf.add_argument("--verbose", action="store_true", help="let the models' own output through")
     hf.set_defaults(handler=_transformers)
 
@@ -177,18 +176,7 @@ def _transformers_parser(commands) -> None:
 def _transformers(args: argparse.Namespace) -> int:
     from .transformers_runner import Options, RunError, run
 
-    options = Options(
-        split=args.split, limit=args.limit, offset=args.offset, only=_names(args.only) or [],
-        compilers=_names(args.compilers) or ["dynamo", "magpy"], backend=args.backend, jobs=args.jobs,
-        timeout=args.timeout, threads=args.threads, memory_gb=args.memory, rtol=args.rtol, atol=args.atol,
-        state=args.state, fresh=args.fresh, redo=_names(args.redo) or [], json_path=args.json, top=args.top,
-        progress=not args.quiet, verbose=args.verbose)
-    try:
-        run(options)
-    except RunError as error:
-        print(f"magpy transformers: error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return _run_corpus("transformers", run, Options(**_corpus_settings(args)), RunError)
 
 
 _SCRIPT_HELP = ("FILE.py defines FUNC (a function, an nn.Module instance, or an nn.Module class taking no "

@@ -227,3 +227,27 @@ def limit_process(quiet: bool, memory_gb: float, threads: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
     import torch
     torch.set_num_threads(max(1, threads))
+
+
+def worker_entry(run):
+    """The entry point of a forked worker that runs ``run(send, task)`` under the task's limits and reports
+    through the connection; the entry never returns (an error of the runner itself exits 3: a crash)."""
+    def main(connection, task) -> None:
+        try:
+            limit_process(task.quiet, task.memory_gb, task.threads)
+            run(connection.send, task)
+        except BaseException:
+            os._exit(3)
+        connection.close()
+        os._exit(0)
+    return main
+
+
+def option_problem(options) -> str | None:
+    """What is wrong with a corpus run's shared options (None: nothing)."""
+    if options.jobs < 1 or options.timeout <= 0:
+        return "--jobs must be at least 1 and --timeout positive"
+    stray = sorted(set(options.redo) - set(options.compilers))
+    if stray:
+        return f"--redo names compilers this run does not include: {', '.join(stray)}"
+    return None

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ..harness import reasons
 from ..harness.compare import Tolerance
 from ..harness.compilers import COMPILERS
-from ..harness.scheduler import limit_process
+from ..harness.scheduler import worker_entry
 from .case import run_compiled, run_eager, test_cases
 
 
@@ -43,17 +43,6 @@ class Task:
     memory_gb: float = 0.0                              # address-space limit; 0: none
     quiet: bool = True                                  # send the file's own output to /dev/null
     merge: bool = False                                 # only some compilers: keep the others' earlier records
-
-
-def main(connection, task: Task) -> None:
-    """Entry point of the forked worker: run ``task`` and report through ``connection``; never returns."""
-    try:
-        limit_process(task.quiet, task.memory_gb, task.threads)
-        _run(connection.send, task)
-    except BaseException:               # an error of the runner itself: the scheduler sees a crash
-        os._exit(3)
-    connection.close()
-    os._exit(0)
 
 
 def _run(send, task: Task) -> None:
@@ -113,3 +102,7 @@ def listed_cases(path: str) -> int:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TESTCASES" for t in node.targets):
             return len(node.value.elts) if isinstance(node.value, (ast.List, ast.Tuple)) else 0
     return 0
+
+
+#: the entry point of the forked worker: run one stage of a task and report; never returns
+main = worker_entry(_run)

@@ -11,7 +11,7 @@ from ..harness import scoring
 from ..harness.compare import Tolerance
 from ..harness.compilers import COMPILERS, resolve
 from ..harness.report import plain, write_json
-from ..harness.scheduler import Scheduler
+from ..harness.scheduler import Scheduler, option_problem
 from ..harness.state import State, default_path
 from . import report
 from .architectures import SelectionError, select
@@ -55,11 +55,9 @@ def run(options: Options, out=sys.stdout, err=sys.stderr) -> scoring.Score:
         compilers = resolve(options.compilers)
     except (SelectionError, KeyError) as error:
         raise RunError(str(error).strip("'\"")) from None
-    if options.jobs < 1 or options.timeout <= 0:
-        raise RunError("--jobs must be at least 1 and --timeout positive")
-    stray = sorted(set(options.redo) - set(options.compilers))
-    if stray:
-        raise RunError(f"--redo names compilers this run does not include: {', '.join(stray)}")
+    problem = option_problem(options)
+    if problem:
+        raise RunError(problem)
     environment = prepare()
     unavailable = {c.name: reason for c in compilers if (reason := c.availability())}
     for compiler in compilers:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..harness.compare import Tolerance
 from ..harness.compilers import COMPILERS
-from ..harness.scheduler import limit_process
+from ..harness.scheduler import worker_entry
 from .case import remove_reference, run_compiled, run_eager
 
 INDEX = 0               # the one case of an architecture
@@ -32,17 +32,6 @@ class Task:
     memory_gb: float = 0.0
     quiet: bool = True
     merge: bool = False
-
-
-def main(connection, task: Task) -> None:
-    """Entry point of the forked worker: run one stage of ``task`` and report; never returns."""
-    try:
-        limit_process(task.quiet, task.memory_gb, task.threads)
-        _run(connection.send, task)
-    except BaseException:               # an error of the runner itself: the scheduler sees a crash
-        os._exit(3)
-    connection.close()
-    os._exit(0)
 
 
 def _run(send, task: Task) -> None:
@@ -78,3 +67,7 @@ def _done(send, task: Task) -> None:
     remove_reference(task.reference)
     send(("case_done", INDEX))
     send(("file_done",))
+
+
+#: the entry point of the forked worker: run one stage of a task and report; never returns
+main = worker_entry(_run)
