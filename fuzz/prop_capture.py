@@ -161,6 +161,10 @@ FOUND = [
     # list grown through another path reached the index)
     (["st.alias.append(x * 1)", "try:\n    acc = acc + st.nest[0][5]\nexcept IndexError:\n    acc = acc - 1"],
      ["pass", "pass", "st.nest[0] = st.tl", "pass"]),
+    # a second graph break, inside the first one's resume function: its own stack parameters were taken
+    # for locals of the original (the rewrite failed, raising into the program's call)
+    (["if len(st.tl) > 1: print(acc.sum())", "if st.n > 1: print(acc)"],
+     ["st.n += 1", "pass", "st.nest[0] = st.tl", "st.alias = st.tl"]),
 ]
 
 

@@ -17,7 +17,7 @@ from .capture.observer import STOPPED
 from .capture.names import home_of, rendering_home
 from .capture.tracing import Trace, event_filter, run_traced
 from .emit import build_entry, build_eager_entry, EAGER, MISS
-from .emit.continuation import Continuation
+from .emit.continuation import Continuation, run_eagerly
 from .emit.program import evaluate, failing_guard
 from .capture import predicates
 from .capture.sources import Expr
@@ -173,7 +173,7 @@ class CompiledFunction:
             if result is STOPPED:
                 # (compiling what came before the break failed: the call goes on eagerly from there)
                 self._remember_failure(cap, u, stacklevel=4 + self.extra_frames)
-                return Continuation.eager(self.func, cap.stopped)
+                return run_eagerly(self.func, cap.stopped)
             # the call could not be captured: it ran eagerly (in the VM, exactly once). Where it gave up
             # in this function's own code, the next capture stops before that instruction: a graph
             # break, the rest of the call continuing in a resume function
@@ -203,7 +203,7 @@ class CompiledFunction:
     def _continuation(self, stopped):
         u = self.breaks[stopped.index]
         options = dict(backend=self.backend, dynamic=self.dynamic, options=self.options, stats=self.stats)
-        return Continuation(self.func, stopped.code, stopped.index, stopped.layout, u.reason, u.where(),
+        return Continuation(self.func, stopped.split, u.reason, u.where(),
                             lambda fn: CompiledFunction(fn, **options),
                             lambda obj: compiled_callee(obj, options))
 
@@ -477,15 +477,20 @@ def compiled_callee(obj, options):
         compiled = compiled_callee(obj.__func__, options)
         return obj if compiled is obj.__func__ else types.MethodType(compiled, obj.__self__)
     if type(obj) is types.FunctionType:
-        if not _compilable(obj):
-            return obj
-        with LOCK:
-            compiled = _CALLEES.get(obj)
-            if compiled is None:
-                compiled = _CALLEES[obj] = CompiledFunction(obj, **options)
+        compiled = _CALLEES.get(obj)  # (every call through a break comes here: the lock only to add one)
+        if compiled is None:
+            if not _compilable(obj):
+                return obj
+            with LOCK:
+                compiled = _CALLEES.get(obj)
+                if compiled is None:
+                    compiled = _CALLEES[obj] = CompiledFunction(obj, **options)
         return compiled
     if isinstance(obj, torch.nn.Module) and not isinstance(type(obj).__call__, CompiledFunction):
         key = id(obj)
+        known = _MODULE_CALLEES.get(key)
+        if known is not None and known[0]() is obj:
+            return known[1]
         with LOCK:
             known = _MODULE_CALLEES.get(key)
             if known is None or known[0]() is not obj:

@@ -9,7 +9,7 @@ same live values, through the same continuation its entry will use on later call
 """
 import torch
 
-from ..emit.resume import Layout, resume_code, step_code, step_shape, why_not_resumable
+from ..emit.resume import Layout, Split, origin, step_shape, why_not_resumable
 from ..interp.errors import InterpreterError
 from ..interp.frame import NULL
 from .values import _Abandon, _NOT_WRITTEN
@@ -25,12 +25,10 @@ class StopCapture(InterpreterError):
 class Stopped:
     """Where and with what a capture stopped: the live values go to the continuation."""
 
-    def __init__(self, code, index, layout, values, where):
-        self.code = code
-        self.index = index
-        self.layout = layout
+    def __init__(self, index, split, values):
+        self.index = index    # (in the code that ran: a resume function's own numbering)
+        self.split = split
         self.values = values
-        self.where = where
 
 
 def why_no_split(code, index):
@@ -64,27 +62,29 @@ class Breaks:
             why = why_no_split(code, index)
             if why is None and not self.splittable():
                 why = "a graph break inside an except block"
+            if why is None and self.grad_mode is not _NOT_WRITTEN and \
+                    torch.is_grad_enabled() is not self.entry_grad_mode:
+                # (a ``with torch.no_grad()`` open here: a resume function entered in the mode the program
+                # set does not replay it faithfully yet)
+                why = "a graph break inside a block that changes the grad mode"
             if why is not None:
                 self.unsupported(why, frame)
             decoded = frame.decoded
-            bound = [k for k in range(decoded.free_start) if frame.locals[k] is not NULL]
+            original, shift = origin(code)  # (a break in a resume function splits its original's code)
+            # (the locals of the original: a resume function's own stack parameters are not among them)
+            names = set(original.co_varnames)
+            bound = [k for k in range(decoded.free_start)
+                     if frame.locals[k] is not NULL and decoded.localsplus_names[k] in names]
             live = [(v, p) for v, p in zip(frame.stack, frame.pstack) if v is not NULL]
             live += [(frame.locals[k], frame.plocals[k]) for k in bound]
             self.cap.result_template = ("tuple", [self.template(v, p) for v, p in live])
-            if self.grad_mode is not _NOT_WRITTEN and torch.is_grad_enabled() is not self.entry_grad_mode:
-                # (a ``with torch.no_grad()`` open here: a resume function entered in the mode the program
-                # set does not replay it faithfully yet)
-                self.unsupported("a graph break inside a block that changes the grad mode", frame)
             layout = Layout([v is NULL for v in frame.stack], [decoded.localsplus_names[k] for k in bound])
             try:  # (made now, while the call can still run on in the VM if they cannot be)
-                n = step_shape(code, index)[0]
-                step_code(code, index, layout.nulls[len(layout.nulls) - n:])
-                resume_code(code, index, layout)
+                split = Split(original, index - shift, layout)
             except Exception as err:  # noqa: BLE001 - a rewrite we cannot make is a break we cannot take
                 self.unsupported(f"a graph break whose resume function cannot be made ({err})", frame)
         except _Abandon:
             return  # capture gave up (``cap.unsupported`` says why): the call runs on, unobserved
-        self.cap.stopped = Stopped(code, index, layout, tuple(v for v, _ in live),
-                                   (frame.filename, decoded.linenos[index]))
+        self.cap.stopped = Stopped(index, split, tuple(v for v, _ in live))
         self.stop_observing()
         raise StopCapture

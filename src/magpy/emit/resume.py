@@ -108,7 +108,7 @@ def _jump_target(bc, positions, label):
 def step_code(code, index, nulls):
     """A code object that runs the instruction at ``index`` on the ``len(nulls)`` stack items it takes
     (its parameters: the non-NULL ones) and returns ``(exit, pushed items)``: ``exit`` is the VM index
-    the original code continues at."""
+    the original code continues at. Returns ``(code object, {exit: how many items it pushes})``."""
     bc, positions = instructions(code)
     pos = positions[index]
     ins = bc[pos]
@@ -144,13 +144,14 @@ def step_code(code, index, nulls):
         out.append(Instr(ins.name, ins.arg, location=ins.location) if ins.arg is not None or ins.require_arg()
                    else Instr(ins.name, location=ins.location))
     pops = len(nulls) + lead_effect
-    fall = pops + ins.stack_effect(jump=False)
-    _leave_with(out, fall, exits[0])
+    pushed = {exits[0]: pops + ins.stack_effect(jump=False)}
+    _leave_with(out, pushed[exits[0]], exits[0])
     if jump is not None:
         out.append(jump)
         if PY >= (3, 12) and ins.name == "FOR_ITER":
             out.append(Instr("END_FOR"))
-        _leave_with(out, pops + ins.stack_effect(jump=True), exits[1])
+        pushed[exits[1]] = pops + ins.stack_effect(jump=True)
+        _leave_with(out, pushed[exits[1]], exits[1])
     new = Bytecode(out)
     new.argnames = names
     new.argcount = len(names)
@@ -159,7 +160,7 @@ def step_code(code, index, nulls):
     new.first_lineno = code.co_firstlineno
     if PY >= (3, 11):
         new.qualname = code.co_qualname
-    return new.to_code()
+    return new.to_code(), pushed
 
 
 def _leave_with(out, n, exit_index):
@@ -168,6 +169,32 @@ def _leave_with(out, n, exit_index):
     out.append(Instr("SWAP", 2))
     out.append(Instr("BUILD_TUPLE", 2))
     out.append(Instr("RETURN_VALUE"))
+
+
+class Split:
+    """Everything a break at VM index ``index`` of ``code`` (with ``layout``) needs, made at once: the step,
+    and per place the original goes on at (each exit of the step, and the handler that takes what it
+    raises) the resume function's code and the live stack's NULLs there. Raises when a rewrite fails,
+    so that a capture finds out while the call can still run on in the VM."""
+
+    def __init__(self, code, index, layout):
+        self.code = code
+        self.index = index
+        self.local_names = layout.local_names
+        pops, self.instr = step_shape(code, index)
+        cut = len(layout.nulls) - pops
+        self.step, pushed = step_code(code, index, layout.nulls[cut:])
+        self.lower = sum(not n for n in layout.nulls[:cut])  # live stack values below the step's
+        places = {exit: layout.nulls[:cut] + (False,) * n for exit, n in pushed.items()}
+        self.handler = decode(code).handler_at[index]
+        if self.handler is not None:
+            target, depth, lasti = self.handler
+            self.handled = sum(not n for n in layout.nulls[:depth])  # live values the handler keeps
+            places[target] = layout.nulls[:depth] + (False,) * (lasti + 1)
+        self.resumes = {}   # place -> (resume code, its layout)
+        for at, nulls in places.items():
+            there = Layout(nulls, layout.local_names)
+            self.resumes[at] = (resume_code(code, at, there), there)
 
 
 def _opnames(code):
