@@ -643,3 +643,50 @@ def test_deepcopy_of_an_object_the_call_made():
         env.settings.scale = 2.5
     stats = differential(twins(_CopiesACopy()), [Call((t(),)), Call((t(),), before=change), Call((t(),))])
     assert stats.graphs >= 1 and not stats.fallbacks  # (captured; it recompiles more often than it needs to)
+
+
+class _LayerView(nn.Module):
+    """A per-layer config: a shallow copy whose cached spec is dropped from its ``__dict__``, then
+    overridden."""
+
+    def __init__(self):
+        super().__init__()
+        self.settings = _Settings()
+        self.settings.spec = {"window": 4}
+
+    def forward(self, x):
+        layer = copy.copy(self.settings)
+        layer.__dict__.pop("spec", None)
+        layer.scale = layer.scale * 3
+        return x * layer.scale + hasattr(layer, "spec"), self.settings.spec["window"]
+
+
+def test_a_shallow_copy_with_an_attribute_popped_from_its_table():
+    def change(env):
+        env.settings.scale = 0.5
+    differential(twins(_LayerView()), [Call((t(),)), Call((t(),), before=change), Call((t(),))])
+    stats = differential(twins(_LayerView()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class _PerKind(nn.Module):
+    """A set of layer kinds held by the module, iterated to fill a dict."""
+
+    def __init__(self):
+        super().__init__()
+        self.kinds = {"sliding", "full"}
+
+    def forward(self, x):
+        out = {}
+        for kind in self.kinds:
+            out[kind] = x * (2 if kind == "full" else 3)
+        return out
+
+
+def test_iterating_an_outside_set_of_names():
+    stats = differential(twins(_PerKind()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+    def change(env):
+        env.kinds.add("chunked")
+    differential(twins(_PerKind()), [Call((t(),)), Call((t(),), before=change), Call((t(),))])

@@ -13,7 +13,7 @@ import types
 from .guards import TruthGuard, TypeGuard
 from .iteration import _elements
 from .sources import AttrSource, Const, Expr, Source
-from .values import UNKNOWN, _NOT_WRITTEN, _bound_self, _is_tensor
+from .values import UNKNOWN, _DELETED, _NOT_WRITTEN, _bound_self, _is_tensor
 
 
 def _is_dict_method(fn, d, name):
@@ -93,6 +93,14 @@ class BuiltinMethods:
             return self.attribute_table(args[0], result)
         owner = _builtin_owner(fn, args)
         call = _bound_call(fn, args, arg_provs) if owner in (dict, collections.OrderedDict) and not kwargs else ()
+        made = self.table_owner(call[0]) if call else None
+        if made is not None and name in ("pop", "__delitem__") and len(call) >= 3:
+            self.need(call[1], call[-1][0])  # ``obj.__dict__.pop(name, None)``: the attribute is gone
+            if call[1] not in vars(made):
+                self.written[(id(made), call[1])] = _DELETED
+            return _NOT_WRITTEN  # (the table's own contents follow the pop as any dict's do)
+        if made is not None and name in ("setdefault", "popitem", "clear"):
+            self.unsupported(f"{name}() on the attribute table of a new object")
         if name == "update" and owner is dict and len(call) == 3:
             table, mapping, provs = call
             made = self.table_owner(table)
