@@ -18,6 +18,7 @@ from .capture.names import home_of, rendering_home
 from .capture.tracing import Trace, event_filter, run_traced
 from .emit import build_entry, build_eager_entry, EAGER, MISS
 from .emit.continuation import Continuation, run_eagerly
+from .emit.resume import BreakSites
 from .emit.program import evaluate, failing_guard
 from .capture import predicates
 from .capture.sources import Expr
@@ -40,10 +41,20 @@ def _target(fn):
                     f"not {type(fn).__name__}")
 
 
+class Family:
+    """What a function the user compiled shares with the resume functions made at its graph breaks (and
+    theirs): the canonical resume functions (``emit.continuation``) and the break sites found in each
+    code object (``emit.resume.BreakSites``)."""
+
+    def __init__(self):
+        self.resumes = {}
+        self.sites = {}
+
+
 class CompiledFunction:
     """``fn`` compiled on its first call; later calls reuse the entry whose guards pass."""
 
-    def __init__(self, fn, backend="magpy", fullgraph=False, dynamic=None, options=None, stats=None):
+    def __init__(self, fn, backend="magpy", fullgraph=False, dynamic=None, options=None, stats=None, family=None):
         self.fn = fn
         self.func, self.leading = _target(fn)
         self.backend = backend
@@ -54,9 +65,11 @@ class CompiledFunction:
         self.dynamic_numbers = True if dynamic is True else set()
         # (a resume function or a callee compiled at a graph break counts into its caller's stats)
         self.stats = ChildStats(stats) if stats is not None else Stats()
+        # its resume functions and break sites, shared with theirs: one per function the user compiled
+        self.family = family or Family()
         self.cache = register(Cache())
         # graph breaks found so far: root instruction index -> why (an Unsupported); captures stop before them
-        self.breaks = {}
+        self.breaks = BreakSites(self.func.__code__, self.family.sites)
         self.eager = False        # gave up: every call runs eagerly
         self.failed_captures = 0  # captures that gave up and could not be remembered as an eager entry
         self._warned = False
@@ -201,11 +214,15 @@ class CompiledFunction:
         return result
 
     def _continuation(self, stopped):
+        if stopped.index not in self.breaks:  # (found by this capture: later captures stop there too)
+            self.breaks[stopped.index] = stopped.found
+            self.stats.count("graph_breaks")
+            self.stats.reasons.append((stopped.found.reason, stopped.found.where()))
         u = self.breaks[stopped.index]
         options = dict(backend=self.backend, dynamic=self.dynamic, options=self.options, stats=self.stats)
         return Continuation(self.func, stopped.split, u.reason, u.where(),
-                            lambda fn: CompiledFunction(fn, **options),
-                            lambda obj: compiled_callee(obj, options))
+                            lambda fn: CompiledFunction(fn, family=self.family, **options),
+                            lambda obj: compiled_callee(obj, options), self.family.resumes)
 
     def _build(self, cap):
         with rendering_home(_home(self.fn)):  # (the entry's readable text names the user's globals bare)
@@ -471,9 +488,13 @@ def compiled_callee(obj, options):
     """What a call at a graph break calls instead of ``obj``: the compiled form of a Python function,
     method or module, so that the break inside it splits it in turn; any other callable as it is."""
     forward = _plain_forward(obj)
-    if forward is not None:  # (a module without hooks: its call is its forward)
-        return compiled_callee(forward, options)
+    if forward is not None:
+        obj = forward  # (a module without hooks: its call is its forward)
+    elif type(obj) is types.MethodType and obj.__func__ in _MODULE_CALLS:
+        obj = obj.__self__
     if type(obj) is types.MethodType and type(obj.__func__) is types.FunctionType:
+        if isinstance(obj.__self__, torch.nn.Module):
+            return _instance_callee(obj.__self__, obj.__func__, obj, options) if _compilable(obj.__func__) else obj
         compiled = compiled_callee(obj.__func__, options)
         return obj if compiled is obj.__func__ else types.MethodType(compiled, obj.__self__)
     if type(obj) is types.FunctionType:
@@ -487,19 +508,26 @@ def compiled_callee(obj, options):
                     compiled = _CALLEES[obj] = CompiledFunction(obj, **options)
         return compiled
     if isinstance(obj, torch.nn.Module) and not isinstance(type(obj).__call__, CompiledFunction):
-        key = id(obj)
-        known = _MODULE_CALLEES.get(key)
-        if known is not None and known[0]() is obj:
-            return known[1]
-        with LOCK:
-            known = _MODULE_CALLEES.get(key)
-            if known is None or known[0]() is not obj:
-                compiled = CompiledFunction(types.MethodType(type(obj).__call__, obj), **options)
-                ref = weakref.ref(obj, lambda _: _MODULE_CALLEES.pop(key, None))
-                known = _MODULE_CALLEES[key] = (ref, compiled)
-        return known[1]
+        call = type(obj).__call__
+        return _instance_callee(obj, call, types.MethodType(call, obj), options)
     return obj
 
+
+def _instance_callee(module, func, target, options):
+    """The compiled ``target`` (``func`` bound to ``module``), one per module instance as
+    ``magpy.compile(module)`` makes: its entries, resume functions and recompile limit are its own, not
+    shared with every other instance of the class (twelve layers would reach the limit)."""
+    key = (id(module), func)
+    known = _MODULE_CALLEES.get(key)
+    if known is not None and known[0]() is module:
+        return known[1]
+    with LOCK:
+        known = _MODULE_CALLEES.get(key)
+        if known is None or known[0]() is not module:
+            compiled = CompiledFunction(target, **options)
+            ref = weakref.ref(module, lambda _, table=_MODULE_CALLEES: table.pop(key, None))
+            known = _MODULE_CALLEES[key] = (ref, compiled)
+    return known[1]
 
 _MODULE_CALLS = (torch.nn.Module.__call__, torch.nn.Module._call_impl)
 

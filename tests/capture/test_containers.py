@@ -620,3 +620,26 @@ class _SpaceToDim(nn.Module):
 def test_a_shape_list_rearranged_by_insert_pop_extend_reverse_and_a_generator():
     stats = differential(twins(_SpaceToDim(2)), fresh(lambda: (torch.randn(2, 3, 4, 6),)))
     expect_one_graph(stats)
+
+
+def test_loop_over_an_iterator_from_outside():
+    # how many items an argument's iterator yields decides the loop, even when the items go unused
+    # (once a wrong answer: the first call's trip count was replayed); the loop goes on one item per
+    # compiled step, and the caller's iterator ends where eager leaves it
+    def count(it, x):
+        for _ in it:
+            x = x + 1
+        return x
+
+    def take_until(it, x):
+        for k in it:
+            if k > 2:
+                break
+            x = x * k
+        return x, list(it)
+
+    for fn in (count, take_until):
+        stats = differential(plain(fn), [(iter(range(n)), t()) for n in (3, 1, 3, 5, 0, 2)])
+        expect(stats, fallbacks=0)
+        calls = [([1, 5, 2][:n], t()) for n in (3, 1, 2)]
+        differential(plain(lambda xs, x: fn(iter(xs), x)), calls)

@@ -197,6 +197,10 @@ def _default_observe(env):
     return env
 
 
+_BUILTIN_ITERATORS = frozenset(type(iter(x)) for x in ([], (), range(0), range(1 << 64), "", {}, {}.values(),
+                                                       {}.items()))
+
+
 def snapshot(value, memo=None):
     """A frozen, comparable copy of ``value``: tensors cloned (with requires_grad and grad), modules
     as their flags, state and attributes, user objects as ``{"__type__": type, **attributes}``."""
@@ -230,6 +234,8 @@ def snapshot(value, memo=None):
         out = type(value)(value)
     elif isinstance(value, np.ndarray):
         out = value.copy()
+    elif type(value) in _BUILTIN_ITERATORS:  # (what it has yet to yield: a copy keeps its position)
+        out = ("iterator", type(value).__name__, [snapshot(v, memo) for v in copy.copy(value)])
     elif _attributes(value) is not None and not isinstance(value, (int, float, str, bytes, complex)):
         tp = type(value)
         out = {"__type__": (tp.__module__, tp.__qualname__) if "<locals>" in tp.__qualname__ else tp,

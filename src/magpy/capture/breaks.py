@@ -11,7 +11,9 @@ import torch
 
 from ..emit.resume import Layout, Split, origin, step_shape, why_not_resumable
 from ..interp.errors import InterpreterError
+from ..errors import Unsupported
 from ..interp.frame import NULL
+from .iteration import from_outside, unfollowed_reason
 from .values import _Abandon, _NOT_WRITTEN
 
 
@@ -25,10 +27,11 @@ class StopCapture(InterpreterError):
 class Stopped:
     """Where and with what a capture stopped: the live values go to the continuation."""
 
-    def __init__(self, index, split, values):
+    def __init__(self, index, split, values, found=None):
         self.index = index    # (in the code that ran: a resume function's own numbering)
         self.split = split
         self.values = values
+        self.found = found    # (an Unsupported: a break this capture found, not one it was told of)
 
 
 def why_no_split(code, index):
@@ -43,8 +46,14 @@ class Breaks:
     """The root frame's instructions, watched for the break points the capture is to stop at."""
 
     def root_step(self, frame, index):
-        if index in self.stop_at and frame is self.root and self.vm.observer is self:
+        if frame is not self.root or self.vm.observer is not self:
+            return
+        if index in self.stop_at:
             self._stop(frame, index)
+        elif frame.decoded.names[index] == "FOR_ITER" and from_outside(self, frame.stack[-1], frame.pstack[-1]):
+            # a loop over an iterator from outside (a resume function's, inside the loop it broke in) goes
+            # on one iteration per call: its next item is taken natively, then the body is compiled again
+            self._stop(frame, index, unfollowed_reason(frame.stack[-1]))
 
     def splittable(self):
         """Can the root frame be split where it is now? (not inside an except block: a resume function
@@ -56,7 +65,9 @@ class Breaks:
             state = state.previous
         return True
 
-    def _stop(self, frame, index):
+    def _stop(self, frame, index, reason=None):
+        """Stop before instruction ``index`` of the root frame: at a break found before, or (``reason``) at
+        one found now."""
         code = frame.decoded.code
         try:
             why = why_no_split(code, index)
@@ -85,6 +96,8 @@ class Breaks:
                 self.unsupported(f"a graph break whose resume function cannot be made ({err})", frame)
         except _Abandon:
             return  # capture gave up (``cap.unsupported`` says why): the call runs on, unobserved
-        self.cap.stopped = Stopped(index, split, tuple(v for v, _ in live))
+        self.cap.stopped = Stopped(index, split, tuple(v for v, _ in live),
+                                   None if reason is None else Unsupported(reason, code.co_filename,
+                                                                           frame.decoded.linenos[index]))
         self.stop_observing()
         raise StopCapture

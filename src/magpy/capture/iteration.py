@@ -134,7 +134,10 @@ def start_iteration(obs, obj, prov, it):
     if elements is None and prov is None and not _user_made(obj):
         return None  # an iterator over constants
     obs.iterators[id(it)] = (it, elements, 0)
-    return None if elements is not None else UNKNOWN
+    if elements is not None:
+        return None
+    # (an iterator from outside is itself again: the same object, reached by the same path)
+    return prov if it is obj and isinstance(prov, Source) else UNKNOWN
 
 
 def _op_get_iter(obs, arg, inputs, provs, outputs):
@@ -203,6 +206,37 @@ def next_element(obs, it, prov, value):
     return _unfold(obs, value, items[k])
 
 
+def unfollowed_reason(it):
+    # (how many items it yields is a decision the guards would not make again: the loop's trip count)
+    return (f"a loop over an iterator ({type(it).__name__}) whose items MagPy cannot follow (from outside "
+            "the call, or made by a call it has no rule for)")
+
+
+def _unfollowed(obs, it):
+    obs.unsupported(unfollowed_reason(it))
+
+
+def from_outside(obs, it, prov):
+    """Is ``it`` an iterator from outside the call (reached by a path) whose items capture does not know?"""
+    entry = obs.iterators.get(id(it))
+    return isinstance(prov, Source) and (entry is None or entry[0] is not it or entry[1] is None) and \
+        hasattr(type(it), "__next__")
+
+
+def _op_for_iter(obs, arg, inputs, provs, outputs):
+    if from_outside(obs, inputs[0], provs[0]):
+        _unfollowed(obs, inputs[0])
+    return [next_element(obs, inputs[0], provs[0], outputs[0])]
+
+
+def _op_for_iter_end(obs, arg, inputs, provs, outputs):
+    """A loop's iterator with provenance is exhausted: its length decided the loop, so one from outside
+    whose items capture does not know (an argument) is refused (its first step is too)."""
+    if from_outside(obs, inputs[0], provs[0]):
+        _unfollowed(obs, inputs[0])
+    return []
+
+
 def _unfold(obs, value, element):
     """The provenance of a yielded ``value`` given its element entry: a ("tuple", provs) entry (what zip,
     enumerate and combinations yield, nested for ``enumerate(zip(…))``) lists the tuple's contents."""
@@ -216,10 +250,6 @@ def _unfold(obs, value, element):
     if isinstance(element, Source) and isinstance(value, (list, dict, set, collections.deque)):
         obs.outside_state.saw(value, element)  # (a container reached by iterating: its state on entry)
     return element
-
-
-def _op_for_iter(obs, arg, inputs, provs, outputs):
-    return [next_element(obs, inputs[0], provs[0], outputs[0])]
 
 
 def _op_unpack(obs, n, inputs, provs, outputs):

@@ -10,7 +10,7 @@ from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
 from .guards import ValueGuard
 from .sources import Const, Expr, Source
 from .values import Traced, UNKNOWN, _is_tensor, _pinned
-from .iteration import _elements, _op_for_iter, _op_get_iter, _op_unpack, _op_unpack_ex
+from .iteration import _elements, _op_for_iter, _op_for_iter_end, _op_get_iter, _op_unpack, _op_unpack_ex
 
 
 # ---- generic operations: provenance and graph recording per opcode --------------------------------------
@@ -353,6 +353,7 @@ _OPERATIONS = {
     "INTRINSIC_LIST_TO_TUPLE": _op_list_to_tuple,
     "GET_ITER": _op_get_iter,
     "FOR_ITER": _op_for_iter,
+    "FOR_ITER_END": _op_for_iter_end,
     "UNPACK_SEQUENCE": _op_unpack,
     "LIST_APPEND": _op_list_append,
     "LIST_EXTEND": _op_list_extend,

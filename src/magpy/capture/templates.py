@@ -70,6 +70,11 @@ class Templates:
 
     def _template(self, value, prov):
         if type(value) in _ITERATORS:
+            entry = self.iterators.get(id(value))
+            if isinstance(prov, Source) and _replayable_path(prov) and \
+                    (entry is None or entry[0] is not value or entry[1] is None):
+                # an iterator from outside (the call did not advance it: that would have been refused)
+                return ("source", prov)
             return self._iterator_template(value)
         if type(value) is types.MethodType and prov is None and self.made.get(id(value.__self__)) is value.__self__:
             # a method of an object the call made (``__exit__`` of a ``with`` block open at a graph break)

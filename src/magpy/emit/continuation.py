@@ -8,10 +8,6 @@ import types
 
 from ..interp.decode import decode
 
-#: canonical resume functions, shared by every break that continues at the same place of the same
-#: function (a break inside a loop continues in one resume function, whichever iteration it was):
-#: (id(code), id(globals), ids of the closure's cells, index, layout) -> (code, compiled resume function)
-_RESUMES = {}
 
 
 class Continuation:
@@ -19,7 +15,7 @@ class Continuation:
     stack, then the rest of the call in a resume function. Called by the entry's mock with
     ``(stack values..., locals...)`` (NULL stack slots left out)."""
 
-    def __init__(self, func, split, reason, where, compile_function, compile_callee, shared=True):
+    def __init__(self, func, split, reason, where, compile_function, compile_callee, resumes=None):
         self.func = func
         self.split = split
         self.reason = reason
@@ -27,7 +23,7 @@ class Continuation:
         self.compile_callee = compile_callee
         self.step = types.FunctionType(split.step, func.__globals__, func.__name__)
         self.calls = split.instr.name in ("CALL", "CALL_FUNCTION_EX")
-        self.resumed = {at: _resume_function(func, split.code, at, code, layout, compile_function, shared)
+        self.resumed = {at: _resume_function(func, split.code, at, code, layout, compile_function, resumes)
                         for at, (code, layout) in split.resumes.items()}
         self.offset = decode(split.code).offsets[split.index] if split.handler and split.handler[2] else None
 
@@ -58,18 +54,21 @@ class Continuation:
 
 def run_eagerly(func, stopped):
     """Go on from a stopped capture without compiling anything (its graph could not be compiled)."""
-    return Continuation(func, stopped.split, "", "", lambda fn: fn, lambda obj: obj, shared=False)(*stopped.values)
+    return Continuation(func, stopped.split, "", "", lambda fn: fn, lambda obj: obj)(*stopped.values)
 
 
-def _resume_function(func, original, at, code, layout, compile_function, shared):
+def _resume_function(func, original, at, code, layout, compile_function, resumes):
     """The compiled resume function of ``func`` going on at VM index ``at`` of ``original`` with ``code``
-    (``emit.resume.resume_code``'s); canonical when ``shared``."""
+    (``emit.resume.resume_code``'s). ``resumes``: the table that makes it canonical — one per function the
+    user compiled (a model instance), shared by every break that continues at the same place of the same
+    code (a break inside a loop continues in one resume function, whichever iteration it was): (id(code),
+    id(globals), ids of the closure's cells, index, layout) -> (code, compiled resume function, func)."""
     key = (id(original), id(func.__globals__), tuple(map(id, func.__closure__ or ())), at, layout.key())
-    known = _RESUMES.get(key) if shared else None
+    known = resumes.get(key) if resumes is not None else None
     if known is None or known[0] is not original:
         resumed = types.FunctionType(code, func.__globals__, func.__name__, None, func.__closure__)
         resumed.__qualname__ = func.__qualname__
         known = (original, compile_function(resumed), func)
-        if shared:
-            _RESUMES[key] = known
+        if resumes is not None:
+            resumes[key] = known
     return known[1]

@@ -233,3 +233,35 @@ def resume_code(code, index, layout):
     if names[:before] + names[before + len(prologue):] != _opnames(code):
         raise ValueError("the resume function's instructions do not line up with the original's")
     return new
+
+
+class BreakSites:
+    """The graph breaks found in ``code`` and in every resume function made from the same original within
+    one function the user compiled (``sites``: its table, id(original code) -> (code, {index: why})): a
+    break is a fact about an instruction of the original (a resume function holds the original's
+    instructions after its prologue), so a resume function stops at the original's known breaks from
+    its first call. Indexed by ``code``'s own instruction numbering; values: an ``Unsupported`` (why),
+    or None (a break that was cancelled: the code is not split there)."""
+
+    def __init__(self, code, sites):
+        original, self.shift = origin(code)
+        entry = sites.get(id(original))
+        if entry is None or entry[0] is not original:
+            entry = sites[id(original)] = (original, {})
+        self._table = entry[1]
+
+    def __contains__(self, index):
+        return index is not None and index - self.shift in self._table
+
+    def __getitem__(self, index):
+        return self._table[index - self.shift]
+
+    def __setitem__(self, index, why):
+        if index >= self.shift:  # (the prologue's own instructions are never break points)
+            self._table[index - self.shift] = why
+
+    def get(self, index, default=None):
+        return default if index is None else self._table.get(index - self.shift, default)
+
+    def items(self):
+        return [(k + self.shift, why) for k, why in self._table.items()]

@@ -154,7 +154,8 @@ for _name in _BRANCH_TESTS:
 def _for_iter(e, exit_index, k):
     it, iprov = e.peek(1)
     e.at(k)
-    value = e.next_or_leave(it, exit_index)
+    value = e.next_or_leave(it, exit_index, f"if {iprov} is not None: "
+                                             f"obs.operation(f, 'FOR_ITER_END', None, [{it}], [{iprov}], [])")
     ps = e.fresh()
     e.emit(f"if {iprov} is None and type({it}) in CONSTANT_ITERATORS: {ps} = None")
     e.emit("else:")

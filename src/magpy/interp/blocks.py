@@ -194,13 +194,15 @@ class _Emitter:
     def swap_real(self, depth):
         self.emit(f"stack[-1], stack[-{depth}] = stack[-{depth}], stack[-1]")
 
-    def next_or_leave(self, it, exit_index):
+    def next_or_leave(self, it, exit_index, on_leave=None):
         """FOR_ITER's step on the iterator ``it`` (the top of the stack): a fresh local holding its
-        next value; when it is exhausted, the iterator leaves the stack and the block leaves for
-        ``exit_index``."""
+        next value; when it is exhausted, ``on_leave`` (a line) runs, the iterator leaves the stack and
+        the block leaves for ``exit_index``."""
         value = self.fresh()
         self.emit(f"{value} = next({it}, STOP) if not type({it}).__flags__ & HEAP else next_value(f, {it})")
         self.emit(f"if {value} is STOP:")
+        if on_leave is not None:
+            self.emit("    " + on_leave)
         if self.virtual:
             kept = self.virtual.pop()
             self.leave(exit_index, "    ")

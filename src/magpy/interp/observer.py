@@ -40,7 +40,9 @@ Computation
         the callee did (a native call).
     ``operation(frame, opname, arg, inputs, input_provs, outputs) -> list of provs`` — any other
         instruction that produced values (operators, container builds, iteration …); ``arg`` is the
-        decoded argument (e.g. BINARY_OP's operator index into ``protocols.NATIVE_BINARY``).
+        decoded argument (e.g. BINARY_OP's operator index into ``protocols.NATIVE_BINARY``). A loop's
+        iterator with provenance that is exhausted reports ``FOR_ITER_END`` (no outputs): the end of a
+        loop is a decision on the iterator's state too.
     ``opaque(value) -> prov`` — provenance for a value the VM could not follow (an argument of a call
         made by the VM's own protocol code, a value sent into a generator).
     ``packed(container, element_provs) -> prov`` — a call packed arguments into the ``*args`` tuple

@@ -495,6 +495,8 @@ def t_for_iter(f, exit_index, i):
     nxt = for_iter(f, exit_index, i)
     if nxt == exit_index:
         f.pstack.pop()
+        if iprov is not None:
+            f.vm.observer.operation(f, "FOR_ITER_END", None, [it], [iprov], [])
     elif iprov is None and type(it) in CONSTANT_ITERATORS:
         f.pstack.append(None)
     else:
