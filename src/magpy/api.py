@@ -41,6 +41,28 @@ def _target(fn):
                     f"not {type(fn).__name__}")
 
 
+def _grad_mode_prologue(cap):
+    """The grad mode a graph is compiled and run in: the call's entry mode, except for a graph entered
+    without grad that turns it on part-way (a resume function after a break inside ``torch.no_grad()``):
+    such a graph starts by setting the entry mode itself and is compiled and run with grad on, so that a
+    backend that decides on autograd by the mode it is called in (AOTAutograd) keeps the later part's."""
+    sets = [n for n in cap.graph.nodes if n.op == "call_function" and
+            getattr(n.target, "__wrapped__", n.target) is torch._C._set_grad_enabled]
+    if cap.entry_grad_mode or not sets:
+        return cap.entry_grad_mode
+    first = next(n for n in cap.graph.nodes if n.op != "placeholder")
+    with cap.graph.inserting_before(first):
+        cap.graph.call_function(sets[0].target, (False,))
+    return True
+
+
+def _with_grad(graph_fn):
+    def run(*args):
+        with torch.enable_grad():
+            return graph_fn(*args)
+    return run
+
+
 class Family:
     """What a function the user compiled shares with the resume functions made at its graph breaks (and
     theirs): the canonical resume functions (``emit.continuation``) and the break sites found in each
@@ -231,18 +253,22 @@ class CompiledFunction:
     def _build_entry(self, cap):
         if cap.op_count:
             cap.graph.output(tuple(cap.outputs))
+            grad_on = _grad_mode_prologue(cap)
             gm = fx.GraphModule(torch.nn.Module(), cap.graph)
             example = [t for _, t in cap.inputs]
             backend = _backends.lookup_backend(self.backend, self.options)
             try:
                 # a graph over Python numbers (random draws, ``t.item()``) runs as captured: compiling
                 # backends would bake those numbers in as constants
-                graph_fn = gm.forward if cap.host_values or cap.autograd_nodes else backend(gm, example)
+                with torch.set_grad_enabled(grad_on):  # (backends decide on autograd by the mode now)
+                    graph_fn = gm.forward if cap.host_values or cap.autograd_nodes else backend(gm, example)
             except Exception as err:  # noqa: BLE001 - a backend that cannot compile a graph: run it as is
                 warnings.warn(f"magpy: backend {self.backend!r} failed on a graph of "
                               f"{self.func.__qualname__} ({type(err).__name__}: {err}); running it eagerly",
                               stacklevel=5)
                 graph_fn = gm.forward
+            if grad_on and not cap.entry_grad_mode:
+                graph_fn = _with_grad(graph_fn)
         else:
             gm, graph_fn = None, None
         code = self.func.__code__

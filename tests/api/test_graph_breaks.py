@@ -145,24 +145,53 @@ def test_break_inside_a_submodule_compiles_the_submodule_on_its_own():
     assert s.fallbacks == 0 and s.graphs >= 3
 
 
-def test_break_inside_no_grad_block():
+@pytest.mark.parametrize("backend", ["eager", "magpy"])
+def test_break_inside_no_grad_block(backend):
+    # the graph before the break leaves grad off for the printing step; the resume function, entered
+    # without grad, turns it back on at the block's end: what follows is differentiated as in eager
     def f(x, w):
         y = x @ w
         with torch.no_grad():
             s = y.sum()
-            print("sum", round(s.item(), 4))
+            print("sum", s)
             z = y * s
         return z + y, torch.is_grad_enabled()
 
     w = torch.randn(3, 3, requires_grad=True)
-    calls = [(torch.randn(2, 3), w), (torch.randn(2, 3), w), (torch.randn(2, 3), w)]
-    c = magpy.compile(f)
-    for args in calls:
-        want = f(*args)
-        got = c(*args)
+    c = magpy.compile(f, backend=backend)
+    for x in [torch.randn(2, 3) for _ in range(4)]:
+        want = f(x, w)
+        want_grad, = torch.autograd.grad(want[0].sum(), w)
+        got = c(x, w)
+        assert torch.is_grad_enabled()
+        got_grad, = torch.autograd.grad(got[0].sum(), w)
         assert torch.allclose(got[0], want[0]) and got[1] == want[1]
-        assert got[0].requires_grad == want[0].requires_grad
-    assert torch.is_grad_enabled()
+        assert torch.allclose(got_grad, want_grad)
+    s = c.stats
+    assert s.graph_breaks == 1 and s.fallbacks == 0 and s.cache_hits == 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "magpy"])
+def test_grad_mode_left_changed_by_the_call(backend):
+    w = torch.randn(3, requires_grad=True)
+
+    def f(x, on):
+        y = x * w
+        torch.set_grad_enabled(on)
+        return y * 2, x * w
+
+    c = magpy.compile(f, backend=backend)
+    try:
+        for on in (False, False, True, False):
+            torch.set_grad_enabled(True)
+            want = f(torch.ones(3), on)
+            want_mode = torch.is_grad_enabled()
+            torch.set_grad_enabled(True)
+            got = c(torch.ones(3), on)
+            assert torch.is_grad_enabled() == want_mode
+            assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
+    finally:
+        torch.set_grad_enabled(True)
 
 
 def test_break_inside_try_except_finally():

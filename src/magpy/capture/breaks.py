@@ -73,11 +73,6 @@ class Breaks:
             why = why_no_split(code, index)
             if why is None and not self.splittable():
                 why = "a graph break inside an except block"
-            if why is None and self.grad_mode is not _NOT_WRITTEN and \
-                    torch.is_grad_enabled() is not self.entry_grad_mode:
-                # (a ``with torch.no_grad()`` open here: a resume function entered in the mode the program
-                # set does not replay it faithfully yet)
-                why = "a graph break inside a block that changes the grad mode"
             if why is not None:
                 self.unsupported(why, frame)
             decoded = frame.decoded

@@ -295,7 +295,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.conditions = []
     obs.made_classes = {}
     obs.grad_mode = _NOT_WRITTEN  # the provenance of the grad mode the program set, once it does
-    obs.entry_grad_mode = torch.is_grad_enabled()
+    obs.entry_grad_mode = obs.cap.entry_grad_mode = torch.is_grad_enabled()
     obs.context_values = {}   # id(ContextVar) -> (var, provenance of the value the call set)
     obs.context_tokens = {}   # id(Token) -> (token, var, what the var held for the call before that set)
     obs.set_changes = {}
@@ -322,7 +322,8 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
-    for step in (obs.finish_objects, obs.finish_context_vars, obs.guard_conditions, obs.guard_aliasing):
+    for step in (obs.finish_objects, obs.finish_context_vars, obs.finish_grad_mode, obs.guard_conditions,
+                 obs.guard_aliasing):
         try:
             step()
         except _Abandon:

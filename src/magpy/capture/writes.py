@@ -10,7 +10,7 @@ import numpy as np
 from . import rules
 from .mutations import clear_cell
 from .sources import Expr, Source
-from .values import (Traced, UNKNOWN, _DELETED, _MUTABLE_CONTAINERS, _copy_data, _event, _hkey, _holds_tensor, _is_tensor)
+from .values import (Traced, UNKNOWN, _DELETED, _NOT_WRITTEN, _MUTABLE_CONTAINERS, _copy_data, _event, _hkey, _holds_tensor, _is_tensor)
 from .iteration import _elements
 
 
@@ -245,3 +245,11 @@ class Writes:
         if _is_tensor(obj) or not isinstance(obj_prov, Source):
             self.unsupported("deleting an item of an outside container")
         self.outside_state.delete_item(obj, obj_prov, key, key_prov)
+
+    def finish_grad_mode(self):
+        """A call that leaves the grad mode other than it found it (``torch.set_grad_enabled(False)``
+        left set, a graph break inside a ``with torch.no_grad()`` block): the mock sets it after the
+        graph, as the program left it (a compiled graph does not change the process's mode)."""
+        if self.grad_mode is not _NOT_WRITTEN and torch.is_grad_enabled() is not self.entry_grad_mode:
+            mode = self.template(torch.is_grad_enabled(), self.grad_mode)
+            self.cap.side_effects.append(("call", torch._C._set_grad_enabled, [mode], {}))

@@ -596,8 +596,10 @@ def _walk(templates):
         visited.add(id(t))
         yield t
         kind = t[0]
-        if kind in ("list", "tuple", "set"):
+        if kind in ("list", "tuple", "set", "iter"):
             stack.extend(t[1])
+        elif kind == "method":
+            stack.append(t[1])
         elif kind == "namedtuple":
             stack.extend(t[2])
         elif kind in ("dict", "odict", "object"):
