@@ -186,7 +186,8 @@ class CompiledFunction:
     def _compile_and_run(self, full_args, args, kwargs):
         numbers = self.dynamic_numbers if self.dynamic_numbers is True else frozenset(self.dynamic_numbers)
         result, exc, cap = capture(self.func, full_args, kwargs, dynamic_numbers=numbers,
-                                   stop_at=frozenset(k for k, u in self.breaks.items() if u is not None))
+                                   stop_at=None if self.fullgraph else
+                                   frozenset(k for k, u in self.breaks.items() if u is not None))
         if cap.unsupported is None:
             try:
                 if result is STOPPED:
@@ -432,31 +433,55 @@ def _called(fn):
 
 
 def explain(fn, *args, **kwargs):
-    """Capture one call of ``fn`` (it really runs, once) and report what MagPy made of it."""
+    """Capture one call of ``fn`` (it really runs, once) and report what MagPy made of it: each graph, and
+    each graph break with the graphs on either side. At a break known before it runs (a ``print`` of
+    tensors, ``magpy.graph_break()``, a loop over an iterator from outside) capture stops, the breaking
+    instruction runs natively and the rest of the call is captured as its resume function, as compiled
+    calls do; a break found inside a callee ends what this one call can show."""
     func, leading = _target(_called(fn))
-    with LOCK:
-        result, exc, cap = capture(func, (*leading, *args), kwargs)
-    if exc is not None and cap.unsupported is not None and str(cap.unsupported.reason).startswith("the call raised"):
-        raise exc
-    if cap.unsupported is not None:
-        # a graph break: the graph of what came before it (compiled calls continue after it in a
-        # resume function, captured on its own)
-        u = cap.unsupported
-        graphs = []
+    explainer = _Explainer()
+    with LOCK, rendering_home(_home(fn)):
+        explainer.run(func, (*leading, *args), kwargs)
+    return explainer.explanation()
+
+
+class _Explainer:
+    """Captures a call and, at each graph break it stops at, its resume function: one segment each."""
+
+    def __init__(self):
+        self.graphs, self.breaks, self.guards, self.texts, self.op_count = [], [], [], [], 0
+
+    def run(self, func, args, kwargs):
+        result, exc, cap = capture(func, args, kwargs, stop_at=frozenset())
+        if exc is not None and cap.unsupported is not None and \
+                str(cap.unsupported.reason).startswith("the call raised"):
+            raise exc
         if cap.op_count:
             cap.graph.output(tuple(cap.outputs))
-            graphs.append(fx.GraphModule(torch.nn.Module(), cap.graph))
-        text = (f"the graph before the break ({cap.op_count} ops); compiled calls run the breaking line "
-                "natively and continue in a resume function, compiled on its own")
-        return Explanation(graphs, [GraphBreak(u.reason, u.filename, u.lineno)], [], cap.op_count, text)
-    graphs = []
-    if cap.op_count:
-        cap.graph.output(tuple(cap.outputs))
-        graphs.append(fx.GraphModule(torch.nn.Module(), cap.graph))
-    with rendering_home(_home(fn)):
+            self.graphs.append(fx.GraphModule(torch.nn.Module(), cap.graph))
+            self.op_count += cap.op_count
+        n = len(self.texts) + 1
+        if cap.unsupported is not None:
+            # (found while an instruction ran: the rest of this call ran uncaptured; compiled calls stop
+            # before that instruction on the next call and compile the rest in a resume function)
+            u = cap.unsupported
+            self.breaks.append(GraphBreak(u.reason, u.filename, u.lineno))
+            self.texts.append(f"segment {n}: the graph before the break ({cap.op_count} ops); compiled calls "
+                              f"run the breaking line natively and continue in a resume function")
+            return result
+        if result is STOPPED:
+            u = cap.stopped.found
+            self.breaks.append(GraphBreak(u.reason, u.filename, u.lineno))
+            cap.resume = Continuation(func, cap.stopped.split, u.reason, u.where(),
+                                      lambda fn: lambda *a: self.run(fn, a, {}), lambda obj: obj)
         entry = build_entry(cap, None)
-        guards = [g.describe() for g in entry.guards]
-    return Explanation(graphs, [], guards, cap.op_count, entry.text)
+        self.guards.extend(g.describe() for g in entry.guards)
+        self.texts.append(f"segment {n} ({cap.op_count} ops):\n{entry.text}")
+        return cap.resume(*cap.stopped.values) if result is STOPPED else result
+
+    def explanation(self):
+        text = self.texts[0] if len(self.texts) == 1 else "\n".join(self.texts)
+        return Explanation(self.graphs, self.breaks, self.guards, self.op_count, text)
 
 
 class Traced:

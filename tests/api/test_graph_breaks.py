@@ -63,7 +63,7 @@ def test_print_between_ops_splits_and_hits_the_cache():
     c = check(f, xs(4, 4, 4, 4))
     s = c.stats
     assert s.graph_breaks == 1 and s.graphs == 2 and s.fallbacks == 0
-    assert s.cache_hits == 2   # (the first call finds the break, the second compiles both sides)
+    assert s.cache_hits == 3   # (a print of tensors is known to break before it runs: the first call splits)
     assert s.reasons[0][0].startswith("print() of a tensor")
 
 
@@ -168,7 +168,7 @@ def test_break_inside_no_grad_block(backend):
         assert torch.allclose(got[0], want[0]) and got[1] == want[1]
         assert torch.allclose(got_grad, want_grad)
     s = c.stats
-    assert s.graph_breaks == 1 and s.fallbacks == 0 and s.cache_hits == 2
+    assert s.graph_breaks == 1 and s.fallbacks == 0 and s.cache_hits == 3
 
 
 @pytest.mark.parametrize("backend", ["eager", "magpy"])
@@ -420,3 +420,33 @@ def test_break_after_a_no_grad_block_keeps_gradients():
             got[0].sum().backward()
             assert torch.allclose(w1.grad, w2.grad)
     assert c.stats.graph_breaks == 1 and c.stats.fallbacks == 0 and c.stats.cache_hits >= 2
+
+
+def test_explain_lists_every_break_and_the_graphs_between():
+    def f(x):
+        y = x.sin()
+        print("y", y.sum())
+        z = y.cos() * 2
+        magpy.graph_break()
+        return z + 1
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        report = magpy.explain(f, torch.ones(3))
+    assert out.getvalue().count("y tensor") == 1   # (the call ran once)
+    lines = [b.lineno for b in report.breaks]
+    first = f.__code__.co_firstlineno
+    assert lines == [first + 2, first + 4] and report.graph_count == 3
+    assert [b.reason for b in report.breaks] == ["print() of a tensor (graph break)",
+                                                "magpy.graph_break() (graph break)"]
+    assert "segment 3" in str(report)
+
+
+def test_first_call_splits_at_a_print_of_tensors():
+    def f(x):
+        y = x * 2
+        print(y)
+        return y + 1
+
+    c = check(f, xs(3, 3))
+    assert c.stats.graph_breaks == 1 and c.stats.cache_hits == 1 and c.stats.fallbacks == 0

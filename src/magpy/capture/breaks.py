@@ -7,14 +7,14 @@ entry's result, handed to a ``Continuation`` (``emit.continuation``) that runs t
 and the rest of the call compiled. Stopping unwinds the VM (``StopCapture``): the call goes on from the
 same live values, through the same continuation its entry will use on later calls.
 """
-import torch
 
 from ..emit.resume import Layout, Split, origin, step_shape, why_not_resumable
 from ..interp.errors import InterpreterError
 from ..errors import Unsupported
 from ..interp.frame import NULL
 from .iteration import from_outside, unfollowed_reason
-from .values import _Abandon, _NOT_WRITTEN
+from . import rules
+from .values import _Abandon, _holds_tensor
 
 
 class StopCapture(InterpreterError):
@@ -42,18 +42,39 @@ def why_no_split(code, index):
     return why
 
 
+_CALLS = frozenset({"CALL", "CALL_313"})
+
+
+def _known_break(stack, argc):
+    """Why a call about to run in the root frame is a graph break (None: not known before it runs). Known
+    at once, the capture stops before it, so even the first call is split there."""
+    items = stack[-(argc + 2):]
+    if any(x is rules.GRAPH_BREAK for x in items[:2]):
+        return rules.MARKER_BREAK
+    if any(x is print for x in items[:2]) and any(_holds_tensor(x) for x in items[2:]):
+        return rules.PRINT_BREAK
+    return None
+
+
 class Breaks:
     """The root frame's instructions, watched for the break points the capture is to stop at."""
 
     def root_step(self, frame, index):
-        if frame is not self.root or self.vm.observer is not self:
+        if frame is not self.root or self.vm.observer is not self or self.stop_at is None:
             return
         if index in self.stop_at:
             self._stop(frame, index)
-        elif frame.decoded.names[index] == "FOR_ITER" and from_outside(self, frame.stack[-1], frame.pstack[-1]):
-            # a loop over an iterator from outside (a resume function's, inside the loop it broke in) goes
-            # on one iteration per call: its next item is taken natively, then the body is compiled again
-            self._stop(frame, index, unfollowed_reason(frame.stack[-1]))
+        else:
+            name = frame.decoded.names[index]
+            if name == "FOR_ITER" and from_outside(self, frame.stack[-1], frame.pstack[-1]):
+                # a loop over an iterator from outside (a resume function's, inside the loop it broke in)
+                # goes on one iteration per call: its next item is taken natively, then the body is
+                # compiled again
+                self._stop(frame, index, unfollowed_reason(frame.stack[-1]))
+            elif name in _CALLS:
+                why = _known_break(frame.stack, frame.decoded.unfused[index][1])
+                if why is not None:
+                    self._stop(frame, index, why)
 
     def splittable(self):
         """Can the root frame be split where it is now? (not inside an except block: a resume function

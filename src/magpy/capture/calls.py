@@ -40,7 +40,7 @@ class Calls(BuiltinMethods):
         self.frame = frame
         self.call_fn_prov = fn_prov
         if fn is rules.GRAPH_BREAK:
-            self.unsupported("magpy.graph_break() (graph break)")
+            self.unsupported(rules.MARKER_BREAK)
         interpreted = returned is not NOT_RETURNED
         if isinstance(fn, type) and not isinstance(result, _SCALARS) and fn is not type and \
                 not any(result is a for a in args):
@@ -400,7 +400,7 @@ class Calls(BuiltinMethods):
                     self.grad_mode = arg_provs[0]  # later ``is_grad_enabled()`` reads what was set
                 return None
             if fn is print:
-                self.unsupported("print() of a tensor (graph break)")
+                self.unsupported(rules.PRINT_BREAK)
             if makes_tensor or fn not in rules.TENSOR_NEUTRAL:
                 self.unsupported(f"{getattr(fn, '__qualname__', fn)}() called on tensors: MagPy has no "
                                  "rule for it")

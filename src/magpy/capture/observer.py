@@ -267,13 +267,15 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         if frame is self.root:
             self.cap.result_template = self.template(value, prov)
 
-def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), stop_at=frozenset()):
+def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), stop_at=None):
     """Run ``fn(*args, **kwargs)`` in the VM under observation (by a ``CaptureObserver``, or by the one
     ``make_observer(fn_globals)`` makes of a class derived from it: ``magpy.trace``'s).
     ``dynamic_numbers``: the paths of Python numbers the graph takes as inputs where they are operands of
     tensor ops (rather than guarding their values), or True for every number read from outside.
     ``stop_at``: indices of root-frame instructions capture stops before, when it reaches one (a graph
-    break: ``capture.stopped`` then holds the live values, and the result is ``STOPPED``).
+    break: ``capture.stopped`` then holds the live values, and the result is ``STOPPED``); it also stops
+    before a root-frame instruction known to break before it runs (a ``print`` of tensors). None: the
+    call is not to be split (``fullgraph``, ``explain``'s first look, tracing).
 
     Returns ``(result, exception, capture)``: exactly one of result/exception is meaningful, and
     ``capture.unsupported`` says why the call cannot be replayed (None when it can).

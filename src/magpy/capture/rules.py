@@ -28,6 +28,10 @@ import torch
 from ..interp.identity import IdentitySet
 from ..markers import graph_break as GRAPH_BREAK  # noqa: F401  (a call of it is a graph break)
 
+#: why a call of ``magpy.graph_break()`` / a ``print`` of tensors is a graph break
+MARKER_BREAK = "magpy.graph_break() (graph break)"
+PRINT_BREAK = "print() of a tensor (graph break)"
+
 #: reads of state the arguments do not hold (the current context's value of a ``ContextVar``, as torch's
 #: config modules keep their overrides): the result is re-read by the guard even when every argument
 #: is a constant
