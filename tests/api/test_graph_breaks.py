@@ -450,3 +450,27 @@ def test_first_call_splits_at_a_print_of_tensors():
 
     c = check(f, xs(3, 3))
     assert c.stats.graph_breaks == 1 and c.stats.cache_hits == 1 and c.stats.fallbacks == 0
+
+
+def test_break_in_a_function_whose_locals_inner_functions_capture():
+    # the resume function makes its own cells holding the same values; a closure that shares them and
+    # is still alive at the break cannot leave the graph, so that call is not split (eager, still right)
+    def cells(x, n):
+        scale = n * 2
+        y = (lambda t: t * scale)(x)
+        print("y", y.sum())
+        scale = scale + 1
+        return (lambda t: t + scale)(y)
+
+    def shared(x, n):
+        scale = n * 2
+        g = lambda t: t * scale
+        y = g(x)
+        print("y", y.sum())
+        scale = scale + 1
+        return g(y) + scale
+
+    calls = [(torch.randn(3), n) for n in (1, 2, 3, 3)]
+    c = check(cells, calls)
+    assert c.stats.graph_breaks == 1 and c.stats.fallbacks == 0 and c.stats.cache_hits == 2
+    check(shared, calls)

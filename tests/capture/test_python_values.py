@@ -662,3 +662,16 @@ def test_a_method_of_a_numpy_argument_read_as_an_attribute():
     calls = [(torch.randn(3, 2), np.arange(6.0, dtype=np.float32).reshape(2, 3) + k) for k in range(3)]
     stats = differential(plain(fn), calls)
     expect_one_graph(stats)
+
+
+
+def test_a_closure_made_by_the_call_is_not_the_first_calls():
+    # (a wrong answer once: the first call's function came back, its cell holding the first n)
+    def fn(x, n):
+        g = lambda t: t * n
+        return x + 1, g
+
+    compiled = magpy.compile(fn)
+    for n in (2, 3, 4):
+        out, g = compiled(torch.ones(1), n)
+        assert g(10) == 10 * n and torch.equal(out, torch.full((1,), 2.0))

@@ -59,6 +59,15 @@ def _known_break(stack, argc):
 class Breaks:
     """The root frame's instructions, watched for the break points the capture is to stop at."""
 
+    def _cell_contents(self, cell):
+        """(value, provenance) a cell of the root frame holds (value NULL: empty)."""
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            return NULL, None
+        known = self.cells.get(id(cell))
+        return value, (known[1] if known is not None and known[0] is cell else None)
+
     def root_step(self, frame, index):
         if frame is not self.root or self.vm.observer is not self or self.stop_at is None:
             return
@@ -99,11 +108,24 @@ class Breaks:
             decoded = frame.decoded
             original, shift = origin(code)  # (a break in a resume function splits its original's code)
             # (the locals of the original: a resume function's own stack parameters are not among them)
-            names = set(original.co_varnames)
-            bound = [k for k in range(decoded.free_start)
-                     if frame.locals[k] is not NULL and decoded.localsplus_names[k] in names]
+            names = set(original.co_varnames) | set(original.co_cellvars)
+            cellvars = set(code.co_cellvars)
             live = [(v, p) for v, p in zip(frame.stack, frame.pstack) if v is not NULL]
-            live += [(frame.locals[k], frame.plocals[k]) for k in bound]
+            bound = []
+            for k in range(decoded.free_start):
+                name, value = decoded.localsplus_names[k], frame.locals[k]
+                if value is NULL or name not in names:
+                    continue
+                if name in cellvars:
+                    # (a cell of this frame: the resume function makes its own, holding the same value;
+                    # a closure made before the break that shares it cannot leave the graph: refused)
+                    value, prov = self._cell_contents(value)
+                    if value is NULL:
+                        continue
+                else:
+                    prov = frame.plocals[k]
+                bound.append(k)
+                live.append((value, prov))
             self.cap.result_template = ("tuple", [self.template(v, p) for v, p in live])
             layout = Layout([v is NULL for v in frame.stack], [decoded.localsplus_names[k] for k in bound])
             try:  # (made now, while the call can still run on in the VM if they cannot be)

@@ -323,6 +323,11 @@ def _op_binary_slice(obs, arg, inputs, provs, outputs):
     return [obs.read_item(obj, provs[0], key, key_prov, outputs[0])]
 
 
+def _op_make_function(obs, arg, inputs, provs, outputs):
+    obs.made[id(outputs[0])] = outputs[0]  # (a new function object each call: a closure holds its cells)
+    return [None]
+
+
 def _op_push_exc_info(obs, arg, inputs, provs, outputs):
     return [None, provs[0]]  # (the exception handled before: restored by POP_EXCEPT)
 
@@ -372,6 +377,8 @@ _OPERATIONS = {
     "BUILD_SLICE": _op_build_slice,
     "BINARY_SLICE": _op_binary_slice,
     "PUSH_EXC_INFO": _op_push_exc_info,
+    "MAKE_FUNCTION": _op_make_function,
+    "MAKE_FUNCTION_313": _op_make_function,
     "CHECK_EXC_MATCH": _op_check_exc_match,
     "UNPACK_EX": _op_unpack_ex,
 }

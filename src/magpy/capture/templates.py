@@ -140,6 +140,9 @@ class Templates:
             return ("source", prov)
         if isinstance(prov, Expr) and isinstance(value, _SCALARS):
             return ("source", prov)  # recomputed by the mock from the entry state (no guard needed)
+        if type(value) is types.FunctionType and value.__closure__ and self.made.get(id(value)) is value:
+            # its cells hold this call's values: handing the first call's function out again would be wrong
+            self.unsupported(f"a function made by the call ({value.__qualname__}, a closure) leaves it")
         made_class = isinstance(value, type) and self.made_classes.get(id(value)) is value
         if prov is None and (made_class or self.made_classes.get(id(type(value))) is type(value)):
             # a later call makes another class: handing out this one (or its instances) would differ

@@ -85,8 +85,6 @@ def why_not_resumable(code):
     """Why a break in ``code`` cannot continue in a resume function (None when it can)."""
     if code.co_flags & _SUSPENDING:
         return "a graph break inside a generator or coroutine"
-    if code.co_cellvars:
-        return "a graph break in a function whose locals are captured by an inner function"
     return None
 
 
