@@ -111,9 +111,11 @@ def _compile_for_device(gm, example_inputs, options: dict):
     from torch._dynamo.backends.common import aot_autograd
 
     from ..codegen import record_fallback
+    from .attention import fuse_attention
     from ..codegen.decompositions import decomposition_table
     from ..codegen.devices import NotServed, select
 
+    fuse_attention(gm, example_inputs)
     try:
         mode = select(example_inputs, options.get("codegen"))
     except NotServed as why:

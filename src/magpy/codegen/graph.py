@@ -508,7 +508,9 @@ _EXPECTED = {
     "mm", "bmm", "addmm", "baddbmm", "convolution", "convolution_backward", "_convolution",
     "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
     "_scaled_dot_product_attention_math", "scaled_dot_product_attention",
-    "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "_scaled_dot_product_flash_attention_for_cpu_backward", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_backward", "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",
     "native_dropout", "rand", "randn", "rand_like", "randn_like", "bernoulli", "randint",
     "addmv", "mv", "dot", "cudnn_convolution", "mkldnn_convolution", "_fused_sdp_choice",
 }
