@@ -125,7 +125,7 @@ def _compile_for_device(gm, example_inputs, options: dict):
     backend = aot_autograd(
         fw_compiler=functools.partial(_aten_compiler, mode=mode, compiled=forward),
         bw_compiler=functools.partial(_aten_compiler, mode=mode),
-        decompositions=decomposition_table(),
+        decompositions=decomposition_table(mode),
     )
     with LOCK:
         compiled = backend(gm, example_inputs)
