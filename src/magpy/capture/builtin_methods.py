@@ -111,6 +111,8 @@ class BuiltinMethods:
                     self.written[(id(made), key)] = prov
                     self.table_changed(made, key, prov)
                 return None
+        if name == "__getitem__" and len(call) == 3:
+            return self._base_item(*call)
         if name == "__setitem__" and len(call) == 4 and self.provenance_of(call[0]) is None:
             # dict's own ``__setitem__`` on a dict the call made (``super().__setitem__(k, v)`` in a
             # ModelOutput): as ``d[k] = v`` at the base class's level
@@ -151,6 +153,23 @@ class BuiltinMethods:
         elif d_prov is not None and not isinstance(d_prov, Source):
             return _NOT_WRITTEN
         return rest_provs[1] if len(rest) == 2 else None
+
+    def _base_item(self, d, key, provs):
+        """dict's own ``__getitem__`` on a dict subclass (``super().__getitem__(k)`` in a table that builds
+        what it hands out from what it holds): a read of the item as dict stores it. A guard reads it back
+        the same way where the class has a ``__getitem__`` of its own (``d[k]`` would run that).
+        ``_NOT_WRITTEN`` for a dict whose contents capture follows otherwise (an outside one it changed)."""
+        d_prov = self.provenance_of(d)
+        value = dict.__getitem__(d, key)  # (it returned: the key is there)
+        if d_prov is None or (_reads_as_dict(type(d)) and d_prov is not UNKNOWN):
+            return self.read_item(d, d_prov, key, provs[0], value)
+        if not isinstance(d_prov, Source) or self.contents.changed_outside(d):
+            return _NOT_WRITTEN
+        self.need(key, provs[0])  # (which item)
+        self.deref(d, d_prov)
+        prov = Expr(dict.__getitem__, (d_prov, Const(key)))
+        self.on_read(value, prov)
+        return prov
 
     def _dict_fromkeys(self, args, arg_provs, result):
         """``dict.fromkeys(keys, value)``: a new dict whose keys are the iterable's (fixed by the guards of

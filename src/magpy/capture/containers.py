@@ -2,6 +2,7 @@
 expression of its parts (``effective``), sets, iterators consumed by native calls, changes by their
 methods; and the provenance of arguments a call packs or unpacks.
 """
+import collections
 import operator
 import types
 
@@ -79,6 +80,11 @@ class Containers:
         if isinstance(prov, Source):
             self.guard(ValueGuard(Expr(tuple, (prov,)), tuple(d)))
             return {k: ItemSource(prov, k) for k in d}
+        if isinstance(prov, Expr) and type(d) in (dict, collections.OrderedDict):
+            # a dict an expression computes (one held in a tuple read from a table): its keys guarded,
+            # each value that expression indexed
+            self.guard(ValueGuard(Expr(tuple, (prov,)), tuple(d)))
+            return {k: _item_of(prov, k) for k in d}
         return dict.fromkeys(d, UNKNOWN)
 
     def effective(self, value, prov):

@@ -1,0 +1,86 @@
+"""What library code does inside a model's forward besides computing (transformers' caches and helpers),
+each reduced to what the call is: a plain attribute set on a tensor the graph makes, dict's own item read
+through ``super()`` in a table subclass. Every test runs the program eagerly and compiled and compares."""
+import collections
+
+import torch
+import torch.nn as nn
+
+try:
+    from .twin import Call, differential, expect, expect_one_graph, plain, twins
+except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
+    from twin import Call, differential, expect, expect_one_graph, plain, twins
+
+
+def t(*shape):
+    return torch.randn(*(shape or (2, 3)))
+
+
+# ---- a plain attribute set on a tensor the graph makes ---------------------------------------------
+
+def _mark_static(tensor, index=None):
+    """As torch._dynamo's ``mark_static_address`` / ``mark_static`` tag a cache buffer for cudagraphs."""
+    tensor._static_kind = "unguarded"
+    if index is not None:
+        if not hasattr(tensor, "_static_dims"):
+            tensor._static_dims = set()
+        tensor._static_dims.add(index)
+
+
+class _Cache:
+    def __init__(self, x, index):
+        self.states = [torch.zeros_like(x)]
+        _mark_static(self.states[0], index)
+        _mark_static(self.states[0], 0)
+
+
+class _Cached(nn.Module):
+    def forward(self, x, index: int):
+        cache = _Cache(x, index)
+        cache.states[0].add_(x)
+        return x * 2, cache, len(cache.states[0]._static_dims)
+
+
+def test_a_plain_attribute_set_on_a_tensor_the_graph_makes_is_set_on_each_runs_tensor():
+    calls = [(t(), 1), (t(), 1), (t(), 2)]
+    stats = differential(twins(_Cached()), calls)
+    expect_one_graph(stats)
+    for (_, index), outcome in zip(calls, stats.side.outcomes):
+        state = outcome.result[1].states[0]
+        assert state._static_kind == "unguarded" and state._static_dims == {0, index}
+
+
+# ---- dict's own __getitem__ through super() ----------------------------------------------------------
+
+class _Instantier(collections.OrderedDict):
+    """A table of classes (with keyword arguments) that hands out a new instance on each lookup."""
+
+    def __getitem__(self, key):
+        content = super().__getitem__(key)
+        cls, kwargs = content if isinstance(content, tuple) else (content, {})
+        return cls(**kwargs)
+
+
+_ACTIVATIONS = _Instantier({"relu": nn.ReLU, "clipped": (nn.Hardtanh, {"min_val": -0.5, "max_val": 0.5})})
+
+
+def test_super_getitem_of_a_table_that_builds_what_it_hands_out():
+    def fn(x, name):
+        return _ACTIVATIONS[name](x) * 2
+
+    stats = differential(plain(fn), [(t(), "relu"), (t(), "clipped"), (t(), "relu"), (t(), "clipped")])
+    expect(stats, compiles=2, cache_hits=2, fallbacks=0)
+
+
+def test_super_getitem_of_a_table_changed_between_calls():
+    table = _Instantier({"act": nn.ReLU})
+
+    def fn(x):
+        return table["act"](x) + 1
+
+    def swap(env):
+        table["act"] = (nn.Hardtanh, {"min_val": -0.1, "max_val": 0.1})
+
+    calls = [Call((t(),)), Call((t(),)), Call((t(),), before=swap)]
+    stats = differential(lambda: (fn, None), calls, reset=lambda: table.update(act=nn.ReLU))
+    expect(stats, compiles=2, fallbacks=0)
