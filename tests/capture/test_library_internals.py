@@ -84,3 +84,47 @@ def test_super_getitem_of_a_table_changed_between_calls():
     calls = [Call((t(),)), Call((t(),)), Call((t(),), before=swap)]
     stats = differential(lambda: (fn, None), calls, reset=lambda: table.update(act=nn.ReLU))
     expect(stats, compiles=2, fallbacks=0)
+
+
+# ---- a model output unpacked into another (``Output(extra=None, **outputs)``) ----------------------------
+
+class _Output(collections.OrderedDict):
+    """As transformers' ModelOutput: items set on construction, read back through a Python ``__getitem__``
+    over ``dict(self.items())``."""
+
+    def __init__(self, **fields):
+        super().__init__()
+        for key, value in fields.items():
+            if value is not None:
+                self[key] = value
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return dict(self.items())[key]
+        return tuple(self.values())[key]
+
+
+def test_a_model_output_unpacked_into_another_keeps_its_values():
+    def fn(x, n):
+        inner = _Output(hidden=x * 2, count=n)
+        outer = _Output(extra=None, **inner)
+        return outer["hidden"] + outer["count"], outer, outer[1]
+
+    # (before: ``self.items()`` of the output was a constant: the first call's count came back)
+    stats = differential(plain(fn), [(t(), 1), (t(), 2), (t(), 3), (t(), 4)])
+    expect(stats, fallbacks=0, graph_breaks=0)
+
+
+class _Shifted(dict):
+    def __getitem__(self, key):
+        return dict(self.items())[key] + 1
+
+
+def test_items_of_a_dict_made_here_holding_an_argument():
+    def fn(x, n):
+        d = _Shifted()
+        d["a"] = n
+        return x * d["a"]
+
+    stats = differential(plain(fn), [(t(), 1), (t(), 2), (t(), 3)])
+    expect(stats, fallbacks=0, graph_breaks=0)

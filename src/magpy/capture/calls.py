@@ -29,6 +29,10 @@ from .builtin_methods import BuiltinMethods
 from .lookasides import _BOOKKEEPING
 
 
+#: OrderedDict's own methods that read what dict's do, in its order
+_ORDERED_READS = ("items", "keys", "values")
+
+
 class Calls(BuiltinMethods):
 
     """Calls: interpreted ones return their provenance; native ones go through the rules."""
@@ -439,6 +443,20 @@ class Calls(BuiltinMethods):
         self.unsupported(f"{getattr(fn, '__qualname__', fn)}() is a native call MagPy has no rule for "
                          "(it could have effects a replay would miss)")
 
+    def _on_rebuilt(self, method, obj):
+        """The function answering ``method`` (of ``obj``'s class) on what ``effective`` rebuilds ``obj`` as
+        (a plain list, tuple, set or dict of what it holds), or None. An OrderedDict's reads are dict's on
+        a dict of the same items in the same order."""
+        owner = getattr(method, "__objclass__", None)
+        if owner in (list, tuple, set, dict):
+            return method
+        name = getattr(method, "__name__", "")
+        entry = self.contents.get(id(obj))
+        if owner is collections.OrderedDict and name in _ORDERED_READS and entry is not None and \
+                entry[0] is obj and type(entry[1]) is dict and list(entry[1]) == list(obj):
+            return getattr(dict, name)
+        return None
+
     def _tensor_of_array(self, fn, args, arg_provs, kwargs, kw_provs, result):
         """``torch.from_numpy(a)`` / ``as_tensor`` / ``tensor``: the entry program makes the tensor again from
         the array's provenance and hands it to the graph as an input."""
@@ -518,6 +536,14 @@ class Calls(BuiltinMethods):
                 return UNKNOWN
             self.guard(TypeGuard(base, type(self_obj)))
             return self._pure(unbound, (self_obj, *args), (base, *arg_provs), kwargs, kw_provs, result)
+        if method_prov is None and unbound is not None and self.effective(self_obj, None) is not None:
+            # a method of a container the call made that holds values from outside (``self.items()`` of
+            # a model output): the result depends on what it holds, so it is that method on the container
+            # rebuilt (``effective``), or unknown
+            on_rebuilt = self._on_rebuilt(unbound, self_obj)
+            if on_rebuilt is None:
+                return UNKNOWN
+            return self._pure(on_rebuilt, (self_obj, *args), (None, *arg_provs), kwargs, kw_provs, result)
         arg_provs = [None if _library_constant(a, p) else self.effective(a, p) for a, p in zip(args, arg_provs)]
         provs = list(arg_provs) + list(kw_provs.values())
         if fn is torch.is_grad_enabled and self.grad_mode is not _NOT_WRITTEN:
