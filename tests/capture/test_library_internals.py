@@ -1,15 +1,17 @@
 """What library code does inside a model's forward besides computing (transformers' caches and helpers),
 each reduced to what the call is: a plain attribute set on a tensor the graph makes, dict's own item read
-through ``super()`` in a table subclass. Every test runs the program eagerly and compiled and compares."""
+through ``super()`` in a table subclass, a model output unpacked into another, a config whose
+``__getattribute__`` maps names, a conversion that changes nothing. Every test runs the program eagerly and compiled and compares."""
 import collections
+import copy
 
 import torch
 import torch.nn as nn
 
 try:
-    from .twin import Call, differential, expect, expect_one_graph, plain, twins
+    from .twin import Call, differential, expect, expect_one_graph, fresh, plain, twins
 except ImportError:  # tests/capture is not a package: pytest put this folder on sys.path
-    from twin import Call, differential, expect, expect_one_graph, plain, twins
+    from twin import Call, differential, expect, expect_one_graph, fresh, plain, twins
 
 
 def t(*shape):
@@ -128,3 +130,88 @@ def test_items_of_a_dict_made_here_holding_an_argument():
 
     stats = differential(plain(fn), [(t(), 1), (t(), 2), (t(), 3)])
     expect(stats, fallbacks=0, graph_breaks=0)
+
+
+# ---- a config whose __getattribute__ maps names, its sub-config copied ------------------------------------
+
+class _Config:
+    attribute_map = {"hidden": "hidden_size"}
+
+    def __init__(self, **fields):
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+    def get_text_config(self):
+        for name in ("text_config",):
+            if hasattr(self, name) and getattr(self, name, None) is not None:
+                return getattr(self, name)
+        return self
+
+
+class _Configured(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = _Config(text_config=_Config(hidden_size=3, scale=2.0, ignore={"a", "b"}))
+        self.linear = nn.Linear(3, 3)
+
+    def forward(self, x):
+        text = self.config.get_text_config()
+        copied = copy.deepcopy(text.get_text_config())  # (a set in it: reduced, its memo keyed by id)
+        return self.linear(x) * copied.scale + copied.hidden, sorted(copied.ignore)
+
+
+def test_a_sub_config_read_through_a_mapping_getattribute_and_deep_copied():
+    def rescale(env):
+        env.config.text_config.scale = 5.0
+
+    # (before: super().__getattribute__ read the sub-config as a constant; its methods bound to
+    # nothing known, and the set in it could not be copied)
+    calls = [Call((t(3),)), Call((t(3),)), Call((t(3),), before=rescale), Call((t(3),))]
+    stats = differential(twins(_Configured()), calls)
+    expect(stats, compiles=2, cache_hits=2, fallbacks=0)
+
+
+# ---- a buffer converted to what it already is ---------------------------------------------------------
+
+class _Positions(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Buffer(torch.randn(8, 3), persistent=False)
+
+    def forward(self, x):
+        # (``to`` hands back the buffer itself: storing it again reads its ``persistent`` mark)
+        self.table = self.table.to(device=x.device, dtype=x.dtype)
+        return x + self.table[: x.shape[0]]
+
+
+def test_a_conversion_that_changes_nothing_is_a_read_of_the_tensor():
+    calls = [(t(2, 3),), (t(2, 3),), (t(2, 3).double(),), (t(2, 3).double(),)]
+    stats = differential(twins(_Positions()), calls)
+    expect(stats, fallbacks=0, graph_breaks=0)
+
+
+class _Settings:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+class _Copying(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.settings = _Settings(sizes=[1, 2], names={"a"})
+
+    def forward(self, x):
+        shallow = copy.copy(self.settings)
+        deep = copy.deepcopy(shallow)  # (its memo is keyed by the id of the table the copy made)
+        return x * len(deep.sizes), deep
+
+
+def test_a_deep_copy_of_a_copy_keys_its_memo_by_objects_the_call_made():
+    # (before: the id of the copy's attribute table was guarded like a value: a new compile every call)
+    stats = differential(twins(_Copying()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)

@@ -29,10 +29,6 @@ from .builtin_methods import BuiltinMethods
 from .lookasides import _BOOKKEEPING
 
 
-#: OrderedDict's own methods that read what dict's do, in its order
-_ORDERED_READS = ("items", "keys", "values")
-
-
 class Calls(BuiltinMethods):
 
     """Calls: interpreted ones return their provenance; native ones go through the rules."""
@@ -284,12 +280,26 @@ class Calls(BuiltinMethods):
                 and type(args[0]) is str and not kwargs and not _is_tensor(self_obj):
             # ``m.__getattribute__(name)`` (torch.backends' module proxies): reading the attribute
             self.need(args[0], arg_provs[0])
-            method_prov = self.call_fn_prov  # (None: read from a constant, as library globals are)
-            obj_prov = method_prov.base if type(method_prov) is AttrSource else \
-                None if method_prov is None else self.provenance_of(self_obj)
+            method_prov = self.call_fn_prov
+            obj_prov = method_prov.base if type(method_prov) is AttrSource else self.provenance_of(self_obj)
+            if obj_prov is UNKNOWN and method_prov is None:
+                obj_prov = None  # (a method read from a constant, as library globals are)
+            if isinstance(obj_prov, (Source, Expr)) and type(getattr(type(self_obj), "__getattribute__", None)) \
+                    is types.FunctionType and type(fn).__name__ == "method-wrapper":
+                # ``super().__getattribute__(key)`` inside a class's own ``__getattribute__`` (a config mapping
+                # names): the base class's read, which is what a guard reads again; an object read so is
+                # known by that path (its methods bind to it)
+                self.deref(self_obj, obj_prov)
+                prov = Expr(getattr(fn.__objclass__, "__getattribute__"), (obj_prov, Const(args[0])))
+                self.on_read(result, prov)
+                if not isinstance(result, _SCALARS):
+                    self.sources_of.setdefault(id(result), (result, prov))
+                return prov
             return self.read_attr(self_obj, obj_prov, args[0], result)
         if isinstance(fn, types.BuiltinMethodType) and _is_tensor(self_obj):
             name = fn.__name__
+            if result is self_obj and name in rules.TENSOR_CONVERSIONS and "memory_format" not in kwargs:
+                return self._unconverted(self_obj, args, arg_provs, kwargs, kw_provs)
             if name in rules.TENSOR_TO_SCALAR and not kwargs:
                 return self.scalar_of(None, (self_obj, *args), (None, *arg_provs), result, method=name)
             if name == "numpy" and not args and not kwargs:
@@ -308,6 +318,8 @@ class Calls(BuiltinMethods):
             return self.record(None, (self_obj, *args), (None, *arg_provs), kwargs, kw_provs, result,
                                method=name) and None
         if type(fn).__name__ == "method_descriptor" and args and _is_tensor(args[0]):
+            if result is args[0] and fn.__name__ in rules.TENSOR_CONVERSIONS and "memory_format" not in kwargs:
+                return self._unconverted(args[0], args[1:], arg_provs[1:], kwargs, kw_provs)
             if fn.__name__ in rules.TENSOR_TO_SCALAR and not kwargs:
                 return self.scalar_of(None, args, arg_provs, result, method=fn.__name__)
             if fn.__name__ in rules.TENSOR_METADATA and not _is_tensor(result):
@@ -443,19 +455,16 @@ class Calls(BuiltinMethods):
         self.unsupported(f"{getattr(fn, '__qualname__', fn)}() is a native call MagPy has no rule for "
                          "(it could have effects a replay would miss)")
 
-    def _on_rebuilt(self, method, obj):
-        """The function answering ``method`` (of ``obj``'s class) on what ``effective`` rebuilds ``obj`` as
-        (a plain list, tuple, set or dict of what it holds), or None. An OrderedDict's reads are dict's on
-        a dict of the same items in the same order."""
-        owner = getattr(method, "__objclass__", None)
-        if owner in (list, tuple, set, dict):
-            return method
-        name = getattr(method, "__name__", "")
-        entry = self.contents.get(id(obj))
-        if owner is collections.OrderedDict and name in _ORDERED_READS and entry is not None and \
-                entry[0] is obj and type(entry[1]) is dict and list(entry[1]) == list(obj):
-            return getattr(dict, name)
-        return None
+    def _unconverted(self, tensor, args, arg_provs, kwargs, kw_provs):
+        """``t.to(device=d, dtype=t.dtype)`` that returned ``t`` itself: it already was what it converts to
+        (its dtype and device are guarded, the arguments are made so), so the call is a read of ``t``."""
+        for a, p in [*zip(args, arg_provs), *((v, kw_provs.get(k)) for k, v in kwargs.items())]:
+            if _is_tensor(a):
+                self.node_of(a, p)  # (``t.to(other)``: other's dtype and device, guarded)
+            else:
+                self.need(a, p)
+        prov = self.provenance_of(tensor)
+        return prov if isinstance(prov, Source) else None  # (else the graph knows it by identity)
 
     def _tensor_of_array(self, fn, args, arg_provs, kwargs, kw_provs, result):
         """``torch.from_numpy(a)`` / ``as_tensor`` / ``tensor``: the entry program makes the tensor again from
@@ -519,6 +528,8 @@ class Calls(BuiltinMethods):
         if fn in _TYPE_QUERIES and args and arg_provs[0] is None and not kwargs and \
                 all(_pinned(a, p) for a, p in zip(args[1:], arg_provs[1:])):
             return None  # the type of a value the program made itself (whatever its contents came from)
+        if fn is id and len(args) == 1 and not kwargs and arg_provs[0] is None:
+            return None  # which object the program made (a deep copy's memo): not what it holds
         self_obj = _bound_self(fn)
         method_prov, self.call_fn_prov = self.call_fn_prov, None
         unbound = getattr(type(self_obj), getattr(fn, "__name__", ""), None) if self_obj is not None else None

@@ -64,7 +64,7 @@ def _elements(obs, obj, prov):
     if type(obj) is dict:
         obs.guard(ValueGuard(Expr(tuple, (prov,)), tuple(obj)))
         return [None] * len(obj)
-    if type(obj) in (set, frozenset) and isinstance(prov, Source) and all(type(v) in (str, int) for v in obj):
+    if type(obj) in (set, frozenset) and isinstance(prov, (Source, Expr)) and all(type(v) in (str, int) for v in obj):
         # an outside set of names or numbers: its items in the order it yields them now (the guard
         # compares that order too: equal sets may iterate differently)
         obs.guard(ValueGuard(Expr(tuple, (prov,)), tuple(obj)))

@@ -204,7 +204,8 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         guard (``deref``) rather than by identity."""
         if type(value) is not types.BuiltinMethodType:
             return False
-        if type(prov) is Expr and prov.fn is getattr and not isinstance(value.__self__, types.ModuleType):
+        if type(prov) is Expr and (prov.fn is getattr or prov.fn is object.__getattribute__) and \
+                not isinstance(value.__self__, types.ModuleType):
             # ``m.group`` of a value an expression recomputes (``PATTERN.search(s)``): its type decides
             self.guard(TypeGuard(prov.args[0], type(value.__self__)))
             return True

@@ -193,6 +193,11 @@ COPIED_ELEMENTS_LIMIT = 256
 #: Python-level attributes of a tensor that are tensors computed from it (views), not outside state
 TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
 
+#: tensor methods converting to a dtype or device, which return the tensor itself when it already is one
+#: (a read of it then): not ``contiguous`` (that depends on strides, which are not always guarded)
+TENSOR_CONVERSIONS = {"to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long", "short",
+                      "bool", "byte", "char", "cpu", "cuda"}
+
 #: calls that turn tensor data into Python values: the graph must break there
 TENSOR_TO_PYTHON = {"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
                     "__len__"}
