@@ -4,6 +4,7 @@ through ``super()`` in a table subclass, a model output unpacked into another, a
 ``__getattribute__`` maps names, a conversion that changes nothing. Every test runs the program eagerly and compiled and compares."""
 import collections
 import copy
+import warnings
 
 import torch
 import torch.nn as nn
@@ -214,4 +215,72 @@ class _Copying(nn.Module):
 def test_a_deep_copy_of_a_copy_keys_its_memo_by_objects_the_call_made():
     # (before: the id of the copy's attribute table was guarded like a value: a new compile every call)
     stats = differential(twins(_Copying()), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+# ---- a tensor's values as text, a module list backwards, torch.numel, rows unpacked --------------------
+
+def _check(cond, message):
+    """As transformers' ``torch_compilable_check``: the message is made first, shown only when the check fails."""
+    if not callable(message):
+        def message_callable():
+            return message
+    else:
+        message_callable = message
+    torch._check_tensor_all_with(ValueError, cond, message_callable)
+
+
+def test_a_tensor_formatted_into_a_message_or_a_warning():
+    def fn(x):
+        _check(x > -10, f"values out of range: {x}")
+        warnings.warn(f"values {x} sum {x.sum():.2f}")
+        return x + 1, f"{x}"
+
+    # (before: formatting a tensor as text broke the graph; the graph now formats it on every call)
+    stats = differential(plain(fn), fresh(lambda: (t(),)))
+    expect_one_graph(stats)
+
+
+class _Flows(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flows = nn.ModuleList([nn.Linear(3, 3) for _ in range(3)])
+
+    def forward(self, x, reverse: bool):
+        for flow in reversed(self.flows) if reverse else self.flows:
+            x = flow(x) * 2
+        return x
+
+
+def test_a_module_list_run_backwards():
+    calls = [(t(3), True), (t(3), True), (t(3), False), (t(3), True)]
+    stats = differential(twins(_Flows()), calls)
+    expect(stats, compiles=2, cache_hits=2, fallbacks=0)
+
+
+def test_torch_numel_and_rows_of_a_tensor_unpacked_into_zip():
+    def fn(ids, grid):
+        if torch.numel(ids) == 0:
+            return grid
+        rows, cols = zip(*ids)  # (``zip(*t)``: the rows of t, then their elements)
+        grid = grid.clone()
+        grid[rows, cols] = 0.0
+        return grid
+
+    stats = differential(plain(fn), fresh(lambda: (torch.randint(0, 4, (5, 2)), t(4, 4))))
+    expect_one_graph(stats)
+
+
+class _Converted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.classifier = nn.Linear(3, 2)
+
+    def forward(self, x):
+        self.classifier = self.classifier.to(x.dtype)  # (a module already of that dtype: nothing changes)
+        return self.classifier(x)
+
+
+def test_module_to_that_changes_nothing():
+    stats = differential(twins(_Converted()), fresh(lambda: (t(3),)))
     expect_one_graph(stats)

@@ -24,7 +24,7 @@ from .values import (_has_user_protocols, Traced, UNKNOWN, _COMBINATORICS, _DICT
     _dereference, _event, _fixed_keyword, _holds_tensor, _is_python_code, _is_tensor,
     _is_torch_callable, _layout, _library_constant, _on_grad_fn, _pinned, _python_constructed,
     _replayable_path, _with_fixed, _with_keywords)
-from .iteration import _elements, _module_sequence, next_element, start_iteration, zip_steps
+from .iteration import _elements, _module_sequence, next_element, reads_backwards, start_iteration, zip_steps
 from .builtin_methods import BuiltinMethods
 from .lookasides import _BOOKKEEPING
 
@@ -313,10 +313,15 @@ class Calls(BuiltinMethods):
                     return None if traced is _SHAPE_TRACED else traced
                 self._offset_guard(name, self_obj, result)
                 return None  # static metadata: the tensor's guard covers it
+            if name in rules.TENSOR_TEXT and type(result) is str:
+                return self.traced_op(fn.__func__ if hasattr(fn, "__func__") else getattr(type(self_obj), name),
+                                      (self_obj, *args), (None, *arg_provs))
             if not _holds_tensor(result) and result is not None:
                 self.unsupported(f"Tensor.{name}() returns a Python value MagPy cannot replay")
             return self.record(None, (self_obj, *args), (None, *arg_provs), kwargs, kw_provs, result,
                                method=name) and None
+        if fn in rules.SIZE_FUNCTIONS and args and _is_tensor(args[0]):
+            fn = getattr(torch.Tensor, fn.__name__)  # ``torch.numel(t)`` is ``t.numel()``
         if type(fn).__name__ == "method_descriptor" and args and _is_tensor(args[0]):
             if result is args[0] and fn.__name__ in rules.TENSOR_CONVERSIONS and "memory_format" not in kwargs:
                 return self._unconverted(args[0], args[1:], arg_provs[1:], kwargs, kw_provs)
@@ -329,6 +334,8 @@ class Calls(BuiltinMethods):
                     return None if traced is _SHAPE_TRACED else traced
                 self._offset_guard(fn.__name__, args[0], result)
                 return None
+            if fn.__name__ in rules.TENSOR_TEXT and type(result) is str:
+                return self.traced_op(fn, args, arg_provs)  # (the graph prints it again: an error message)
             if not _holds_tensor(result) and result is not None:
                 self.unsupported(f"Tensor.{fn.__name__}() returns a Python value MagPy cannot replay")
             if fn.__name__ in rules.TENSOR_TO_PYTHON:
@@ -521,6 +528,10 @@ class Calls(BuiltinMethods):
             entry = self.contents.get(id(args[0]))
             if entry is not None and entry[0] is args[0] and type(entry[1]) is list:
                 self.contents[id(result)] = (result, entry[1][::-1])
+                return None
+            items = _elements(self, args[0], arg_provs[0]) if reads_backwards(args[0]) else None
+            if items is not None:  # ``reversed(self.flows)``: the children, last first
+                self.contents[id(result)] = (result, items[::-1])
                 return None
         if fn is len and len(args) == 1 and not kwargs and (type(args[0]) in (list, dict) or
                                                             isinstance(args[0], tuple)) and arg_provs[0] is None:

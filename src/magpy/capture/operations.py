@@ -273,7 +273,8 @@ def _op_neutral(obs, arg, inputs, provs, outputs):
 
 def _op_format(obs, arg, inputs, provs, outputs):
     if any(_is_tensor(x) for x in inputs):
-        obs.unsupported("formatting a tensor as text (graph break)")
+        # a tensor's values as text (``rules.TENSOR_TEXT``): the graph formats them again on every call
+        return [_tensor_text(obs, _FORMATS[arg & 3 if type(arg) is int else 0], inputs, provs, outputs[0])]
     conversion = arg & 3 if type(arg) is int else 0  # FORMAT_VALUE's !s / !r / !a
     if not conversion and type(inputs[0]) in (int, float, str, bool) and \
             all(type(spec) is str for spec in inputs[1:]):
@@ -281,8 +282,33 @@ def _op_format(obs, arg, inputs, provs, outputs):
     return [None if all(p is None for p in provs) else UNKNOWN]
 
 
+def _tensor_text(obs, fn, inputs, provs, text):
+    """The provenance of ``text``, a tensor formatted: as the tensor's ``__format__`` (interpreted just now for
+    this frame) computed it, else ``fn`` of the inputs in the graph."""
+    r = obs.vm.returned
+    if r is not None and r[1] is text and r[0].back is obs.frame and type(r[2]) is Traced:
+        return r[2]
+    return obs.traced_op(fn, inputs, provs)
+
+
 def _format_value(value, spec=""):
     return format(value, spec)
+
+
+def _format_str(value, spec=""):
+    return format(str(value), spec)
+
+
+def _format_repr(value, spec=""):
+    return format(repr(value), spec)
+
+
+def _format_ascii(value, spec=""):
+    return format(ascii(value), spec)
+
+
+#: FORMAT_VALUE's conversions (none, !s, !r, !a)
+_FORMATS = (_format_value, _format_str, _format_repr, _format_ascii)
 
 
 def _concat(*parts):
@@ -291,7 +317,7 @@ def _concat(*parts):
 
 def _op_format_simple(obs, arg, inputs, provs, outputs):
     if any(_is_tensor(x) for x in inputs):
-        obs.unsupported("formatting a tensor as text (graph break)")
+        return [_tensor_text(obs, _format_value, inputs, provs, outputs[0])]
     if type(inputs[0]) not in (int, float, str, bool, type(None)):
         return _op_format(obs, arg, inputs, provs, outputs)
     return [_derive(_format_value, inputs, provs, obs)]

@@ -39,8 +39,10 @@ class Writes:
 
     @_event(None)
     def write_attr(self, obj, obj_prov, name, value, prov):
-        if name == "data" and _is_tensor(obj) and self._own_data(obj, value):
-            return  # ``p.data *= mask``: the in-place op changed p; storing its own data back changes nothing
+        if name == "data" and _is_tensor(obj) and (value is obj or self._own_data(obj, value)):
+            # ``p.data *= mask``: the in-place op changed p; storing its own data back changes nothing (nor
+            # does ``p.data = p``: ``Module.to`` storing a tensor its conversion left as it was)
+            return
         self.written[(id(obj), name)] = prov
         self.table_changed(obj, name, prov)
         if name == "requires_grad" and _is_tensor(obj) and type(value) is bool and id(obj) not in self.input_paths:
