@@ -4,6 +4,8 @@ through ``super()`` in a table subclass, a model output unpacked into another, a
 ``__getattribute__`` maps names, a conversion that changes nothing. Every test runs the program eagerly and compiled and compares."""
 import collections
 import copy
+import functools
+import threading
 import warnings
 
 import torch
@@ -284,3 +286,58 @@ class _Converted(nn.Module):
 def test_module_to_that_changes_nothing():
     stats = differential(twins(_Converted()), fresh(lambda: (t(3),)))
     expect_one_graph(stats)
+
+
+# ---- locks taken and given back inside the call ------------------------------------------------------
+
+class _Lazy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    @functools.cached_property
+    def table(self):  # (Python 3.11's cached_property computes it holding an RLock)
+        return torch.arange(4.0) * 2
+
+
+def _lazy_forward(self, x):
+    return self.linear(x) + self.table
+
+
+_Lazy.forward = _lazy_forward
+
+_LOCK = threading.RLock()
+_COUNTS = {}
+
+
+def test_a_cached_property_computed_under_its_lock():
+    stats = differential(twins(_Lazy()), fresh(lambda: (t(4),)))
+    expect(stats, compiles=2, cache_hits=1, fallbacks=0)  # (computed, then read from the instance)
+
+
+def test_a_lock_held_around_an_update_of_outside_state():
+    def fn(x, key):
+        _LOCK.acquire()
+        try:
+            _COUNTS[key] = _COUNTS.get(key, 0) + 1
+        finally:
+            _LOCK.release()
+        with _LOCK:
+            return x * _COUNTS[key]
+
+    stats = differential(plain(fn), [(t(), "a"), (t(), "a"), (t(), "b")], observe=lambda env: dict(_COUNTS),
+                         reset=_COUNTS.clear)
+    expect(stats, fallbacks=0, graph_breaks=0)
+
+
+def test_a_lock_left_held_is_not_replayed():
+    lock = threading.Lock()
+
+    def fn(x):
+        if lock.locked():
+            lock.release()
+        lock.acquire()
+        return x + 1
+
+    stats = differential(plain(fn), fresh(lambda: (t(),)), reset=lambda: lock.release() if lock.locked() else None)
+    assert any("still held" in reason for reason, _ in stats.reasons)

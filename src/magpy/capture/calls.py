@@ -163,6 +163,8 @@ class Calls(BuiltinMethods):
         if getattr(fn, "__func__", fn) in _BOOKKEEPING:
             return None
         prov = self.context_var_call(fn, args, arg_provs, kwargs, result)
+        if prov is _NOT_WRITTEN:
+            prov = self.lock_call(fn, args, kwargs)
         if prov is not _NOT_WRITTEN:
             return prov
         if type(fn) is functools.partial and _is_torch_callable(fn.func):

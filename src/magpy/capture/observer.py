@@ -40,13 +40,14 @@ from .writes import Writes
 from .exceptions import Raising
 from .calls import Calls
 from .context_vars import ContextVars
+from .locks import Locks
 from .conditions import Conditions
 from .templates import Templates
 from .breaks import Breaks, StopCapture
 
 
-class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, ContextVars, Conditions, Templates,
-                      Breaks, Observer):
+class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, ContextVars, Locks, Conditions,
+                      Templates, Breaks, Observer):
     """The observer of one capture: the event methods of its rooms, and what they share (failure, guards)."""
 
     def __init__(self, fn_globals):
@@ -299,6 +300,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.entry_grad_mode = torch.is_grad_enabled()
     obs.context_values = {}   # id(ContextVar) -> (var, provenance of the value the call set)
     obs.context_tokens = {}   # id(Token) -> (token, var, what the var held for the call before that set)
+    obs.locks_held = {}       # id(native lock) -> (lock, how many times the call holds it now)
     obs.set_changes = {}
     obs.scalar_inputs = {}
     obs.dynamic_numbers = dynamic_numbers
@@ -323,7 +325,8 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
-    for step in (obs.finish_objects, obs.finish_context_vars, obs.guard_conditions, obs.guard_aliasing):
+    for step in (obs.finish_objects, obs.finish_context_vars, obs.finish_locks, obs.guard_conditions,
+                 obs.guard_aliasing):
         try:
             step()
         except _Abandon:

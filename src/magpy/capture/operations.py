@@ -267,6 +267,14 @@ def _op_list_append(obs, n, inputs, provs, outputs):
             obs.contents[id(target)] = (target, [None] * (len(target) - 1) + [provs[0]])
     return None
 
+def _op_before_with(obs, arg, inputs, provs, outputs):
+    """``with m:``: a native lock's ``__enter__`` took it (followed by ``locks``); for any other manager what
+    it hands back is of unknown origin when the manager has a provenance."""
+    if obs.lock_entered(inputs[0]):
+        return [None, None]  # (the lock's own ``__exit__``, and ``True``)
+    return None if all(p is None for p in provs) else [UNKNOWN] * len(outputs)
+
+
 def _op_neutral(obs, arg, inputs, provs, outputs):
     return [p for p in provs[:len(outputs)]] + [None] * (len(outputs) - len(provs))
 
@@ -399,6 +407,7 @@ _OPERATIONS = {
     "PUSH_EXC_INFO": _op_push_exc_info,
     "CHECK_EXC_MATCH": _op_check_exc_match,
     "UNPACK_EX": _op_unpack_ex,
+    "BEFORE_WITH": _op_before_with,
 }
 #: opcodes that may see tensors without computing on them
 _TENSOR_NEUTRAL = {"BUILD_SLICE", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "BUILD_SET", "LIST_APPEND",
