@@ -5,6 +5,7 @@ through ``super()`` in a table subclass, a model output unpacked into another, a
 import collections
 import copy
 import functools
+import logging
 import threading
 import warnings
 
@@ -341,3 +342,44 @@ def test_a_lock_left_held_is_not_replayed():
 
     stats = differential(plain(fn), fresh(lambda: (t(),)), reset=lambda: lock.release() if lock.locked() else None)
     assert any("still held" in reason for reason, _ in stats.reasons)
+
+
+# ---- log records ------------------------------------------------------------------------------------------
+
+_LOGGER = logging.getLogger("magpy.tests.library_internals")
+_LOGGER.propagate = False
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append((record.levelname, record.getMessage(), record.filename, record.lineno,
+                             record.funcName, getattr(record, "tag", None)))
+
+
+def _logging_program():
+    for handler in list(_LOGGER.handlers):  # (the other side's, done by now)
+        _LOGGER.removeHandler(handler)
+    handler = _Records()
+    _LOGGER.addHandler(handler)
+    _LOGGER.setLevel(logging.INFO)
+
+    def fn(x, n):
+        _LOGGER.warning("this calls %s with %d", "forward", n)
+        _LOGGER.debug("not shown")
+        _LOGGER.log(logging.ERROR, "sum %s", x.sum(), extra={"tag": n})
+        if n > 2:
+            _LOGGER.setLevel(logging.CRITICAL)  # (from then on nothing below it is shown)
+        return x * n
+
+    return fn, handler
+
+
+def test_log_records_are_made_again_from_the_line_that_logged():
+    # (before: the logger's lock and its search for the caller's frame broke the graph)
+    stats = differential(_logging_program, [(t(), 1), (t(), 2), (t(), 3), (t(), 1)],
+                         observe=lambda handler: list(handler.records))
+    expect(stats, fallbacks=0, graph_breaks=0)

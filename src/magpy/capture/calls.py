@@ -4,7 +4,6 @@
 import builtins
 import collections
 import functools
-import inspect
 import itertools
 import random as _random
 import types
@@ -165,6 +164,8 @@ class Calls(BuiltinMethods):
         prov = self.context_var_call(fn, args, arg_provs, kwargs, result)
         if prov is _NOT_WRITTEN:
             prov = self.lock_call(fn, args, kwargs)
+        if prov is _NOT_WRITTEN:
+            prov = self.log_call(fn, args, arg_provs, kwargs, kw_provs)
         if prov is not _NOT_WRITTEN:
             return prov
         if type(fn) is functools.partial and _is_torch_callable(fn.func):
@@ -439,7 +440,7 @@ class Calls(BuiltinMethods):
                                                            type(self_obj).__module__ == "random"):
             self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws Python random numbers")
         if fn is warnings.warn:
-            return self._warning(frame, args, arg_provs, kwargs, kw_provs)
+            return self.warning_call(args, arg_provs, kwargs, kw_provs)
         if fn in rules.REPLAY:
             self.cap.side_effects.append(("call", fn, [self.frozen_template(a, p) for a, p in zip(args, arg_provs)],
                                           {k: self.frozen_template(v, kw_provs.get(k)) for k, v in kwargs.items()}))
@@ -500,27 +501,6 @@ class Calls(BuiltinMethods):
         known = self.sources_of.get(id(tensor))
         if known is not None and known[0] is tensor:
             self.guard(ValueGuard(Expr(torch.Tensor.storage_offset, (known[1],)), value))
-
-    def _warning(self, frame, args, arg_provs, kwargs, kw_provs):
-        """``warnings.warn`` is replayed as ``warn_explicit`` at the line the first call warned from."""
-        from ..interp.lookaside import warning_location
-        bound = inspect.signature(warnings.warn).bind(*args, **kwargs)
-        message = bound.arguments.get("message")
-        category = bound.arguments.get("category")
-        level = bound.arguments.get("stacklevel", 1)
-        for name in ("category", "stacklevel"):
-            if name in bound.arguments:
-                position = list(bound.signature.parameters).index(name)
-                p = arg_provs[position] if position < len(arg_provs) else kw_provs.get(name)
-                self.need(bound.arguments[name], p)
-        position_of_message = 0
-        mprov = arg_provs[position_of_message] if arg_provs else kw_provs.get("message")
-        if isinstance(message, Warning):
-            category = type(message)
-        where = warning_location(self.vm, level)
-        call = functools.partial(warnings.warn_explicit, category=category or UserWarning, **where)
-        self.cap.side_effects.append(("call", call, [self.frozen_template(message, mprov)], {}))
-        return None
 
     def _pure(self, fn, args, arg_provs, kwargs, kw_provs, result):
         if type(result) is bool and _is_torch_callable(fn) and any(map(_holds_tensor, args)) and \

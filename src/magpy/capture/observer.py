@@ -41,13 +41,14 @@ from .exceptions import Raising
 from .calls import Calls
 from .context_vars import ContextVars
 from .locks import Locks
+from .replays import Replays
 from .conditions import Conditions
 from .templates import Templates
 from .breaks import Breaks, StopCapture
 
 
-class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, ContextVars, Locks, Conditions,
-                      Templates, Breaks, Observer):
+class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, Replays, ContextVars, Locks,
+                      Conditions, Templates, Breaks, Observer):
     """The observer of one capture: the event methods of its rooms, and what they share (failure, guards)."""
 
     def __init__(self, fn_globals):
