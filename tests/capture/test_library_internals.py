@@ -274,6 +274,18 @@ def test_torch_numel_and_rows_of_a_tensor_unpacked_into_zip():
     expect_one_graph(stats)
 
 
+def test_a_method_of_a_row_that_zip_took_from_a_tensor():
+    # (ViLT's ``for h, w in zip(x_h, x_w)`` hands each row to ``interpolate``, which asks ``is_floating_point()``)
+    def fn(a, b):
+        out = []
+        for p, q in zip(a, b):
+            out.append(p * q if p.is_floating_point() else p + q)
+        return out
+
+    stats = differential(plain(fn), fresh(lambda: (t(3, 2), t(3, 2))))
+    expect_one_graph(stats)
+
+
 class _Converted(nn.Module):
     def __init__(self):
         super().__init__()
