@@ -21,7 +21,7 @@ from .values import (Traced, UNKNOWN, _ALL, _RUN_ITERATORS, _Row, _SCALARS, _SHA
 #: words in the name of an op whose result is not the same on every run though its arguments are: random
 #: draws, generator state, memory left as it was (``empty``)
 _UNREPEATABLE = ("rand", "rng", "seed", "state", "empty", "normal", "uniform", "bernoulli", "multinomial",
-                 "poisson", "exponential", "dropout")
+                 "poisson", "exponential", "dropout", "rrelu", "gumbel")
 
 
 def _index_dims(key, graph_key):
