@@ -444,6 +444,29 @@ def test_set_built_inside_and_returned():
     expect_recompile(stats)
 
 
+class _Seen(nn.Module):
+    def forward(self, x, k: int):
+        self.seen = set()  # (stored first, filled after: the mock rebuilds it as the call leaves it)
+        self.seen.add(k)
+        return x + 1
+
+
+def test_a_set_stored_in_outside_state_then_filled():
+    # (before: the stored set was rebuilt as it was when stored, empty on every later call)
+    stats = differential(twins(_Seen()), [(t(), 1), (t(), 2), (t(), 3)])
+    expect_one_graph(stats)
+
+
+def test_a_set_made_here_with_an_element_discarded():
+    def fn(x, k):
+        s = {1, 2, k}
+        s.discard(1)
+        return x + 1, s
+
+    # (before: returned with the discarded element; which elements stay depends on k, so no replay)
+    differential(plain(fn), [(t(), 5), (t(), 6), (t(), 7)])
+
+
 # ---- namedtuples ---------------------------------------------------------------------------------------
 
 def test_namedtuple_input():

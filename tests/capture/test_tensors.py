@@ -537,6 +537,24 @@ def test_a_random_cut_as_a_slice_bound():
     expect(stats, fallbacks=0)
 
 
+def test_only_the_dims_a_selection_or_a_bound_makes_depend_on_data():
+    # (VITS's spline: rows picked by a mask, scaled, split along their fixed last dim; a channel count
+    # kept in a tensor made of constants bounds a slice)
+    def fn(x):
+        rows = x[x[:, 0] > 0, :] * 0.5
+        halves = rows.split(2, dim=1)
+        count = torch.IntTensor([2])
+        first, second = x[:, :count[0]].unbind(1)
+        pairs = x.repeat_interleave(2, dim=-1).unbind(0)
+        return halves[0].sum() - halves[1].sum(), first * second, len(pairs)
+
+    calls = [(torch.tensor(v),) for v in ([[1., 2., 3., 4.], [-1., 2., 3., 4.]],
+                                          [[1., 2., 3., 4.], [1., -2., 3., 4.]],
+                                          [[-1., 2., 3., 4.], [-1., -2., 3., 4.]])]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=0, graph_breaks=0)
+
+
 def test_iterating_over_a_selection_falls_back():
     def fn(x):
         total = x.new_zeros(())

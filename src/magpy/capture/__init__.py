@@ -14,9 +14,12 @@ The house (each room one concept; a room imports only rooms above it in this lis
     mutations     changes to containers from outside: the table of builtin methods, shadows, replay
     graph_builder tensors in, fx nodes out; Python numbers the graph computes
     containers    containers made here; ``effective``; sets; packed and unpacked arguments
-    reads / writes / exceptions / builtin_methods / calls / context_vars / conditions / templates
+    reads / writes / exceptions / builtin_methods / calls / replays / context_vars / locks / conditions /
+    templates
                   the VM's events by family (mixins of ``CaptureObserver``; ``builtin_methods``: built-in
-                  classes' own methods reached through subclasses, ``super()``, copies, reductions)
+                  classes' own methods reached through subclasses, ``super()``, copies, reductions;
+                  ``replays``: warnings and log records made again; ``locks``: native locks taken and
+                  given back within the call)
     observer      the observer's shared core (failure, guards, frames) and ``capture``
     names, events, refgraph, tracing
                   ``magpy.trace``: paths rendered as the user writes them, trace events, the RefGraph,

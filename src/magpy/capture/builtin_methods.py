@@ -73,6 +73,10 @@ def _reduces_as_object(cls):
     return all(getattr(cls, name, None) is getattr(object, name, None) for name in _REDUCTION_HOOKS)
 
 
+#: OrderedDict's own methods that read what dict's do, in its order
+_ORDERED_READS = ("items", "keys", "values")
+
+
 class BuiltinMethods:
 
     """Built-in methods reached through subclasses, ``super()``, copies and reductions (a mixin of ``Calls``)."""
@@ -111,6 +115,8 @@ class BuiltinMethods:
                     self.written[(id(made), key)] = prov
                     self.table_changed(made, key, prov)
                 return None
+        if name == "__getitem__" and len(call) == 3:
+            return self._base_item(*call)
         if name == "__setitem__" and len(call) == 4 and self.provenance_of(call[0]) is None:
             # dict's own ``__setitem__`` on a dict the call made (``super().__setitem__(k, v)`` in a
             # ModelOutput): as ``d[k] = v`` at the base class's level
@@ -118,6 +124,20 @@ class BuiltinMethods:
             self.write_item(target, None, key, provs[0], value, provs[1])
             return None
         return _NOT_WRITTEN
+
+    def _on_rebuilt(self, method, obj):
+        """The function answering ``method`` (of ``obj``'s class) on what ``effective`` rebuilds ``obj`` as
+        (a plain list, tuple, set or dict of what it holds), or None. An OrderedDict's reads are dict's on
+        a dict of the same items in the same order."""
+        owner = getattr(method, "__objclass__", None)
+        if owner in (list, tuple, set, dict):
+            return method
+        name = getattr(method, "__name__", "")
+        entry = self.contents.get(id(obj))
+        if owner is collections.OrderedDict and name in _ORDERED_READS and entry is not None and \
+                entry[0] is obj and type(entry[1]) is dict and list(entry[1]) == list(obj):
+            return getattr(dict, name)
+        return None
 
     def _mapping_get(self, fn, args, arg_provs, kwargs, result):
         """``d.get(key[, default])`` (bound, unbound or through ``super()``) is a read of ``d[key]``, or the
@@ -151,6 +171,39 @@ class BuiltinMethods:
         elif d_prov is not None and not isinstance(d_prov, Source):
             return _NOT_WRITTEN
         return rest_provs[1] if len(rest) == 2 else None
+
+    def _base_item(self, d, key, provs):
+        """dict's own ``__getitem__`` on a dict subclass (``super().__getitem__(k)`` in a table that builds
+        what it hands out from what it holds): a read of the item as dict stores it. A guard reads it back
+        the same way where the class has a ``__getitem__`` of its own (``d[k]`` would run that).
+        ``_NOT_WRITTEN`` for a dict whose contents capture follows otherwise (an outside one it changed)."""
+        d_prov = self.provenance_of(d)
+        value = dict.__getitem__(d, key)  # (it returned: the key is there)
+        if d_prov is None or (_reads_as_dict(type(d)) and d_prov is not UNKNOWN):
+            return self.read_item(d, d_prov, key, provs[0], value)
+        if not isinstance(d_prov, Source) or self.contents.changed_outside(d):
+            return _NOT_WRITTEN
+        self.need(key, provs[0])  # (which item)
+        self.deref(d, d_prov)
+        prov = Expr(dict.__getitem__, (d_prov, Const(key)))
+        self.on_read(value, prov)
+        return prov
+
+    def _set_reduction(self, fn, s, result):
+        """``s.__reduce_ex__(protocol)`` of a built-in set (``copy.deepcopy`` reaches it): a tuple made here of
+        the set's class and a list made here of what it yields (as its iteration is followed)."""
+        if type(result) is not tuple or len(result) != 3 or result[0] is not type(s) or \
+                type(result[1]) is not tuple or len(result[1]) != 1 or type(result[1][0]) is not list or \
+                result[2] is not None:
+            return _NOT_WRITTEN
+        bound = self.bound_from.get(id(fn))  # (``getattr(x, "__reduce_ex__")``: bound to x read by its path)
+        items = _elements(self, s, bound[1] if bound is not None and bound[0] is fn else self.provenance_of(s))
+        if items is None or len(items) != len(result[1][0]) or any(type(p) is tuple for p in items):
+            return _NOT_WRITTEN
+        self.contents[id(result[1][0])] = (result[1][0], list(items))
+        for made in (result, result[1], result[1][0]):
+            self.made[id(made)] = made
+        return None
 
     def _dict_fromkeys(self, args, arg_provs, result):
         """``dict.fromkeys(keys, value)``: a new dict whose keys are the iterable's (fixed by the guards of
@@ -196,6 +249,8 @@ class BuiltinMethods:
         obj = _bound_self(fn)
         if obj is None and getattr(fn, "__objclass__", None) is object and args:
             obj, args = args[0], args[1:]
+        if obj is not None and type(obj) in (set, frozenset) and len(args) == 1 and type(args[0]) is int:
+            return self._set_reduction(fn, obj, result)
         if obj is None or len(args) != 1 or not isinstance(args[0], int) or args[0] < 2 or \
                 not _reduces_as_object(type(obj)) or type(result) is not tuple or len(result) != 5 or \
                 result[1] != (type(obj),) or result[2] is not getattr(obj, "__dict__", None) or \
@@ -204,9 +259,10 @@ class BuiltinMethods:
         prov = self.provenance_of(obj)
         if prov is None and self.made.get(id(obj)) is obj:
             state = self.attribute_table(obj, result[2])  # (an object the call made: its attribute table)
-        elif isinstance(prov, Source):
+        elif isinstance(prov, (Source, Expr)):
             self.guard(TypeGuard(prov, type(obj)))  # (the class in the tuple)
-            state = AttrSource(prov, "__dict__")
+            state = AttrSource(prov, "__dict__") if isinstance(prov, Source) else \
+                Expr(getattr, (prov, Const("__dict__")))
         else:
             return _NOT_WRITTEN
         self.contents[id(result)] = (result, [None, None, state, None, None])

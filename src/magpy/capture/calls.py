@@ -4,7 +4,6 @@
 import builtins
 import collections
 import functools
-import inspect
 import itertools
 import random as _random
 import types
@@ -24,7 +23,7 @@ from .values import (_has_user_protocols, Traced, UNKNOWN, _COMBINATORICS, _DICT
     _dereference, _event, _fixed_keyword, _holds_tensor, _is_python_code, _is_tensor,
     _is_torch_callable, _layout, _library_constant, _on_grad_fn, _pinned, _python_constructed,
     _replayable_path, _with_fixed, _with_keywords)
-from .iteration import _elements, _module_sequence, next_element, start_iteration, zip_steps
+from .iteration import _elements, _module_sequence, next_element, reads_backwards, start_iteration, zip_steps
 from .builtin_methods import BuiltinMethods
 from .lookasides import _BOOKKEEPING
 
@@ -163,6 +162,10 @@ class Calls(BuiltinMethods):
         if getattr(fn, "__func__", fn) in _BOOKKEEPING:
             return None
         prov = self.context_var_call(fn, args, arg_provs, kwargs, result)
+        if prov is _NOT_WRITTEN:
+            prov = self.lock_call(fn, args, kwargs)
+        if prov is _NOT_WRITTEN:
+            prov = self.log_call(fn, args, arg_provs, kwargs, kw_provs)
         if prov is not _NOT_WRITTEN:
             return prov
         if type(fn) is functools.partial and _is_torch_callable(fn.func):
@@ -280,12 +283,26 @@ class Calls(BuiltinMethods):
                 and type(args[0]) is str and not kwargs and not _is_tensor(self_obj):
             # ``m.__getattribute__(name)`` (torch.backends' module proxies): reading the attribute
             self.need(args[0], arg_provs[0])
-            method_prov = self.call_fn_prov  # (None: read from a constant, as library globals are)
-            obj_prov = method_prov.base if type(method_prov) is AttrSource else \
-                None if method_prov is None else self.provenance_of(self_obj)
+            method_prov = self.call_fn_prov
+            obj_prov = method_prov.base if type(method_prov) is AttrSource else self.provenance_of(self_obj)
+            if obj_prov is UNKNOWN and method_prov is None:
+                obj_prov = None  # (a method read from a constant, as library globals are)
+            if isinstance(obj_prov, (Source, Expr)) and type(getattr(type(self_obj), "__getattribute__", None)) \
+                    is types.FunctionType and type(fn).__name__ == "method-wrapper":
+                # ``super().__getattribute__(key)`` inside a class's own ``__getattribute__`` (a config mapping
+                # names): the base class's read, which is what a guard reads again; an object read so is
+                # known by that path (its methods bind to it)
+                self.deref(self_obj, obj_prov)
+                prov = Expr(getattr(fn.__objclass__, "__getattribute__"), (obj_prov, Const(args[0])))
+                self.on_read(result, prov)
+                if not isinstance(result, _SCALARS):
+                    self.sources_of.setdefault(id(result), (result, prov))
+                return prov
             return self.read_attr(self_obj, obj_prov, args[0], result)
         if isinstance(fn, types.BuiltinMethodType) and _is_tensor(self_obj):
             name = fn.__name__
+            if result is self_obj and name in rules.TENSOR_CONVERSIONS and "memory_format" not in kwargs:
+                return self._unconverted(self_obj, args, arg_provs, kwargs, kw_provs)
             if name in rules.TENSOR_TO_SCALAR and not kwargs:
                 return self.scalar_of(None, (self_obj, *args), (None, *arg_provs), result, method=name)
             if name == "numpy" and not args and not kwargs:
@@ -299,11 +316,18 @@ class Calls(BuiltinMethods):
                     return None if traced is _SHAPE_TRACED else traced
                 self._offset_guard(name, self_obj, result)
                 return None  # static metadata: the tensor's guard covers it
+            if name in rules.TENSOR_TEXT and type(result) is str:
+                return self.traced_op(fn.__func__ if hasattr(fn, "__func__") else getattr(type(self_obj), name),
+                                      (self_obj, *args), (None, *arg_provs))
             if not _holds_tensor(result) and result is not None:
                 self.unsupported(f"Tensor.{name}() returns a Python value MagPy cannot replay")
             return self.record(None, (self_obj, *args), (None, *arg_provs), kwargs, kw_provs, result,
                                method=name) and None
+        if fn in rules.SIZE_FUNCTIONS and args and _is_tensor(args[0]):
+            fn = getattr(torch.Tensor, fn.__name__)  # ``torch.numel(t)`` is ``t.numel()``
         if type(fn).__name__ == "method_descriptor" and args and _is_tensor(args[0]):
+            if result is args[0] and fn.__name__ in rules.TENSOR_CONVERSIONS and "memory_format" not in kwargs:
+                return self._unconverted(args[0], args[1:], arg_provs[1:], kwargs, kw_provs)
             if fn.__name__ in rules.TENSOR_TO_SCALAR and not kwargs:
                 return self.scalar_of(None, args, arg_provs, result, method=fn.__name__)
             if fn.__name__ in rules.TENSOR_METADATA and not _is_tensor(result):
@@ -313,6 +337,8 @@ class Calls(BuiltinMethods):
                     return None if traced is _SHAPE_TRACED else traced
                 self._offset_guard(fn.__name__, args[0], result)
                 return None
+            if fn.__name__ in rules.TENSOR_TEXT and type(result) is str:
+                return self.traced_op(fn, args, arg_provs)  # (the graph prints it again: an error message)
             if not _holds_tensor(result) and result is not None:
                 self.unsupported(f"Tensor.{fn.__name__}() returns a Python value MagPy cannot replay")
             if fn.__name__ in rules.TENSOR_TO_PYTHON:
@@ -414,7 +440,7 @@ class Calls(BuiltinMethods):
                                                            type(self_obj).__module__ == "random"):
             self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws Python random numbers")
         if fn is warnings.warn:
-            return self._warning(frame, args, arg_provs, kwargs, kw_provs)
+            return self.warning_call(args, arg_provs, kwargs, kw_provs)
         if fn in rules.REPLAY:
             self.cap.side_effects.append(("call", fn, [self.frozen_template(a, p) for a, p in zip(args, arg_provs)],
                                           {k: self.frozen_template(v, kw_provs.get(k)) for k, v in kwargs.items()}))
@@ -438,6 +464,17 @@ class Calls(BuiltinMethods):
             return prov
         self.unsupported(f"{getattr(fn, '__qualname__', fn)}() is a native call MagPy has no rule for "
                          "(it could have effects a replay would miss)")
+
+    def _unconverted(self, tensor, args, arg_provs, kwargs, kw_provs):
+        """``t.to(device=d, dtype=t.dtype)`` that returned ``t`` itself: it already was what it converts to
+        (its dtype and device are guarded, the arguments are made so), so the call is a read of ``t``."""
+        for a, p in [*zip(args, arg_provs), *((v, kw_provs.get(k)) for k, v in kwargs.items())]:
+            if _is_tensor(a):
+                self.node_of(a, p)  # (``t.to(other)``: other's dtype and device, guarded)
+            else:
+                self.need(a, p)
+        prov = self.provenance_of(tensor)
+        return prov if isinstance(prov, Source) else None  # (else the graph knows it by identity)
 
     def _tensor_of_array(self, fn, args, arg_provs, kwargs, kw_provs, result):
         """``torch.from_numpy(a)`` / ``as_tensor`` / ``tensor``: the entry program makes the tensor again from
@@ -465,27 +502,6 @@ class Calls(BuiltinMethods):
         if known is not None and known[0] is tensor:
             self.guard(ValueGuard(Expr(torch.Tensor.storage_offset, (known[1],)), value))
 
-    def _warning(self, frame, args, arg_provs, kwargs, kw_provs):
-        """``warnings.warn`` is replayed as ``warn_explicit`` at the line the first call warned from."""
-        from ..interp.lookaside import warning_location
-        bound = inspect.signature(warnings.warn).bind(*args, **kwargs)
-        message = bound.arguments.get("message")
-        category = bound.arguments.get("category")
-        level = bound.arguments.get("stacklevel", 1)
-        for name in ("category", "stacklevel"):
-            if name in bound.arguments:
-                position = list(bound.signature.parameters).index(name)
-                p = arg_provs[position] if position < len(arg_provs) else kw_provs.get(name)
-                self.need(bound.arguments[name], p)
-        position_of_message = 0
-        mprov = arg_provs[position_of_message] if arg_provs else kw_provs.get("message")
-        if isinstance(message, Warning):
-            category = type(message)
-        where = warning_location(self.vm, level)
-        call = functools.partial(warnings.warn_explicit, category=category or UserWarning, **where)
-        self.cap.side_effects.append(("call", call, [self.frozen_template(message, mprov)], {}))
-        return None
-
     def _pure(self, fn, args, arg_provs, kwargs, kw_provs, result):
         if type(result) is bool and _is_torch_callable(fn) and any(map(_holds_tensor, args)) and \
                 rules.is_type_predicate(fn):
@@ -495,12 +511,18 @@ class Calls(BuiltinMethods):
             if entry is not None and entry[0] is args[0] and type(entry[1]) is list:
                 self.contents[id(result)] = (result, entry[1][::-1])
                 return None
+            items = _elements(self, args[0], arg_provs[0]) if reads_backwards(args[0]) else None
+            if items is not None:  # ``reversed(self.flows)``: the children, last first
+                self.contents[id(result)] = (result, items[::-1])
+                return None
         if fn is len and len(args) == 1 and not kwargs and (type(args[0]) in (list, dict) or
                                                             isinstance(args[0], tuple)) and arg_provs[0] is None:
             return None  # the length of a container made here is fixed by the guards of what filled it
         if fn in _TYPE_QUERIES and args and arg_provs[0] is None and not kwargs and \
                 all(_pinned(a, p) for a, p in zip(args[1:], arg_provs[1:])):
             return None  # the type of a value the program made itself (whatever its contents came from)
+        if fn is id and len(args) == 1 and not kwargs and arg_provs[0] is None:
+            return None  # which object the program made (a deep copy's memo): not what it holds
         self_obj = _bound_self(fn)
         method_prov, self.call_fn_prov = self.call_fn_prov, None
         unbound = getattr(type(self_obj), getattr(fn, "__name__", ""), None) if self_obj is not None else None
@@ -518,6 +540,14 @@ class Calls(BuiltinMethods):
                 return UNKNOWN
             self.guard(TypeGuard(base, type(self_obj)))
             return self._pure(unbound, (self_obj, *args), (base, *arg_provs), kwargs, kw_provs, result)
+        if method_prov is None and unbound is not None and self.effective(self_obj, None) is not None:
+            # a method of a container the call made that holds values from outside (``self.items()`` of
+            # a model output): the result depends on what it holds, so it is that method on the container
+            # rebuilt (``effective``), or unknown
+            on_rebuilt = self._on_rebuilt(unbound, self_obj)
+            if on_rebuilt is None:
+                return UNKNOWN
+            return self._pure(on_rebuilt, (self_obj, *args), (None, *arg_provs), kwargs, kw_provs, result)
         arg_provs = [None if _library_constant(a, p) else self.effective(a, p) for a, p in zip(args, arg_provs)]
         provs = list(arg_provs) + list(kw_provs.values())
         if fn is torch.is_grad_enabled and self.grad_mode is not _NOT_WRITTEN:

@@ -2,6 +2,7 @@
 expression of its parts (``effective``), sets, iterators consumed by native calls, changes by their
 methods; and the provenance of arguments a call packs or unpacks.
 """
+import collections
 import operator
 import types
 
@@ -79,6 +80,11 @@ class Containers:
         if isinstance(prov, Source):
             self.guard(ValueGuard(Expr(tuple, (prov,)), tuple(d)))
             return {k: ItemSource(prov, k) for k in d}
+        if isinstance(prov, Expr) and type(d) in (dict, collections.OrderedDict):
+            # a dict an expression computes (one held in a tuple read from a table): its keys guarded,
+            # each value that expression indexed
+            self.guard(ValueGuard(Expr(tuple, (prov,)), tuple(d)))
+            return {k: _item_of(prov, k) for k in d}
         return dict.fromkeys(d, UNKNOWN)
 
     def effective(self, value, prov):
@@ -188,6 +194,8 @@ class Containers:
                     fields.append((name, self.template(value, self.written.get((id(obj), name), UNKNOWN))))
             elif type(obj) is list:
                 parts.extend(self.template(v, p) for v, p in zip(obj, self._element_provs(obj, prov)))
+            elif type(obj) is set:
+                parts.extend(self.set_parts(obj))
             elif isinstance(obj, dict):
                 provs = self._dict_provs(obj, prov)
                 parts.extend((k, self.template(v, provs[k])) for k, v in obj.items())
@@ -279,6 +287,10 @@ class Containers:
         inside = entry is not None and entry[0] is target
         if type(target) is set and target_prov is None and name in ("add", "update") and len(others) == 1:
             return self.set_added(target, args[-1], others[0], many=name == "update")
+        if type(target) is set and self.sets.get(id(target), (None,))[0] is target:
+            # ``s.discard(x)``, ``s.pop()`` …: what it added no longer says what it holds (its elements are
+            # followed as a constant set's are, below)
+            del self.sets[id(target)]
         if not inside and target_prov is not None:
             self.unsupported(f"{getattr(fn, '__qualname__', fn)}() mutates a container from outside the call")
         if type(target) is list and name == "append" and len(others) == 1:

@@ -7,13 +7,46 @@ import types
 import warnings
 
 import torch
+from torch import fx
 import numpy as np
 
-from . import rules, vf
+from . import predicates, rules, vf
 from .guards import TensorGuard, TruthGuard, TypeGuard
 from .sources import AttrSource, Const, DrawSource, Expr, Source, mentions_draw, paths_in
 from .values import (Traced, UNKNOWN, _ALL, _RUN_ITERATORS, _Row, _SCALARS, _SHAPE_TRACED, _flat_tensors, _is_tensor,
     _is_torch_callable, _replayable_path, _with_fixed)
+
+
+
+#: words in the name of an op whose result is not the same on every run though its arguments are: random
+#: draws, generator state, memory left as it was (``empty``)
+_UNREPEATABLE = ("rand", "rng", "seed", "state", "empty", "normal", "uniform", "bernoulli", "multinomial",
+                 "poisson", "exponential", "dropout", "rrelu", "gumbel")
+
+
+def _index_dims(key, graph_key):
+    """The result dims of ``t[key]`` whose size depends on data, for a ``t`` of fixed shape: the one a
+    boolean mask makes (how many it selects) and those of slices whose bounds the graph computes
+    (``graph_key`` holds a node there); every other dim is ``t``'s. None for keys not counted here
+    (Ellipsis, index tensors, more than one mask)."""
+    keys, graph_keys = (key, graph_key) if isinstance(key, tuple) else ((key,), (graph_key,))
+    if not isinstance(graph_keys, tuple) or len(graph_keys) != len(keys):
+        return None
+    dims, position, masks = set(), 0, 0
+    for k, g in zip(keys, graph_keys):
+        if _is_tensor(k):
+            if k.dtype not in (torch.bool, torch.uint8) or masks:
+                return None
+            masks += 1
+            dims.add(position)
+            position += 1
+        elif isinstance(k, slice) or k is None:
+            if isinstance(g, fx.Node):
+                dims.add(position)
+            position += 1
+        elif type(k) is not int:
+            return None
+    return frozenset(dims)
 
 
 class GraphBuilding:
@@ -168,7 +201,7 @@ class GraphBuilding:
         sizes are changed: the output dims that change with them are dynamic, the others are fixed by
         the guards (a sparse matrix built to a given size from as many edges as the data has)."""
         name = method or getattr(fn, "__name__", "")
-        shape_from_data = self._shape_from_data(node, name, args)
+        shape_from_data = self._shape_from_data(node, name, args, kwargs or {})
         if not shape_from_data:
             return None
         tensors = _flat_tensors(result)
@@ -178,8 +211,12 @@ class GraphBuilding:
         if shape_from_data != "inputs":
             if name in rules.DATA_DEPENDENT_DIMS and len(tensors) == 1:
                 return [frozenset(rules.DATA_DEPENDENT_DIMS[name])]
+            dims = _index_dims(args[1], node.args[1]) if name in ("getitem", "__getitem__") and \
+                len(args) == 2 and len(node.args) == 2 and len(tensors) == 1 else None
+            if dims:
+                return [dims]  # (``t[mask, :n]``: as many as the mask and n say; the rest is t's)
             return self._every(every)
-        if method is None and not _is_torch_callable(fn):
+        if method is None and not _is_torch_callable(fn) and fn not in rules.TENSOR_BUILTINS:
             return self._every(every)  # (the program's own code, a custom autograd.Function: not run twice)
         found = [set() for _ in tensors]
         for delta in (3, 11):
@@ -216,12 +253,16 @@ class GraphBuilding:
             return type(value)(self._meta(v, delta) for v in value)
         return value
 
-    def _shape_from_data(self, node, name, args):
+    def _shape_from_data(self, node, name, args, kwargs):
         """Does the shape of what ``node`` computes depend on tensor data (a mask's count, a length the
         graph computes), so that reading it must happen in the graph on every call?"""
         inputs = node.all_input_nodes
         if any(n in self.dynamic for n in inputs):
             return "inputs"
+        if name == "repeat_interleave":
+            # (repeats as a number: the input's size times it; as a tensor: as many as its counts say)
+            repeats = kwargs["repeats"] if "repeats" in kwargs else args[1] if len(args) > 1 else args[0]
+            return _is_tensor(repeats) and "output_size" not in kwargs
         if name in rules.DATA_DEPENDENT_SHAPE and (name != "where" or len(args) == 1):
             return True
         if name in ("getitem", "__getitem__") and len(args) == 2:
@@ -282,7 +323,10 @@ class GraphBuilding:
         return known
 
     def scalar_of(self, fn, args, arg_provs, result, method=None):
-        """``float(t)``, ``t.item()``, ``t.tolist()``: a graph node whose Python result is traced."""
+        """``float(t)``, ``t.item()``, ``t.tolist()``: a graph node whose Python result is traced; a constant
+        for a tensor the graph computes from constants alone (``torch.IntTensor([n])[0]`` as a slice bound)."""
+        if args and _is_tensor(args[0]) and self._from_constants(args[0], arg_provs[0]):
+            return None
         node = self.record(fn, args, arg_provs, None, None, None, method=method)
         self.scalar_nodes.add(node)
         self.cap.host_values = True
@@ -294,6 +338,17 @@ class GraphBuilding:
             self._trace_list(result, node)
             return None
         return Traced(node)
+
+    def _from_constants(self, tensor, prov):
+        """Does the graph compute ``tensor`` from no input and no state (pure ops on constants, which the guards
+        fix), so that its numbers are the same on every call?"""
+        if _replayable_path(prov):
+            return False
+        entry = self.nodes.get(id(tensor))
+        needed = predicates.ancestry([entry[1]]) if entry is not None and entry[0] is tensor else None
+        return needed is not None and all(n.op in ("call_function", "call_method") and
+                                          not any(w in predicates._name(n) for w in _UNREPEATABLE)
+                                          for n in needed)
 
     def _trace_list(self, values, node):
         graph = self.cap.graph

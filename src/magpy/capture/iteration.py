@@ -10,13 +10,22 @@ import numpy as np
 
 from .guards import ValueGuard
 from .sources import AttrSource, Const, Expr, ItemSource, Source
-from .values import (Traced, UNKNOWN, _DICT_VIEWS, _MODULE_SEQUENCE_ITERS, _REVERSED_ITERATORS, _RUN_ITERATORS, _Row,
+from .values import (Traced, UNKNOWN, _DICT_VIEWS, _MODULE_SEQUENCE_ITEMS, _MODULE_SEQUENCE_ITERS,
+    _MODULE_SEQUENCE_LENGTHS, _REVERSED_ITERATORS, _RUN_ITERATORS, _Row,
     _is_tensor, _item_of, _user_made)
 
 
 def _module_sequence(obj):
     """A Sequential / ModuleList (or a subclass iterating as they do): its children, in order."""
     return type(obj).__iter__ in _MODULE_SEQUENCE_ITERS
+
+
+def reads_backwards(obj):
+    """Does ``reversed(obj)`` yield ``obj``'s children backwards: a Sequential / ModuleList with no
+    ``__reversed__``, read by their own ``__len__`` and ``__getitem__`` (the sequence protocol)?"""
+    tp = type(obj)
+    return _module_sequence(obj) and getattr(tp, "__reversed__", None) is None and \
+        tp.__getitem__ in _MODULE_SEQUENCE_ITEMS and tp.__len__ in _MODULE_SEQUENCE_LENGTHS
 
 
 def _elements(obs, obj, prov):
@@ -64,7 +73,7 @@ def _elements(obs, obj, prov):
     if type(obj) is dict:
         obs.guard(ValueGuard(Expr(tuple, (prov,)), tuple(obj)))
         return [None] * len(obj)
-    if type(obj) in (set, frozenset) and isinstance(prov, Source) and all(type(v) in (str, int) for v in obj):
+    if type(obj) in (set, frozenset) and isinstance(prov, (Source, Expr)) and all(type(v) in (str, int) for v in obj):
         # an outside set of names or numbers: its items in the order it yields them now (the guard
         # compares that order too: equal sets may iterate differently)
         obs.guard(ValueGuard(Expr(tuple, (prov,)), tuple(obj)))
@@ -273,8 +282,11 @@ def _unpacked(obs, seq, prov, values):
         # provenance)
         return [None] * len(values)
     known = obs.contents.get(id(seq)) is not None or id(seq) in obs.iterators or \
-        type(seq) in (dict, range, str, bytes, set, frozenset) or _module_sequence(seq)
+        type(seq) in (dict, range, str, bytes, set, frozenset) or _module_sequence(seq) or \
+        (_is_tensor(seq) and seq.dim() > 0)  # (``f(*t)``: its rows, as ``Tensor.__iter__`` unbinds it)
     items = _elements(obs, seq, prov) if known and prov is not UNKNOWN else None
+    if items is not None and len(items) == len(values):
+        items = [_unfold(obs, v, p) for v, p in zip(values, items)]  # (``rows, cols = zip(*pairs)``)
     if items is None or len(items) != len(values) or any(type(p) is tuple for p in items):
         items = obs.by_identity(values)
     return items

@@ -40,13 +40,15 @@ from .writes import Writes
 from .exceptions import Raising
 from .calls import Calls
 from .context_vars import ContextVars
+from .locks import Locks
+from .replays import Replays
 from .conditions import Conditions
 from .templates import Templates
 from .breaks import Breaks, StopCapture
 
 
-class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, ContextVars, Conditions, Templates,
-                      Breaks, Observer):
+class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, Replays, ContextVars, Locks,
+                      Conditions, Templates, Breaks, Observer):
     """The observer of one capture: the event methods of its rooms, and what they share (failure, guards)."""
 
     def __init__(self, fn_globals):
@@ -204,7 +206,8 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         guard (``deref``) rather than by identity."""
         if type(value) is not types.BuiltinMethodType:
             return False
-        if type(prov) is Expr and prov.fn is getattr and not isinstance(value.__self__, types.ModuleType):
+        if type(prov) is Expr and (prov.fn is getattr or prov.fn is object.__getattribute__) and \
+                not isinstance(value.__self__, types.ModuleType):
             # ``m.group`` of a value an expression recomputes (``PATTERN.search(s)``): its type decides
             self.guard(TypeGuard(prov.args[0], type(value.__self__)))
             return True
@@ -300,6 +303,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.entry_grad_mode = obs.cap.entry_grad_mode = torch.is_grad_enabled()
     obs.context_values = {}   # id(ContextVar) -> (var, provenance of the value the call set)
     obs.context_tokens = {}   # id(Token) -> (token, var, what the var held for the call before that set)
+    obs.locks_held = {}       # id(native lock) -> (lock, how many times the call holds it now)
     obs.set_changes = {}
     obs.scalar_inputs = {}
     obs.dynamic_numbers = dynamic_numbers
@@ -324,8 +328,8 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
-    for step in (obs.finish_objects, obs.finish_context_vars, obs.finish_grad_mode, obs.guard_conditions,
-                 obs.guard_aliasing):
+    for step in (obs.finish_objects, obs.finish_context_vars, obs.finish_grad_mode, obs.finish_locks,
+                 obs.guard_conditions, obs.guard_aliasing):
         try:
             step()
         except _Abandon:

@@ -267,13 +267,22 @@ def _op_list_append(obs, n, inputs, provs, outputs):
             obs.contents[id(target)] = (target, [None] * (len(target) - 1) + [provs[0]])
     return None
 
+def _op_before_with(obs, arg, inputs, provs, outputs):
+    """``with m:``: a native lock's ``__enter__`` took it (followed by ``locks``); for any other manager what
+    it hands back is of unknown origin when the manager has a provenance."""
+    if obs.lock_entered(inputs[0]):
+        return [None, None]  # (the lock's own ``__exit__``, and ``True``)
+    return None if all(p is None for p in provs) else [UNKNOWN] * len(outputs)
+
+
 def _op_neutral(obs, arg, inputs, provs, outputs):
     return [p for p in provs[:len(outputs)]] + [None] * (len(outputs) - len(provs))
 
 
 def _op_format(obs, arg, inputs, provs, outputs):
     if any(_is_tensor(x) for x in inputs):
-        obs.unsupported("formatting a tensor as text (graph break)")
+        # a tensor's values as text (``rules.TENSOR_TEXT``): the graph formats them again on every call
+        return [_tensor_text(obs, _FORMATS[arg & 3 if type(arg) is int else 0], inputs, provs, outputs[0])]
     conversion = arg & 3 if type(arg) is int else 0  # FORMAT_VALUE's !s / !r / !a
     if not conversion and type(inputs[0]) in (int, float, str, bool) and \
             all(type(spec) is str for spec in inputs[1:]):
@@ -281,8 +290,33 @@ def _op_format(obs, arg, inputs, provs, outputs):
     return [None if all(p is None for p in provs) else UNKNOWN]
 
 
+def _tensor_text(obs, fn, inputs, provs, text):
+    """The provenance of ``text``, a tensor formatted: as the tensor's ``__format__`` (interpreted just now for
+    this frame) computed it, else ``fn`` of the inputs in the graph."""
+    r = obs.vm.returned
+    if r is not None and r[1] is text and r[0].back is obs.frame and type(r[2]) is Traced:
+        return r[2]
+    return obs.traced_op(fn, inputs, provs)
+
+
 def _format_value(value, spec=""):
     return format(value, spec)
+
+
+def _format_str(value, spec=""):
+    return format(str(value), spec)
+
+
+def _format_repr(value, spec=""):
+    return format(repr(value), spec)
+
+
+def _format_ascii(value, spec=""):
+    return format(ascii(value), spec)
+
+
+#: FORMAT_VALUE's conversions (none, !s, !r, !a)
+_FORMATS = (_format_value, _format_str, _format_repr, _format_ascii)
 
 
 def _concat(*parts):
@@ -291,7 +325,7 @@ def _concat(*parts):
 
 def _op_format_simple(obs, arg, inputs, provs, outputs):
     if any(_is_tensor(x) for x in inputs):
-        obs.unsupported("formatting a tensor as text (graph break)")
+        return [_tensor_text(obs, _format_value, inputs, provs, outputs[0])]
     if type(inputs[0]) not in (int, float, str, bool, type(None)):
         return _op_format(obs, arg, inputs, provs, outputs)
     return [_derive(_format_value, inputs, provs, obs)]
@@ -381,6 +415,7 @@ _OPERATIONS = {
     "MAKE_FUNCTION_313": _op_make_function,
     "CHECK_EXC_MATCH": _op_check_exc_match,
     "UNPACK_EX": _op_unpack_ex,
+    "BEFORE_WITH": _op_before_with,
 }
 #: opcodes that may see tensors without computing on them
 _TENSOR_NEUTRAL = {"BUILD_SLICE", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "BUILD_SET", "LIST_APPEND",

@@ -12,7 +12,7 @@ from ..interp.protocols import lookup
 from ..interp.tracking import NOT_RETURNED
 from .guards import IdGuard, TruthGuard, ValueGuard
 from .sources import AttrSource, CellSource, Const, Expr, GlobalSource, ItemSource, Source
-from .values import (Traced, UNKNOWN, _BOUND_METHODS, _DELETED, _MUTABLE_CONTAINERS, _NOT_WRITTEN, _SHAPE_TRACED, _event,
+from .values import (Traced, UNKNOWN, _BOUND_METHODS, _Row, _DELETED, _MUTABLE_CONTAINERS, _NOT_WRITTEN, _SHAPE_TRACED, _event,
     _has_own, _hkey, _is_tensor, _item_of, _library_global, _replayable_path)
 
 
@@ -144,6 +144,8 @@ class Reads:
     def _tensor_attr(self, obj, obj_prov, name, value):
         if isinstance(obj_prov, Source):
             self.tensor_input(obj, obj_prov)  # first touch of an outside tensor: it is a graph input
+        elif type(obj_prov) is _Row:
+            self.node_of(obj, obj_prov)  # (a row ``zip`` or a loop took from a tensor: known by identity now)
         if _is_tensor(value):
             if name == "grad" and isinstance(obj_prov, Source):
                 self.tensor_input(value, AttrSource(obj_prov, name))
@@ -182,9 +184,9 @@ class Reads:
         if obj_prov is UNKNOWN:
             self.unsupported(f"method {name!r} called on an object of unknown origin")
         if _is_tensor(obj):
-            if _replayable_path(obj_prov):
-                self.node_of(obj, obj_prov)  # (first touch of an outside tensor: a graph input; its
-            return                           # method, native or Python, finds it by identity)
+            if _replayable_path(obj_prov) or type(obj_prov) is _Row:
+                self.node_of(obj, obj_prov)  # (first touch of an outside tensor, or of a row ``zip`` yielded:
+            return                           # its method, native or Python, finds it by identity)
         if obj_prov is None or type(obj_prov) is Traced or _library_global(obj_prov):
             return  # (a traced number's type is fixed by its tensor's dtype, which is guarded)
         self.deref(obj, obj_prov)

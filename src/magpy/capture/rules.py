@@ -55,6 +55,7 @@ PURE = IdentitySet([
     torch._C._has_torch_function_unary, torch._C._has_torch_function_variadic,
     torch._C._is_torch_function_mode_enabled, torch.cuda.is_available, torch.finfo, torch.iinfo,
     torch.Size, torch.device, torch.dtype, functools.partial,
+    torch._C._nn._parse_to,  # (``Module.to``'s reading of its arguments: device, dtype, non_blocking, format)
 ])
 #: memoizing wrappers (``functools.lru_cache``/``cache``): a call with arguments seen before returns the
 #: remembered result and runs nothing (``is_torch_available()``, ``logger.warning_once(msg)``)
@@ -197,6 +198,15 @@ COPIED_ELEMENTS_LIMIT = 256
 #: Python-level attributes of a tensor that are tensors computed from it (views), not outside state
 TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
 
+#: tensor methods converting to a dtype or device, which return the tensor itself when it already is one
+#: (a read of it then): not ``contiguous`` (that depends on strides, which are not always guarded)
+TENSOR_CONVERSIONS = {"to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long", "short",
+                      "bool", "byte", "char", "cpu", "cuda"}
+
+#: a tensor's text (its values printed): a Python value of unknown origin, usable only where nothing depends
+#: on it (the message of a check the guards decide)
+TENSOR_TEXT = {"__format__", "__str__", "__repr__"}
+
 #: calls that turn tensor data into Python values: the graph must break there
 TENSOR_TO_PYTHON = {"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
                     "__len__"}
@@ -236,6 +246,9 @@ SHAPE_METADATA = {"size", "shape", "numel", "nelement", "stride", "is_contiguous
 TENSOR_METADATA = {"dim", "ndimension", "size", "stride", "numel", "nelement", "is_contiguous",
                    "element_size", "is_floating_point", "is_complex", "get_device", "storage_offset",
                    "is_signed", "type"}  # (``t.type()`` names dtype and device; with an argument it converts)
+
+#: torch functions that are a tensor's metadata method taking the tensor first (``torch.numel(t)``)
+SIZE_FUNCTIONS = IdentitySet([torch.numel])
 
 #: tensor attributes answering static metadata
 TENSOR_METADATA_ATTRS = {"shape", "dtype", "device", "requires_grad", "ndim", "layout", "is_cuda",

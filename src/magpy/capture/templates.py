@@ -120,11 +120,13 @@ class Templates:
             if type(value) is tuple:
                 return ("tuple", parts)
             return ("namedtuple", type(value), parts)
-        if type(value) is set and prov is None and self.sets.get(id(value), (None,))[0] is value:
-            adds = self.sets[id(value)][1]
-            if any(p is UNKNOWN for _, p in adds):
-                self.unsupported("a set of values MagPy lost track of leaves the compiled function")
-            return ("set", [self.template(v, p) for v, p in adds])
+        if type(value) is set and prov is None:
+            if self.snapshot:
+                return ("set", self.set_parts(value))
+            # a set the call made (``self.seen = set()``, then filled): rebuilt as the call leaves it
+            parts = []
+            self.pending_objects.append((value, prov, parts))
+            return ("set", parts)
         if type(value) in (set, frozenset):
             if isinstance(prov, Source) and self.contents.changed_outside(value):
                 return ("source", prov)  # the entry's own set, which the mock changes the same way
@@ -135,7 +137,7 @@ class Templates:
                 return ("source", prov)
             if any(_is_tensor(v) for v in value):
                 self.unsupported("a set of tensors leaves the compiled function")
-            return ("set", [("const", v) for v in value]) if type(value) is set else ("const", value)
+            return ("const", value)
         if isinstance(prov, Source):
             return ("source", prov)
         if isinstance(prov, Expr) and isinstance(value, _SCALARS):
@@ -167,3 +169,18 @@ class Templates:
             self.unsupported(f"a new {type(value).__name__} object made by the call leaves it")
         self.need(value, prov)
         return ("const", value)
+
+    def set_parts(self, value):
+        """The templates of what a set the call made holds now: each element with the provenance it was
+        added with (a set whose elements were followed), else constants."""
+        if self.sets.get(id(value), (None,))[0] is value:
+            adds = self.sets[id(value)][1]
+            if any(p is UNKNOWN for _, p in adds):
+                self.unsupported("a set of values MagPy lost track of leaves the compiled function")
+            return [self.template(v, p) for v, p in adds]
+        entry = self.contents.get(id(value))
+        if entry is not None and entry[0] is value:
+            self.unsupported("a set holding values from outside leaves the compiled function")
+        if any(_is_tensor(v) for v in value):
+            self.unsupported("a set of tensors leaves the compiled function")
+        return [("const", v) for v in value]

@@ -385,6 +385,9 @@ _DICT_VIEWS = IdentityDict([(dict.keys, "keys"), (dict.values, "values"), (dict.
                             (collections.OrderedDict.items, "items")])
 #: containers of modules whose ``__iter__`` yields their children in order
 _MODULE_SEQUENCE_ITERS = IdentitySet([torch.nn.ModuleList.__iter__, torch.nn.Sequential.__iter__])
+#: ... and how they are read as sequences (``reversed``)
+_MODULE_SEQUENCE_ITEMS = IdentitySet([torch.nn.ModuleList.__getitem__, torch.nn.Sequential.__getitem__])
+_MODULE_SEQUENCE_LENGTHS = IdentitySet([torch.nn.ModuleList.__len__, torch.nn.Sequential.__len__])
 
 _BOUND_METHODS = (types.MethodType, types.BuiltinMethodType)
 _SHAPE_TRACED = object()  # ``dynamic_metadata`` listed a shape's elements in ``contents``

@@ -8,6 +8,7 @@ import torch
 import numpy as np
 
 from . import rules
+from ..interp.protocols import MISSING, lookup
 from .mutations import clear_cell
 from .sources import Expr, Source
 from .values import (Traced, UNKNOWN, _DELETED, _NOT_WRITTEN, _MUTABLE_CONTAINERS, _copy_data, _event, _hkey, _holds_tensor, _is_tensor)
@@ -38,8 +39,10 @@ class Writes:
 
     @_event(None)
     def write_attr(self, obj, obj_prov, name, value, prov):
-        if name == "data" and _is_tensor(obj) and self._own_data(obj, value):
-            return  # ``p.data *= mask``: the in-place op changed p; storing its own data back changes nothing
+        if name == "data" and _is_tensor(obj) and (value is obj or self._own_data(obj, value)):
+            # ``p.data *= mask``: the in-place op changed p; storing its own data back changes nothing (nor
+            # does ``p.data = p``: ``Module.to`` storing a tensor its conversion left as it was)
+            return
         self.written[(id(obj), name)] = prov
         self.table_changed(obj, name, prov)
         if name == "requires_grad" and _is_tensor(obj) and type(value) is bool and id(obj) not in self.input_paths:
@@ -53,6 +56,8 @@ class Writes:
                 self.cap.autograd_nodes = True
                 return
         if name == "data" and _is_tensor(obj) and _is_tensor(value) and self._set_data(obj, obj_prov, value):
+            return
+        if _is_tensor(obj) and not isinstance(obj_prov, Source) and self._graph_tensor_attr(obj, name, value, prov):
             return
         if _is_tensor(obj) and (name in rules.TENSOR_STATE_ATTRS or not isinstance(obj_prov, Source)):
             # (``p.data = …`` would change what the graph reads; a tensor the graph makes has no path)
@@ -141,6 +146,19 @@ class Writes:
         elif prov is not None or (key_prov is not None and self.effective(key, key_prov) is not None):
             # (an array made here now holds a value from outside: it is no longer a constant)
             dict.__setitem__(self.contents, id(obj), (obj, None))
+
+    def _graph_tensor_attr(self, tensor, name, value, prov):
+        """``t._static_kind = "unguarded"`` on a tensor the graph makes (a cache buffer marked for
+        cudagraphs): a plain attribute, kept in the tensor's own ``__dict__``, so the mock sets it again on
+        the tensor each run makes (a graph output). False for anything a tensor's class defines (its
+        data, autograd state, metadata: descriptors with effects of their own)."""
+        entry = self.nodes.get(id(tensor))
+        if entry is None or entry[0] is not tensor or name in rules.TENSOR_STATE_ATTRS or \
+                lookup(type(tensor), name) is not MISSING or type(tensor).__setattr__ is not object.__setattr__:
+            return False
+        self.cap.side_effects.append(("call", setattr, [self.template(tensor, None), ("const", name),
+                                                        self.template(value, prov)], {}))
+        return True
 
     def _set_data(self, tensor, prov, value):
         """``p.data = torch.clamp(p.data, lo, hi)`` on a tensor from outside: the graph copies the new

@@ -24,12 +24,14 @@ The house, bottom up (a module imports only modules above it in this list, at mo
     vm, generators                                the dispatch loop; generator objects over VM frames
 (``tests/package/test_house.py`` checks there is no cycle.)
 
-``breakpoint()`` and ``pdb.set_trace()`` in interpreted code open pdb at the user's line (see debugger.py).
+``breakpoint()`` and ``pdb.set_trace()`` in interpreted code open pdb at the user's line (see debugger.py); log
+records of interpreted code name its line (see logs.py).
 """
 from .errors import InterpreterError
 from .observer import Observer
 from .vm import VM, run
 from .lookaside import register_lookaside, register_call_instead
 from . import debugger  # noqa: F401  (breakpoint() and pdb.set_trace() stop in the interpreted frame)
+from . import logs  # noqa: F401  (log records name the interpreted caller's line)
 
 __all__ = ["run", "VM", "Observer", "register_lookaside", "register_call_instead", "InterpreterError"]

@@ -101,31 +101,44 @@ def set_update(f, n, i):
     return i + 1
 
 
-@handler("DICT_UPDATE")
-def dict_update(f, n, i):
-    v = f.stack.pop()
-    target = f.stack[-n]
-    if not hasattr(v, "keys"):
-        raise TypeError(f"'{type(v).__name__}' object is not a mapping")
-    target.update(v)
-    return i + 1
+def reads_storage(mapping):
+    """Does CPython's dict merge (``{**m}``, ``f(**m)``, ``d.update(m)``) read ``m``'s own storage? Only for a
+    dict whose iteration is dict's; any other mapping is read through its ``keys()`` and ``__getitem__``
+    (an OrderedDict subclass's Python ``__getitem__`` runs; a dict subclass's does not)."""
+    return isinstance(mapping, dict) and type(mapping).__iter__ is dict.__iter__
 
 
-@handler("DICT_MERGE")
-def dict_merge(f, n, i):
-    stack = f.stack
-    v = stack.pop()
-    target = stack[-n]
+def mapping_keys(f, name, n, v):
+    """The keys a merge reads from ``v`` (raising as CPython does for a value that is no mapping)."""
     if not hasattr(v, "keys"):
+        if name == "DICT_UPDATE":
+            raise TypeError(f"'{type(v).__name__}' object is not a mapping")
         from .ops_calls import function_str
-        raise TypeError(f"{function_str(_callee(stack, n))} argument after ** must be a mapping, "
+        raise TypeError(f"{function_str(_callee(f.stack, n))} argument after ** must be a mapping, "
                         f"not {type(v).__name__}")
-    for k in v.keys():
-        if k in target:
-            from .ops_calls import function_str
-            raise TypeError(f"{function_str(_callee(stack, n))} got multiple values for keyword argument '{k}'")
-        target[k] = v[k]
-    return i + 1
+    return list(dict.keys(v) if reads_storage(v) else v.keys())
+
+
+def merge_key(f, name, n, target, key):
+    """May ``key`` go into ``target``? ``f(**m)`` refuses a keyword given twice; ``{**m}`` overrides."""
+    if name == "DICT_MERGE" and key in target:
+        from .ops_calls import function_str
+        raise TypeError(f"{function_str(_callee(f.stack, n))} got multiple values for keyword argument '{key}'")
+
+
+def _merge(name):
+    def run(f, n, i):
+        v = f.stack.pop()
+        target = f.stack[-n]
+        for k in mapping_keys(f, name, n, v):
+            merge_key(f, name, n, target, k)
+            target[k] = dict.__getitem__(v, k) if reads_storage(v) else protocols.get_item(f.vm, v, k)
+        return i + 1
+    return run
+
+
+handler("DICT_UPDATE")(_merge("DICT_UPDATE"))
+handler("DICT_MERGE")(_merge("DICT_MERGE"))
 
 
 def _callee(stack, n):

@@ -155,7 +155,7 @@ def store_slice(f, arg, i):
 
 # ---- formatting ---------------------------------------------------------------------------------
 
-def _convert(vm, value, which):
+def _convert(vm, value, which, provs=None):
     """``str``/``repr``/``ascii`` of ``value`` (conversion 1/2/3), a Python dunder interpreted."""
     if which == 3:
         return ascii(value)
@@ -163,6 +163,7 @@ def _convert(vm, value, which):
     fn = protocols.python_slot(type(value), name)
     if fn is None:
         return str(value) if which == 1 else repr(value)
+    protocols._with(vm, provs)
     r = f_vm_call(vm, fn, value)
     if not isinstance(r, str):
         raise TypeError(f"{name} returned non-string (type {type(r).__name__})")
@@ -173,15 +174,28 @@ def f_vm_call(vm, fn, value):
     return vm.call_function(fn, (value,), None)
 
 
-def _format(vm, value, spec):
+def _format_provs(f, count):
+    """With an observer: the provenance of the ``count`` values on top of the stack (the value to format, and
+    its spec), for the Python ``__format__`` / ``__str__`` they reach."""
+    if f.vm.observer is None:
+        return None
+    n = len(f.stack)
+    if len(f.pstack) != n:
+        return None  # provenance not in step with the stack here (values pushed by a resume)
+    return tuple(f.pstack[n - count:])
+
+
+def _format(vm, value, spec, provs=None):
     if type(value) is str and not spec:
         return value
     f = protocols.python_slot(type(value), "__format__")
     if f is None:
         if not spec and protocols.python_slot(type(value), "__str__") is not None and \
                 protocols.lookup(type(value), "__format__") is object.__format__:
-            return _convert(vm, value, 1)
+            return _convert(vm, value, 1, provs and provs[:1])
         return format(value, spec)
+    protocols._with(vm, provs if provs is None or len(provs) == 2 else (*provs, None))
+    vm.returned = None  # (with an observer: what the ``__format__`` returned, and with which provenance)
     r = vm.call_function(f, (value, spec), None)
     if not isinstance(r, str):
         raise TypeError(f"__format__ must return a str, not {type(r).__name__}")
@@ -191,32 +205,35 @@ def _format(vm, value, spec):
 @handler("FORMAT_VALUE")
 def format_value(f, flags, i):
     stack = f.stack
+    provs = _format_provs(f, 2 if flags & 4 else 1)
     spec = stack.pop() if flags & 4 else ""
     value = stack.pop()
     which = flags & 3
     if which:
-        value = _convert(f.vm, value, which)
-    stack.append(_format(f.vm, value, spec))
+        value = _convert(f.vm, value, which, provs and provs[:1])
+        provs = None  # (the text made: of the provenance that code gave it)
+    stack.append(_format(f.vm, value, spec, provs))
     return i + 1
 
 
 @handler("CONVERT_VALUE")
 def convert_value(f, which, i):
-    f.stack[-1] = _convert(f.vm, f.stack[-1], which)
+    f.stack[-1] = _convert(f.vm, f.stack[-1], which, _format_provs(f, 1))
     return i + 1
 
 
 @handler("FORMAT_SIMPLE")
 def format_simple(f, arg, i):
-    f.stack[-1] = _format(f.vm, f.stack[-1], "")
+    f.stack[-1] = _format(f.vm, f.stack[-1], "", _format_provs(f, 1))
     return i + 1
 
 
 @handler("FORMAT_WITH_SPEC")
 def format_with_spec(f, arg, i):
     stack = f.stack
+    provs = _format_provs(f, 2)
     spec = stack.pop()
-    stack[-1] = _format(f.vm, stack[-1], spec)
+    stack[-1] = _format(f.vm, stack[-1], spec, provs)
     return i + 1
 
 

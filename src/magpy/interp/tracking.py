@@ -14,7 +14,7 @@ decoded instruction is wrapped once (per code object) by the rule of its canonic
 from types import FunctionType, MethodType
 
 from .frame import NULL
-from . import protocols
+from . import ops_containers, protocols
 from .calls import call
 from .identity import IdentitySet
 from .lookaside import called_instead, CALL_INSTEAD, DELEGATES
@@ -400,6 +400,53 @@ def t_delete_attr(f, name, i):
     protocols.delete_attr(f.vm, obj, name)
     f.vm.observer.delete_attr(obj, oprov, name)
     return i + 1
+
+
+def _t_merge(name):
+    """DICT_MERGE / DICT_UPDATE. A mapping the call made that is read through its ``__getitem__`` (an
+    OrderedDict subclass: a model output) is read one key at a time, each a subscript the observer sees
+    (a Python ``__getitem__`` interpreted); any other merges natively and the observer is told of the
+    whole (the values of a mapping it cannot follow are of unknown origin to it)."""
+    whole = {}
+
+    def native(f, n, i):
+        v = f.stack.pop()
+        target = f.stack[-n]
+        for k in ops_containers.mapping_keys(f, name, n, v):
+            ops_containers.merge_key(f, name, n, target, k)
+            target[k] = dict.__getitem__(v, k) if ops_containers.reads_storage(v) else v[k]
+        return i + 1
+
+    def run(f, n, i):
+        v, vprov = f.stack[-1], f.pstack[-1]
+        if vprov is not None or ops_containers.reads_storage(v) or \
+                type(protocols.lookup(type(v), "keys")) is FunctionType:
+            step = whole.get(n)
+            if step is None:
+                step = whole[n] = generic(native, name, n)
+            return step(f, n, i)
+        f.index = i
+        f.stack.pop()
+        f.pstack.pop()
+        target, tprov = f.stack[-n], f.pstack[-n]
+        vm, obs = f.vm, f.vm.observer
+        for k in ops_containers.mapping_keys(f, name, n, v):
+            ops_containers.merge_key(f, name, n, target, k)
+            vm.returned = None
+            try:
+                value = protocols.get_item(vm, v, k, (None, None))
+            except Exception as exc:
+                obs.item_raised(v, None, k, None, exc)
+                raise
+            prov = obs.read_item(v, None, k, None, value, _computed(vm, f, value))
+            target[k] = value
+            obs.write_item(target, tprov, k, None, value, prov)
+        return i + 1
+    return run
+
+
+TRACKED["DICT_MERGE"] = _t_merge("DICT_MERGE")
+TRACKED["DICT_UPDATE"] = _t_merge("DICT_UPDATE")
 
 
 @tracked("RAISE_VARARGS")

@@ -134,3 +134,23 @@ def unpacking_custom_iterable():
     a, b, c = Three()
     x, *rest = Three()
     return a + b + c, x, rest, [*Three()], max(*Three())
+
+
+@program
+def mapping_unpacking_reads_as_cpython_merges():
+    import collections
+
+    class OwnItem(dict):  # iterates as dict: a merge reads its storage, never this __getitem__
+        def __getitem__(self, key):
+            return "computed"
+
+    class OrderedOwnItem(collections.OrderedDict):  # any other mapping: keys(), then __getitem__
+        def __getitem__(self, key):
+            return "computed " + key
+
+    def kw(**kwargs):
+        return kwargs
+    d, o = OwnItem(a=1), OrderedOwnItem(b=2)
+    merged = {"z": 0}
+    merged.update(o)
+    return kw(**d), kw(**o), {**d, **o}, dict(d), dict(o), merged, kw(x=1, **d)
