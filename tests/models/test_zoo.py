@@ -1,4 +1,6 @@
 """The model zoo: every model builds, runs deterministically in eval mode, and has the documented shapes."""
+import importlib.util
+
 import pytest
 import torch
 
@@ -17,6 +19,10 @@ EXPECTED_SHAPES = {
     "quant_resnet": (2, 10),
     "tridentnet": (6, 10),
 }
+if importlib.util.find_spec("transformers") is not None:
+    EXPECTED_SHAPES.update({"hf_bert": {"last_hidden_state": (2, 32, 64), "pooler_output": (2, 64)},
+                            "hf_gpt2": {"last_hidden_state": (2, 32, 64)},
+                            "hf_llama": {"last_hidden_state": (2, 32, 64)}})
 
 
 def shapes(value):

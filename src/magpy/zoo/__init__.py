@@ -1,6 +1,7 @@
 """magpy.zoo — a download-free model zoo of realistic eager PyTorch programs for a compiler to capture.
 
-Each model lives in its own module exposing ``MODEL = ModelSpec(...)``::
+Each model lives in its own module exposing ``MODEL = ModelSpec(...)`` (the transformers models, listed
+when transformers is installed, share ``magpy.zoo.hf``)::
 
     from magpy import zoo
     spec = zoo.get("resnet")
@@ -13,6 +14,7 @@ Model modules are imported on first use, so ``import magpy.zoo`` stays cheap.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 from .spec import SIZES, ModelSpec, Tolerance, seeded
 
@@ -28,6 +30,9 @@ REGISTRY: dict[str, str] = {
     "quant_resnet": "magpy.zoo.quant_resnet",
     "tridentnet": "magpy.zoo.tridentnet",
 }
+if importlib.util.find_spec("transformers") is not None:  # (real library models, when it is installed)
+    REGISTRY.update({"hf_bert": "magpy.zoo.hf:BERT", "hf_gpt2": "magpy.zoo.hf:GPT2",
+                     "hf_llama": "magpy.zoo.hf:LLAMA"})
 
 
 def names() -> list[str]:
@@ -38,10 +43,10 @@ def names() -> list[str]:
 def get(name: str) -> ModelSpec:
     """The ModelSpec called ``name``. Raises KeyError naming the known models for an unknown name."""
     try:
-        module_name = REGISTRY[name]
+        module_name, _, attribute = REGISTRY[name].partition(":")
     except KeyError:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(REGISTRY)}") from None
-    return importlib.import_module(module_name).MODEL
+    return getattr(importlib.import_module(module_name), attribute or "MODEL")
 
 
 __all__ = ["SIZES", "ModelSpec", "Tolerance", "seeded", "REGISTRY", "names", "get"]
