@@ -555,16 +555,32 @@ def test_only_the_dims_a_selection_or_a_bound_makes_depend_on_data():
     expect(stats, fallbacks=0, graph_breaks=0)
 
 
-def test_iterating_over_a_selection_falls_back():
+def test_iterating_over_a_selection_pins_its_length():
+    # (how many rows the mask selects is pinned: the guard reruns the count, another count is another entry)
     def fn(x):
         total = x.new_zeros(())
         for v in x[x > 0]:
             total = total + v * v
         return total
 
-    calls = [(torch.tensor([1., 2., -1.]),), (torch.tensor([1., 2., 3.]),)]
+    calls = [(torch.tensor([1., 2., -1.]),), (torch.tensor([1., 2., 3.]),), (torch.tensor([-4., 5., 6.]),)]
     stats = differential(plain(fn), calls)
-    expect_not_one_graph(stats)
+    expect(stats, compiles=2, cache_hits=1, fallbacks=0)
+
+
+def test_a_loop_over_the_experts_a_router_hit():
+    # (a mixture-of-experts layer: ``for idx in hit`` over ``nonzero()``'s rows; each count its own entry)
+    def fn(x, w):
+        hit = (x.sum(-1) > 0).nonzero()
+        out = torch.zeros_like(x)
+        for idx in hit:
+            out[idx] = x[idx] * w
+        return out
+
+    g = torch.Generator().manual_seed(0)
+    calls = [(torch.randn(6, 3, generator=g), torch.randn(3, generator=g)) for _ in range(5)]
+    stats = differential(plain(fn), calls)
+    expect(stats, fallbacks=0, graph_breaks=0)
 
 
 # ---- memory -------------------------------------------------------------------------------------------

@@ -206,6 +206,10 @@ class GraphBuilding:
             return None
         tensors = _flat_tensors(result)
         every = [frozenset(range(t.dim())) for t in tensors]
+        if name == "unbind" and args and _is_tensor(args[0]):
+            pinned = self._pinned_unbind(args, kwargs or {}, tensors)
+            if pinned is not False:
+                return pinned
         if name in rules.SPLITS:
             every = None  # (``unbind``/``split``/``chunk``: how many tensors come out may be data)
         if shape_from_data != "inputs":
@@ -235,6 +239,25 @@ class GraphBuilding:
             for dims, real, meta in zip(found, tensors, outs):
                 dims.update(k for k, (a, b) in enumerate(zip(real.shape, meta.shape)) if a != b)
         return [frozenset(d) for d in found] if any(found) else None
+
+    def _pinned_unbind(self, args, kwargs, tensors):
+        """``unbind`` (a ``for`` over a tensor) along a dim whose size depends on data: that size is pinned
+        (the guard reruns its computation: another count is another entry), so as many tensors come out
+        on every call; their other dims keep whatever depends on data (None: none does). False when the
+        dim's size does not depend on data."""
+        source = args[0]
+        dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+        entry = self.nodes.get(id(source))
+        if type(dim) is not int or entry is None or entry[0] is not source:
+            return False
+        dim %= max(source.dim(), 1)
+        dims = self.dynamic.get(entry[1], ())
+        if dim not in dims:
+            return False
+        size = self.cap.graph.call_method("size", (entry[1], dim))
+        self.pin(Traced(size), source.shape[dim])
+        rest = frozenset(d - (d > dim) for d in dims if d != dim)
+        return [rest for _ in tensors] if rest else None
 
     def _every(self, every):
         if every is None:
