@@ -227,20 +227,22 @@ class CompiledFunction:
                 self.stats.count("graph_breaks")
                 self._remember_failure(cap, u, stacklevel=4 + self.extra_frames)
             else:
-                self.stats.count("graph_breaks")
-                self.stats.reasons.append((u.reason, u.where()))
-                self.breaks[at] = u
+                self._add_break(at, u)
         if exc is not None and not isinstance(exc, Unsupported):
             raise exc
         if result is STOPPED:
             return cap.resume(*cap.stopped.values)
         return result
 
+    def _add_break(self, index, u):
+        """A graph break at root instruction ``index`` (why: ``u``): later captures stop before it."""
+        self.stats.count("graph_breaks")
+        self.stats.reasons.append((u.reason, u.where()))
+        self.breaks[index] = u
+
     def _continuation(self, stopped):
         if stopped.index not in self.breaks:  # (found by this capture: later captures stop there too)
-            self.breaks[stopped.index] = stopped.found
-            self.stats.count("graph_breaks")
-            self.stats.reasons.append((stopped.found.reason, stopped.found.where()))
+            self._add_break(stopped.index, stopped.found)
         u = self.breaks[stopped.index]
         options = dict(backend=self.backend, dynamic=self.dynamic, options=self.options, stats=self.stats)
         return Continuation(self.func, stopped.split, u.reason, u.where(),
@@ -538,11 +540,11 @@ _MODULE_CALLEES = {}
 def compiled_callee(obj, options):
     """What a call at a graph break calls instead of ``obj``: the compiled form of a Python function,
     method or module, so that the break inside it splits it in turn; any other callable as it is."""
+    if type(obj) is types.MethodType and obj.__func__ in _MODULE_CALLS:
+        obj = obj.__self__  # (a module's ``__call__`` / ``_call_impl``: the module)
     forward = _plain_forward(obj)
     if forward is not None:
         obj = forward  # (a module without hooks: its call is its forward)
-    elif type(obj) is types.MethodType and obj.__func__ in _MODULE_CALLS:
-        obj = obj.__self__
     if type(obj) is types.MethodType and type(obj.__func__) is types.FunctionType:
         if isinstance(obj.__self__, torch.nn.Module):
             return _instance_callee(obj.__self__, obj.__func__, obj, options) if _compilable(obj.__func__) else obj
@@ -580,14 +582,13 @@ def _instance_callee(module, func, target, options):
             known = _MODULE_CALLEES[key] = (ref, compiled)
     return known[1]
 
+
 _MODULE_CALLS = (torch.nn.Module.__call__, torch.nn.Module._call_impl)
 
 
 def _plain_forward(obj):
-    """``m.forward`` when calling ``obj`` (a module, or its ``__call__``/``_call_impl``) runs just that:
-    no hook of the module's or global ones (``Module._call_impl``'s own test)."""
-    if type(obj) is types.MethodType and obj.__func__ in _MODULE_CALLS:
-        obj = obj.__self__
+    """``m.forward`` when calling ``obj`` (a module) runs just that: no hook of the module's or global
+    ones (``Module._call_impl``'s own test)."""
     if not isinstance(obj, torch.nn.Module) or type(obj).__call__ is not torch.nn.Module.__call__:
         return None
     from torch.nn.modules import module as m

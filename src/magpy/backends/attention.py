@@ -12,7 +12,8 @@ import operator
 
 import torch
 import torch.nn.functional as F
-from torch.fx.passes.shape_prop import ShapeProp
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 _MATMULS = (torch.matmul, operator.matmul)
 _ADDS = (operator.add, torch.add)
@@ -25,8 +26,10 @@ def fuse_attention(gm: torch.fx.GraphModule, example_inputs) -> int:
     """Rewrite each attention pattern of ``gm`` in place; returns how many were rewritten."""
     if not any(_is_softmax(n) for n in gm.graph.nodes):
         return 0
-    try:
-        ShapeProp(gm).propagate(*example_inputs)
+    try:  # (on fake tensors: running the graph for real would repeat its writes into its inputs)
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        FakeTensorProp(gm, mode).propagate(*[mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
+                                             for x in example_inputs])
     except Exception:  # noqa: BLE001 - a graph the shape pass cannot run: left as it is
         return 0
     count = 0
@@ -40,18 +43,16 @@ def fuse_attention(gm: torch.fx.GraphModule, example_inputs) -> int:
 
 
 def _is_softmax(node):
-    if node.op == "call_method" and node.target == "softmax":
-        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
-    elif node.op == "call_function" and node.target in (F.softmax, torch.softmax):
-        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
-    else:
+    if not (node.op == "call_method" and node.target == "softmax" or
+            node.op == "call_function" and node.target in (F.softmax, torch.softmax)):
         return False
-    extra = set(node.kwargs) - {"dim"}
-    return dim == -1 and not extra and len(node.args) <= 2
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    return dim == -1 and set(node.kwargs) <= {"dim"} and len(node.args) <= 2
 
 
 def _meta(node):
-    return node.meta.get("tensor_meta") if isinstance(node, torch.fx.Node) else None
+    value = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return value if isinstance(value, torch.Tensor) else None
 
 
 def _only_user(node, user):

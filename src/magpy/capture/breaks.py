@@ -7,6 +7,7 @@ entry's result, handed to a ``Continuation`` (``emit.continuation``) that runs t
 and the rest of the call compiled. Stopping unwinds the VM (``StopCapture``): the call goes on from the
 same live values, through the same continuation its entry will use on later calls.
 """
+import types
 
 from ..emit.resume import Layout, Split, origin, step_shape, why_not_resumable
 from ..interp.errors import InterpreterError
@@ -49,10 +50,10 @@ def _known_break(stack, argc):
     """Why a call about to run in the root frame is a graph break (None: not known before it runs). Known
     at once, the capture stops before it, so even the first call is split there."""
     items = stack[-(argc + 2):]
-    if any(x is rules.GRAPH_BREAK for x in items[:2]):
-        return rules.MARKER_BREAK
-    if any(x is print for x in items[:2]) and any(_holds_tensor(x) for x in items[2:]):
-        return rules.PRINT_BREAK
+    for fn in items[:2]:  # (the callable is one of the two slots below the arguments, by version)
+        known = rules.KNOWN_BREAKS.get(fn) if type(fn) in (types.FunctionType, types.BuiltinFunctionType) else None
+        if known is not None and (not known[1] or any(_holds_tensor(x) for x in items[2:])):
+            return known[0]
     return None
 
 

@@ -31,6 +31,8 @@ from ..markers import graph_break as GRAPH_BREAK  # noqa: F401  (a call of it is
 #: why a call of ``magpy.graph_break()`` / a ``print`` of tensors is a graph break
 MARKER_BREAK = "magpy.graph_break() (graph break)"
 PRINT_BREAK = "print() of a tensor (graph break)"
+#: calls known to be graph breaks before they run: callable -> (why, only when an argument holds a tensor)
+KNOWN_BREAKS = {GRAPH_BREAK: (MARKER_BREAK, False), print: (PRINT_BREAK, True)}
 
 #: reads of state the arguments do not hold (the current context's value of a ``ContextVar``, as torch's
 #: config modules keep their overrides): the result is re-read by the guard even when every argument

@@ -8,6 +8,7 @@ import operator
 
 from . import rules
 from .guards import TruthGuard
+from .iteration import from_outside
 from .sources import Expr, Source
 from .values import (Traced, UNKNOWN, _CONTAINER_KINDS, _Row, _SCALARS, _immutable, _is_tensor, _rebuildable,
     _rebuildable_mapping, _replayable_path)
@@ -70,9 +71,7 @@ class Templates:
 
     def _template(self, value, prov):
         if type(value) in _ITERATORS:
-            entry = self.iterators.get(id(value))
-            if isinstance(prov, Source) and _replayable_path(prov) and \
-                    (entry is None or entry[0] is not value or entry[1] is None):
+            if from_outside(self, value, prov) and _replayable_path(prov):
                 # an iterator from outside (the call did not advance it: that would have been refused)
                 return ("source", prov)
             return self._iterator_template(value)
