@@ -10,6 +10,8 @@ _LAZY = {
     "trace": ("magpy.api", "trace"),
     "reset": ("magpy.api", "reset"),
     "graph_break": ("magpy.api", "graph_break"),
+    "mark_dynamic": ("magpy.markers", "mark_dynamic"),
+    "mark_static": ("magpy.markers", "mark_static"),
     "register_backend": ("magpy.backends", "register_backend"),
     "Stats": ("magpy.api", "Stats"),
     "Explanation": ("magpy.api", "Explanation"),

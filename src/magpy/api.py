@@ -22,7 +22,7 @@ from .emit.resume import BreakSites
 from .emit.program import evaluate, failing_guard
 from .capture import predicates
 from .capture.sources import Expr
-from .capture.guards import ValueGuard
+from .capture.guards import TensorGuard, ValueGuard
 from .capture.sources import paths_in
 from .errors import GraphBreakError, Unsupported
 from .interp.binding import bind
@@ -73,6 +73,15 @@ class Family:
         self.sites = {}
 
 
+def _changed_dims(g, value) -> frozenset:
+    """The dims along which ``value`` differs in size from what tensor guard ``g`` fixed, when that is
+    all that differs (class, dtype, device, rank, requires_grad the same); else none."""
+    if not isinstance(value, torch.Tensor) or type(value) is not g.cls or value.dtype is not g.dtype or \
+            value.device != g.device or value.dim() != len(g.shape) or value.requires_grad is not g.requires_grad:
+        return frozenset()
+    return frozenset(k for k, (n, m) in enumerate(zip(g.shape, value.shape)) if n is not None and n != m)
+
+
 class CompiledFunction:
     """``fn`` compiled on its first call; later calls reuse the entry whose guards pass."""
 
@@ -85,6 +94,8 @@ class CompiledFunction:
         self.dynamic = dynamic
         # paths of Python numbers a later capture takes as graph inputs (a miss showed they change)
         self.dynamic_numbers = True if dynamic is True else set()
+        # input tensors' dims a later capture takes as symbolic (a miss showed their sizes change)
+        self.dynamic_dims = True if dynamic is True else {}
         # (a resume function or a callee compiled at a graph break counts into its caller's stats)
         self.stats = ChildStats(stats) if stats is not None else Stats()
         # its resume functions and break sites, shared with theirs: one per function the user compiled
@@ -137,6 +148,7 @@ class CompiledFunction:
                     return result
                 if result is MISS and not self.cache.full():
                     self._note_changed_number(bound)
+                    self._note_changed_sizes(bound)
                     self._note_flipped_branch(bound)
                     return self._compile_and_run(full_args, args, kwargs)
                 if result is EAGER:
@@ -156,6 +168,23 @@ class CompiledFunction:
         failed = failing_guard(self.cache.entries[0], bound)
         if failed is not None and type(failed[0]) is ValueGuard and type(failed[0].value) in (int, float):
             self.dynamic_numbers.update(paths_in(failed[0].expr))  # (``self.step + 1``: self.step)
+
+    def _note_changed_sizes(self, bound):
+        """Automatic dynamic shapes (``dynamic=None``): when a tensor the newest entry read from outside
+        comes with other sizes (same class, dtype, device and rank), later captures take those dims as
+        symbolic — one entry for every size of at least 2 — instead of one entry per size."""
+        if self.dynamic is not None or not self.cache.entries:
+            return
+        for g in self.cache.entries[0].guards:
+            if type(g) is not TensorGuard:
+                continue
+            try:
+                value = evaluate(g.expr, bound)
+            except Exception:  # noqa: BLE001 - (another guard fails first)
+                continue
+            changed = _changed_dims(g, value)
+            if changed:
+                self.dynamic_dims[g.expr] = self.dynamic_dims.get(g.expr, frozenset()) | changed
 
     def _note_flipped_branch(self, bound):
         """A branch on tensor data went another way than in every entry so far: once two entries exist,
@@ -185,7 +214,8 @@ class CompiledFunction:
 
     def _compile_and_run(self, full_args, args, kwargs):
         numbers = self.dynamic_numbers if self.dynamic_numbers is True else frozenset(self.dynamic_numbers)
-        result, exc, cap = capture(self.func, full_args, kwargs, dynamic_numbers=numbers,
+        dims = self.dynamic_dims if self.dynamic_dims is True else dict(self.dynamic_dims)
+        result, exc, cap = capture(self.func, full_args, kwargs, dynamic_numbers=numbers, dynamic_dims=dims,
                                    stop_at=None if self.fullgraph else
                                    frozenset(k for k, u in self.breaks.items() if u is not None))
         if cap.unsupported is None:
@@ -402,10 +432,12 @@ class GraphBreak:
 
 
 class Explanation:
-    """What ``magpy.explain`` found: graphs, breaks (with reasons and lines), guards, op count."""
+    """What ``magpy.explain`` found: graphs, breaks (with reasons and lines), guards, op count, symbolic
+    sizes (an input's dims marked with ``magpy.mark_dynamic``)."""
 
-    def __init__(self, graphs, breaks, guards, op_count, text):
+    def __init__(self, graphs, breaks, guards, op_count, text, symbolic=()):
         self.graphs = graphs
+        self.symbolic = list(symbolic)  # sizes taken as they come (``mark_dynamic``): ``x.size(0)``
         self.breaks = breaks
         self.guards = guards
         self.op_count = op_count
@@ -452,6 +484,7 @@ class _Explainer:
 
     def __init__(self):
         self.graphs, self.breaks, self.guards, self.texts, self.op_count = [], [], [], [], 0
+        self.symbolic = []  # the inputs' sizes the segments take as they come (``x.size(0)``)
 
     def run(self, func, args, kwargs):
         result, exc, cap = capture(func, args, kwargs, stop_at=frozenset())
@@ -478,12 +511,15 @@ class _Explainer:
                                       lambda fn: lambda *a: self.run(fn, a, {}), lambda obj: obj)
         entry = build_entry(cap, None)
         self.guards.extend(g.describe() for g in entry.guards)
-        self.texts.append(f"segment {n} ({cap.op_count} ops):\n{entry.text}")
+        symbolic = [f"{source.render()}.size({d})" for source, dims in cap.symbolic for d in sorted(dims)]
+        self.symbolic.extend(symbolic)
+        sizes = f"symbolic sizes: {', '.join(symbolic)}\n" if symbolic else ""
+        self.texts.append(f"segment {n} ({cap.op_count} ops):\n{sizes}{entry.text}")
         return cap.resume(*cap.stopped.values) if result is STOPPED else result
 
     def explanation(self):
         text = self.texts[0] if len(self.texts) == 1 else "\n".join(self.texts)
-        return Explanation(self.graphs, self.breaks, self.guards, self.op_count, text)
+        return Explanation(self.graphs, self.breaks, self.guards, self.op_count, text, self.symbolic)
 
 
 class Traced:

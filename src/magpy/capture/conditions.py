@@ -56,7 +56,12 @@ class Conditions:
 
     def data_branch(self, node, truth, frame, splits=True):
         """A branch on tensor data: guarded by rerunning the condition (``predicates``; one guard for all
-        of the call's conditions, made by ``guard_conditions`` at the end)."""
+        of the call's conditions, made by ``guard_conditions`` at the end). One over sizes only (``if
+        x.size(0) > 4``, a symbolic size pinned by ``range(n)``) is a plain guard on those sizes."""
+        sizes = predicates.over_sizes(node, self.cap.inputs)
+        if sizes is not None:
+            self.guard(TruthGuard(sizes, truth))
+            return
         if predicates.ancestry([node]) is None:
             self.checks.append((node, truth, frame))  # (random: checked after the graph runs, if it can be)
             return

@@ -11,8 +11,9 @@ from torch import fx
 import numpy as np
 
 from . import predicates, rules, vf
-from .guards import TensorGuard, TruthGuard, TypeGuard
-from .sources import AttrSource, Const, DrawSource, Expr, Source, mentions_draw, paths_in
+from .. import markers
+from .guards import TensorGuard, TruthGuard, TypeGuard, dense_with_sizes
+from .sources import ArgSource, AttrSource, Const, DrawSource, Expr, Source, mentions_draw, paths_in
 from .values import (Traced, UNKNOWN, _ALL, _RUN_ITERATORS, _Row, _SCALARS, _SHAPE_TRACED, _flat_tensors, _is_tensor,
     _is_torch_callable, _replayable_path, _with_fixed)
 
@@ -49,6 +50,14 @@ def _index_dims(key, graph_key):
     return frozenset(dims)
 
 
+def _from_argument(source) -> bool:
+    """Is ``source`` an argument, or inside one (an item, an attribute), rather than state reached
+    through ``self`` or a global?"""
+    while isinstance(source, Source) and hasattr(source, "base"):
+        source = source.base
+    return type(source) is ArgSource and source.name != "self"
+
+
 class GraphBuilding:
 
     """Tensor operations recorded into the fx graph; Python values the graph computes."""
@@ -81,10 +90,38 @@ class GraphBuilding:
             self.computed_inputs[source] = node
         node.meta["source"] = source.render()
         self.cap.inputs.append((source, tensor))
-        self.guard(TensorGuard(source, tensor))
+        symbolic = self._symbolic_dims(tensor, source)
+        self.guard(TensorGuard(source, tensor, symbolic))
+        if symbolic:
+            # sizes the guard leaves open: read from the graph on every call, as sizes from data are
+            self.dynamic[node] = symbolic
+            self.cap.symbolic.append((source, symbolic))
+            self.cap.host_values = True
         self.nodes[id(tensor)] = (tensor, node)
         self.input_paths[id(tensor)] = source
         return node
+
+    def may_be_symbolic(self, tensor) -> bool:
+        return bool(self.dynamic_dims) or hasattr(tensor, markers.DYNAMIC)
+
+    def _symbolic_dims(self, tensor, source):
+        """The dims of an input tensor whose sizes the call takes as they come: those ``dynamic_dims`` names
+        for its path (every dim of an argument's tensors, not a parameter's, for ``dynamic=True``) or
+        ``magpy.mark_dynamic`` marked, less ``mark_static``'s; never a size 0 or 1 (they specialise),
+        and only for a dense tensor (its strides follow from its sizes)."""
+        wanted = self.dynamic_dims
+        if wanted is True:
+            dims = set() if isinstance(tensor, torch.nn.Parameter) or not _from_argument(source) else \
+                set(range(tensor.dim()))
+        else:
+            dims = set(wanted.get(source, ()))
+        dims |= getattr(tensor, markers.DYNAMIC, set())
+        dims -= getattr(tensor, markers.STATIC, set())
+        dims = {k for k in dims if k < tensor.dim() and tensor.shape[k] > 1}
+        if not dims or tensor.layout != torch.strided:
+            return frozenset()
+        order = sorted(range(tensor.dim()), key=lambda k: (tensor.stride(k), -k))
+        return frozenset(dims) if dense_with_sizes(tensor, (), order) else frozenset()
 
     def node_of(self, tensor, prov=None):
         entry = self.nodes.get(id(tensor))
@@ -129,6 +166,9 @@ class GraphBuilding:
             else:
                 part_provs = [prov] * 3 if prov is not None else [None] * 3
             return slice(*(self.to_graph_arg(v, p) for v, p in zip(parts, part_provs)))
+        number = self._dynamic_number(value, prov)
+        if number is not None:
+            return number
         if type(value) in (int, float, bool) and isinstance(prov, (Source, Expr)) and mentions_draw(prov):
             return self.scalar_input(value, prov)  # a random number: an input of the graph, not a constant
         if type(value).__module__ == "numpy" and getattr(value, "shape", None) == () and hasattr(value, "item"):
@@ -184,15 +224,23 @@ class GraphBuilding:
         return node
 
     def _operand(self, value, prov, name):
-        """An argument of the op ``name`` as an fx argument: a number from outside that the call is to take
-        as it comes (``dynamic_numbers``) is a graph input where it is an operand (not a size), else as
-        ``to_graph_arg`` has it (a guarded constant)."""
-        if type(value) in (int, float) and name in rules.NUMBER_OPERANDS and self.dynamic_numbers and \
-                isinstance(prov, (Source, Expr)) and not mentions_draw(prov):
-            if any(self.dynamic_numbers is True or s in self.dynamic_numbers for s in paths_in(prov)):
-                self.guard(TypeGuard(prov, type(value)))  # (an int and a float make different dtypes)
-                return self.scalar_input(value, prov)
+        """An argument of the op ``name`` as an fx argument (``to_graph_arg``)."""
         return self.to_graph_arg(value, prov)
+
+    def _dynamic_number(self, value, prov):
+        """A Python number from outside that the call takes as it comes (``dynamic_numbers``: a miss showed
+        it changes) as a graph input, or None. As an operand (``self.step * x``) it keeps the shapes; as a
+        size or a bound (``x[:, :n]``, ``x.reshape(n, -1)``) the dims it decides are read from the graph."""
+        if type(value) not in (int, float) or not self.dynamic_numbers or not isinstance(prov, (Source, Expr)) \
+                or mentions_draw(prov):
+            return None
+        if not any(self.dynamic_numbers is True or s in self.dynamic_numbers for s in paths_in(prov)):
+            return None
+        self.guard(TypeGuard(prov, type(value)))  # (an int and a float make different dtypes)
+        if type(value) is int and value in (0, 1):
+            self.need(value, prov)  # (0 and 1 specialise, as sizes do: emptiness, broadcasting, identity)
+            return value
+        return self.scalar_input(value, prov)
 
     def _dynamic_dims(self, node, fn, method, args, kwargs, result):
         """For each tensor ``node`` computes (flattened), the dims whose size depends on tensor data

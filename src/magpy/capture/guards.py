@@ -99,27 +99,73 @@ class NoneGuard(Guard):
 
 
 class TensorGuard(Guard):
-    """A tensor of the same class, dtype, device, shape, strides and requires_grad."""
-    __slots__ = ("cls", "dtype", "device", "shape", "stride", "requires_grad", "example")
+    """A tensor of the same class, dtype, device, shape, strides and requires_grad. Its ``symbolic`` dims
+    take any size of at least 2 (sizes 0 and 1 specialise: broadcasting and emptiness change with them);
+    their sizes, and the strides they span, are None in ``shape``/``stride``, and the tensor must then be
+    dense in the first call's order of strides (``dense_with_sizes``)."""
+    __slots__ = ("cls", "dtype", "device", "shape", "stride", "requires_grad", "example", "symbolic", "order")
     cost = 3
 
-    def __init__(self, expr, tensor):
+    def __init__(self, expr, tensor, symbolic=frozenset()):
         self.expr = expr
         self.cls = type(tensor)
         self.dtype = tensor.dtype
         self.device = tensor.device
-        self.shape = tuple(tensor.shape)
-        self.stride = tuple(tensor.stride()) if tensor.layout.__repr__() == "torch.strided" else None
+        self.symbolic = frozenset(symbolic)
+        self.shape = tuple(None if k in self.symbolic else n for k, n in enumerate(tensor.shape))
+        strided = tensor.layout.__repr__() == "torch.strided"
+        self.stride = tuple(tensor.stride()) if strided else None
+        self.order = None
+        if self.symbolic:
+            # innermost first; a stride spans the sizes of the dims inside it
+            self.order = tuple(sorted(range(tensor.dim()), key=lambda k: (tensor.stride(k), -k)))
+            inner = set()
+            stride = list(self.stride)
+            for k in self.order:
+                if inner & self.symbolic:
+                    stride[k] = None
+                inner.add(k)
+            self.stride = tuple(stride)
         self.requires_grad = tensor.requires_grad
         self.example = tensor
 
     def key(self):
         return ("tensor", self.expr)
 
+    def holds(self, value) -> bool:
+        """Does ``value`` pass this guard? (what the emitted program checks, for explanations)"""
+        if not (type(value) is self.cls and value.dtype is self.dtype and value.device == self.device
+                and value.requires_grad is self.requires_grad and value.dim() == len(self.shape)):
+            return False
+        if any(n is not None and n != m for n, m in zip(self.shape, value.shape)):
+            return False
+        if self.stride is not None and any(s is not None and s != t for s, t in zip(self.stride, value.stride())):
+            return False
+        return not self.symbolic or dense_with_sizes(value, self.symbolic, self.order)
+
     def describe(self):
+        shape = ", ".join("symbolic" if n is None else str(n) for n in self.shape)
+        stride = ", ".join("symbolic" if n is None else str(n) for n in self.stride) if self.stride else None
+        extra = f", dims {sorted(self.symbolic)} of any size >= 2" if self.symbolic else ""
         return (f"{self.expr.render()}: {self.cls.__name__}({str(self.dtype)[6:]}, {self.device}, "
-                f"shape={list(self.shape)}, stride={list(self.stride) if self.stride else None}, "
-                f"requires_grad={self.requires_grad})")
+                f"shape=[{shape}], stride={f'[{stride}]' if stride else None}, "
+                f"requires_grad={self.requires_grad}{extra})")
+
+
+def dense_with_sizes(t, symbolic, order) -> bool:
+    """Is each ``symbolic`` size of ``t`` at least 2, and ``t`` dense with its strides in ``order``
+    (innermost first)? Then its strides follow from its sizes, as the first call's did."""
+    shape = t.shape
+    for k in symbolic:
+        if shape[k] < 2:
+            return False
+    strides = t.stride()
+    expected = 1
+    for k in order:
+        if shape[k] != 1 and strides[k] != expected:
+            return False
+        expected *= shape[k]
+    return True
 
 
 def _unwrapped(text):

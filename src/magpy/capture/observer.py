@@ -270,11 +270,13 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         if frame is self.root:
             self.cap.result_template = self.template(value, prov)
 
-def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), stop_at=None):
+def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), stop_at=None, dynamic_dims=None):
     """Run ``fn(*args, **kwargs)`` in the VM under observation (by a ``CaptureObserver``, or by the one
     ``make_observer(fn_globals)`` makes of a class derived from it: ``magpy.trace``'s).
     ``dynamic_numbers``: the paths of Python numbers the graph takes as inputs where they are operands of
     tensor ops (rather than guarding their values), or True for every number read from outside.
+    ``dynamic_dims``: {path of an input tensor: dims whose sizes are symbolic} (any size >= 2 passes the
+    guard; the graph reads them), or True for every dim of the arguments' tensors.
     ``stop_at``: indices of root-frame instructions capture stops before, when it reaches one (a graph
     break: ``capture.stopped`` then holds the live values, and the result is ``STOPPED``); it also stops
     before a root-frame instruction known to break before it runs (a ``print`` of tensors). None: the
@@ -307,6 +309,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.set_changes = {}
     obs.scalar_inputs = {}
     obs.dynamic_numbers = dynamic_numbers
+    obs.dynamic_dims = dynamic_dims or {}
     obs.stop_at = stop_at
     obs.snapshot = False
     obs.sets = {}

@@ -139,6 +139,51 @@ def cut(graph, nodes, inputs):
     return fx.GraphModule(torch.nn.Module(), sub), tuple(sources)
 
 
+#: what a condition over sizes may read of an input tensor (``x.size(0)``, ``x.shape``)
+_SIZE_METHODS = {"size": torch.Tensor.size, "numel": torch.Tensor.numel, "dim": torch.Tensor.dim,
+                 "stride": torch.Tensor.stride}
+_PURE_BUILTINS = {min, max, abs, int, float, bool, round, len}
+
+
+def over_sizes(node, inputs):
+    """The condition ``node`` computes, as an expression over the inputs' sizes and the numbers the graph
+    takes (``x.size(0) > 4``), or None when it reads tensor data. The guard evaluates it directly: no
+    graph runs, and it reads as what the program relied on."""
+    from .sources import Const, Expr  # (sources imports this module's functions by name)
+
+    def walk(n, size_of=False):
+        if isinstance(n, (tuple, list)):
+            parts = [walk(x) for x in n]
+            return None if None in parts else Expr(tuple, (Expr(_pack, tuple(parts)),))
+        if isinstance(n, slice):
+            parts = [walk(x) for x in (n.start, n.stop, n.step)]
+            return None if None in parts else Expr(slice, tuple(parts))
+        if not isinstance(n, fx.Node):
+            return Const(n) if n is None or type(n) in (int, float, bool, str) else None
+        if n.op == "placeholder":
+            source, example = inputs[int(n.name[2:])]
+            return source if size_of == isinstance(example, torch.Tensor) else None
+        if n.op == "call_method" and n.target in _SIZE_METHODS:
+            args = [walk(n.args[0], size_of=True)] + [walk(a) for a in n.args[1:]]
+            return None if None in args or n.kwargs else Expr(_SIZE_METHODS[n.target], tuple(args))
+        if n.op != "call_function" or n.kwargs:
+            return None
+        if n.target is getattr and len(n.args) == 2 and n.args[1] == "shape":
+            base = walk(n.args[0], size_of=True)
+            return None if base is None else Expr(getattr, (base, Const("shape")))
+        if n.target in _PURE_BUILTINS or (getattr(n.target, "__module__", None) in ("_operator", "math")
+                                          and n.target not in _WRITES):
+            args = [walk(a) for a in n.args]
+            return None if None in args else Expr(n.target, tuple(args))
+        return None
+
+    return walk(node)
+
+
+def _pack(*items):
+    return items
+
+
 def equals_values(tensor, values):
     """Does ``tensor`` hold exactly ``values`` (its elements, flattened, as Python numbers)?"""
     return tensor.numel() == len(values) and tensor.flatten().tolist() == list(values)

@@ -169,6 +169,8 @@ class Reads:
         if callable(value) and not isinstance(value, type):
             return None  # a bound method: recorded when called
         if name in rules.TENSOR_METADATA_ATTRS:
+            if _replayable_path(obj_prov) and self.may_be_symbolic(obj):
+                self.node_of(obj, obj_prov)  # (an input whose sizes may be symbolic: its shape is the graph's)
             traced = self.dynamic_metadata(obj, name, (), value)
             if traced is not None:
                 return None if traced is _SHAPE_TRACED else traced

@@ -30,6 +30,7 @@ class Capture:
         self.draws = []           # (native random function, constant arguments) per draw, in order
         self.host_values = False  # the graph computes or takes Python numbers, or shapes from data
         self.checks = []          # (output index, truth): conditions on random data, checked after the graph
+        self.symbolic = []        # (Source, dims) of graph inputs with symbolic sizes (``dynamic_dims``)
         self.autograd_nodes = False  # side effects act on the autograd nodes of graph tensors: the graph
                                      # must run op by op (a compiled graph has one node for all of them)
 

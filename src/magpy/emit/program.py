@@ -20,7 +20,7 @@ import types
 import numpy as np
 import torch
 
-from ..capture.guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard, order
+from ..capture.guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard, dense_with_sizes, order
 from ..capture.names import callable_name
 from ..capture.sources import ArgSource, GlobalSource, ConstSource, AttrSource, ItemSource, CellSource, DrawSource, \
     Expr, Const, Source
@@ -238,6 +238,12 @@ class _Emitter:
             self._is(lambda: self._call_local(type, var), g.cls, miss)
             self._is(lambda: (a.load_fast(var), a.attr("dtype")), g.dtype, miss)
             self._is(lambda: (a.load_fast(var), a.attr("requires_grad")), g.requires_grad, miss)
+            if g.symbolic:
+                a.call_begin(g.holds)
+                a.load_fast(var)
+                a.call_end(1)
+                a.jump_if_false(miss)
+                return
             for attr, value in (("device", g.device), ("shape", g.shape)):
                 a.load_fast(var)
                 a.attr(attr)
@@ -422,6 +428,14 @@ def _emit_guards(em, cap, guards):
             em.expr(g.expr)
         a.call_end(len(tensors))
         a.jump_if_false(miss)
+        for g in tensors:  # (what torch's check leaves to us: symbolic sizes >= 2, strides that follow them)
+            if g.symbolic:
+                a.call_begin(dense_with_sizes)
+                em.expr(g.expr)
+                a.const(g.symbolic)
+                a.const(g.order)
+                a.call_end(3)
+                a.jump_if_false(miss)
     a.try_end(tb)
     a.emit("JUMP_FORWARD", mock)
     a.place(miss)
@@ -768,8 +782,7 @@ def failing_guard(entry, bound):
             TruthGuard: lambda: bool(value) is g.value,
             ValueGuard: lambda: (same_float(value, g.value) if type(g.value) is float else
                                  type(value) is type(g.value) and value == g.value),
-            TensorGuard: lambda: (type(value) is g.cls and value.dtype is g.dtype and value.device == g.device
-                                  and tuple(value.shape) == g.shape and value.requires_grad is g.requires_grad),
+            TensorGuard: lambda: g.holds(value),
         }[t]()
         if not ok:
             return g, f"found {value!r}"[:200]

@@ -1,0 +1,223 @@
+"""Tensor sizes that change between calls: one static entry, then one symbolic entry for every size.
+
+With ``dynamic=None`` the first capture fixes every size. When a later call misses only because an input
+tensor came with other sizes, the next capture takes exactly those dims as symbolic: the guard lets any
+size of at least 2 through (0 and 1 specialise), the graph reads the sizes, and what the program decided
+from them (a branch, a ``range``) is guarded on the sizes themselves. Every call still equals eager.
+"""
+import pytest
+import torch
+
+import magpy
+from twin import differential, expect, plain
+
+
+def batches(*sizes, rest=(8,)):
+    return [(torch.randn(b, *rest),) for b in sizes]
+
+
+def mlp_fn():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 4)
+
+    def fn(x):
+        return torch.relu(lin(x)).sum(-1) * 2
+    return fn
+
+
+def test_varying_batch_compiles_twice():
+    stats = differential(lambda: (mlp_fn(), None), batches(3, 5, 7, 9, 13, 4, 6, 17, 33, 2))
+    expect(stats, compiles=2, fallbacks=0)
+
+
+def test_thirteen_batch_sizes_never_reach_the_recompile_limit():
+    stats = differential(lambda: (mlp_fn(), None), batches(*range(2, 15)))
+    expect(stats, compiles=2, fallbacks=0, eager_calls=0)
+
+
+def attention(x):
+    b, t, c = x.shape
+    q = x.view(b, t, 2, c // 2).transpose(1, 2)
+    w = (q @ q.transpose(-1, -2)) / (c // 2) ** 0.5
+    mask = torch.tril(torch.ones(t, t))
+    w = w.masked_fill(mask == 0, float("-inf")).softmax(-1)
+    return (w @ q).transpose(1, 2).reshape(b, t, c)
+
+
+def test_varying_sequence_length_compiles_twice():
+    calls = [(torch.randn(2, t, 8),) for t in (3, 5, 7, 9, 13, 17)]
+    expect(differential(plain(attention), calls), compiles=2, fallbacks=0)
+
+
+def test_varying_image_size_compiles_twice():
+    def make():
+        torch.manual_seed(0)
+        conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+        def fn(x):
+            return torch.nn.functional.adaptive_avg_pool2d(torch.relu(conv(x)), 1).flatten(1)
+        return fn, None
+
+    calls = [(torch.randn(2, 3, h, h + 2),) for h in (8, 12, 16, 20, 24)]
+    expect(differential(make, calls), compiles=2, fallbacks=0)
+
+
+def test_an_int_argument_used_in_slicing_compiles_twice():
+    def fn(x, n):
+        return x[:, :n] * 2 + x[:, n:].sum()
+
+    calls = [(torch.randn(4, 20), n) for n in (3, 5, 7, 9, 13)]
+    expect(differential(plain(fn), calls), compiles=2, fallbacks=0)
+
+
+def test_a_reshape_by_a_size_compiles_twice():
+    def fn(x):
+        return x.reshape(x.size(0) * 2, -1).softmax(-1) + x.flatten().mean()
+
+    calls = [(torch.randn(b, 4, 6),) for b in (3, 5, 7, 9)]
+    expect(differential(plain(fn), calls), compiles=2, fallbacks=0)
+
+
+def test_a_reshape_by_an_int_argument_compiles_twice():
+    def fn(x, n):
+        return x.reshape(n, -1).sum(1)
+
+    calls = [(torch.randn(12, 4), n) for n in (2, 3, 4, 6, 12)]
+    expect(differential(plain(fn), calls), compiles=2, fallbacks=0)
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(4, 4)
+        self.step = 0
+
+    def forward(self, x):
+        self.step += 1
+        return self.lin(x) * self.step
+
+
+def test_a_module_counter_and_a_varying_batch_compile_twice():
+    def make():
+        m = Counter()
+        return m, m
+
+    stats = differential(make, batches(3, 5, 7, 9, 11, rest=(4,)), observe=lambda m: m.step)
+    expect(stats, compiles=2, fallbacks=0)
+
+
+def test_a_branch_on_a_size_is_guarded_on_that_size():
+    def fn(x):
+        if x.shape[0] > 4:
+            return x * 2
+        return x - 1
+
+    # 3 static; 5 symbolic with the branch taken; 2 the other way (a miss, not a wrong answer)
+    stats = differential(plain(fn), batches(3, 5, 7, 2, 9, 3, 4, rest=(3,)))
+    expect(stats, compiles=3, fallbacks=0)
+
+
+def test_a_range_over_a_size_pins_that_size():
+    def fn(x):
+        out = x
+        for i in range(x.shape[0]):
+            out = out + x[i]
+        return out
+
+    stats = differential(plain(fn), batches(3, 5, 7, 5, 3, rest=(2,)))
+    assert stats.fallbacks == 0
+
+
+def test_two_inputs_sharing_a_batch_and_then_broadcasting():
+    def fn(x, y):
+        return (x + y).sum(0)
+
+    calls = [(torch.randn(b, 3), torch.randn(b, 3)) for b in (3, 5, 7, 9)]
+    calls += [(torch.randn(5, 3), torch.randn(1, 3)), (torch.randn(6, 3), torch.randn(4, 3))]
+    stats = differential(plain(fn), calls, raises=True)
+    assert stats.fallbacks == 0
+
+
+def test_sizes_zero_and_one_specialise():
+    def fn(x):
+        return x.sum(0) + x.shape[0]
+
+    stats = differential(plain(fn), batches(3, 5, 1, 0, 7, 1, rest=(2,)))
+    expect(stats, compiles=4, fallbacks=0)
+
+
+@pytest.mark.parametrize("pattern", [
+    lambda x: x.new_zeros(x.shape) + x,
+    lambda x: torch.zeros(x.size()) + x,
+    lambda x: x.view(-1, x.shape[-1]).sum(0) * x.numel(),
+    lambda x: x.expand(2, *x.shape).sum(0),
+    lambda x: x.unsqueeze(0).repeat(len(x), 1, 1).mean(),
+    lambda x: torch.arange(x.size(0)).float() @ x,
+    lambda x: x[x.size(0) // 2:] * 2,
+    lambda x: x.split(2)[0] * 3,
+    lambda x: torch.cat([x, x[: x.shape[0] - 1]]).sum(0),
+    lambda x: x.flatten() [: x.shape[0] * x.shape[1] // 2].sum(),
+    lambda x: torch.full((x.shape[0], 2), float(x.shape[1])) + x[:, :2],
+    lambda x: x.reshape(x.shape[0], 2, -1).permute(2, 0, 1).contiguous().sum(-1),
+    lambda x: torch.nn.functional.pad(x, (0, 3 - x.shape[1] % 3)).view(x.shape[0], -1, 3).sum(-1),
+    lambda x: x.t() @ x / x.shape[0],
+    lambda x: (x.shape, x * 2),
+    lambda x: [x[i].sum() for i in range(2)],
+    lambda x: x.stride()[0] * x,
+], ids=lambda p: "")
+def test_shape_patterns_equal_eager_for_every_size(pattern):
+    calls = [(torch.randn(b, 4),) for b in (3, 5, 7, 4, 6)]
+    stats = differential(plain(pattern), calls)
+    assert stats.fallbacks == 0
+    stats = differential(plain(pattern), calls, dynamic=True)
+    assert stats.fallbacks == 0
+
+
+def test_dynamic_true_is_symbolic_from_the_first_call():
+    expect(differential(lambda: (mlp_fn(), None), batches(3, 5, 7), dynamic=True), compiles=1, fallbacks=0)
+
+
+def test_dynamic_false_compiles_once_per_size():
+    expect(differential(lambda: (mlp_fn(), None), batches(3, 5, 7), dynamic=False), compiles=3, fallbacks=0)
+
+
+def test_mark_dynamic_makes_the_first_entry_symbolic():
+    calls = batches(3, 5, 7)
+    magpy.mark_dynamic(calls[0][0], 0)
+    expect(differential(lambda: (mlp_fn(), None), calls), compiles=1, fallbacks=0)
+
+
+def test_mark_static_keeps_a_dim_static_even_with_dynamic_true():
+    calls = batches(3, 5, 7)
+    for (x,) in calls:
+        magpy.mark_static(x, 0)
+    expect(differential(lambda: (mlp_fn(), None), calls, dynamic=True), compiles=3, fallbacks=0)
+
+
+def test_mark_dynamic_rejects_a_dim_out_of_range():
+    with pytest.raises(IndexError, match="out of range"):
+        magpy.mark_dynamic(torch.randn(2, 3), 2)
+
+
+def test_a_transposed_input_keeps_its_layout_guarded():
+    def fn(x):
+        return x.contiguous().view(-1) * 2 if x.is_contiguous() else x.sum(0)
+
+    calls = [(torch.randn(4, b).t(),) for b in (3, 5, 7)] + [(torch.randn(b, 4),) for b in (3, 5)]
+    stats = differential(plain(fn), calls)
+    assert stats.fallbacks == 0
+
+
+def test_explain_shows_symbolic_dims_and_size_guards():
+    x = torch.randn(6, 3)
+    magpy.mark_dynamic(x, 0)
+
+    def fn(x):
+        if x.shape[0] > 4:
+            return x * 2
+        return x - 1
+
+    text = str(magpy.explain(fn, x))
+    assert "symbolic" in text and "x.size(0)" in text
+    assert "x.shape[0] > 4" in text
