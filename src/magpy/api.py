@@ -10,6 +10,7 @@ from torch import fx
 
 from . import backends as _backends
 from .cache import Cache, ChildStats, Stats, register, reset_all
+from .backends.symbolic import compile_symbolic, is_symbolic_backend
 from .compile_lock import LOCK
 from .capture import capture
 from .capture.breaks import why_no_split
@@ -22,7 +23,7 @@ from .emit.resume import BreakSites
 from .emit.program import evaluate, failing_guard
 from .capture import predicates
 from .capture.sources import Expr
-from .capture.guards import TensorGuard, ValueGuard
+from .capture.guards import TensorGuard, TruthGuard, ValueGuard
 from .capture.sources import paths_in
 from .errors import GraphBreakError, Unsupported
 from .interp.binding import bind
@@ -294,7 +295,10 @@ class CompiledFunction:
                 # a graph over Python numbers (random draws, ``t.item()``) runs as captured: compiling
                 # backends would bake those numbers in as constants
                 with torch.set_grad_enabled(grad_on):  # (backends decide on autograd by the mode now)
-                    graph_fn = gm.forward if cap.host_values or cap.autograd_nodes else backend(gm, example)
+                    if self._symbolic_compile(cap):
+                        graph_fn = self._compile_symbolic(cap, gm, backend, example)
+                    else:
+                        graph_fn = gm.forward if cap.host_values or cap.autograd_nodes else backend(gm, example)
             except Exception as err:  # noqa: BLE001 - a backend that cannot compile a graph: run it as is
                 warnings.warn(f"magpy: backend {self.backend!r} failed on a graph of "
                               f"{self.func.__qualname__} ({type(err).__name__}: {err}); running it eagerly",
@@ -309,6 +313,23 @@ class CompiledFunction:
         entry.graph_module = gm
         entry.condition_sites = cap.condition_sites
         return entry
+
+    def _symbolic_compile(self, cap) -> bool:
+        """Does ``cap``'s graph go to the backend with symbolic sizes? Only when the sizes of its inputs are
+        all that it reads besides tensors (no ``t.item()``, no size from data), and the backend takes them."""
+        return bool(cap.symbolic) and not cap.data_values and not cap.autograd_nodes and \
+            is_symbolic_backend(self.backend)
+
+    def _compile_symbolic(self, cap, gm, backend, example):
+        """The backend compiles ``gm`` once for every size the tensor guards let through; the relations
+        between sizes it relied on join the entry's guards."""
+        symbolic = dict(cap.symbolic)
+        dims = [symbolic.get(source, frozenset()) for source, _ in cap.inputs]
+        graph_fn, sizes_hold = compile_symbolic(backend, gm, example, dims)
+        if sizes_hold is not None:
+            g = TruthGuard(Expr(sizes_hold, tuple(source for source, _ in cap.inputs)), True)
+            cap.guards[g.key()] = g
+        return graph_fn
 
     def _remember_failure(self, cap, u, stacklevel):
         """A capture gave up: later calls that pass the guards it had collected by then would reach the same

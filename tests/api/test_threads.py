@@ -126,7 +126,8 @@ def test_magpy_backend_compiles_graphs_from_several_threads():
 def test_concurrent_calls_keep_every_entry_of_the_cache():
     """Hits that move an entry to the front, in many threads, lose none of the entries."""
     f = magpy.compile(mixed, backend="eager")
-    inputs = [(torch.randn(k + 2, 3), torch.randn(3)) for k in range(3)]
+    inputs = [(torch.randn(4, 3, dtype=dtype), torch.randn(3, dtype=dtype))  # (three dtypes: three entries)
+              for dtype in (torch.float32, torch.float64, torch.float16)]
     for x, y in inputs:
         f(x, y)
     assert f.stats.compiles == 3

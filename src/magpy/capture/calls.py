@@ -552,6 +552,8 @@ class Calls(BuiltinMethods):
         provs = list(arg_provs) + list(kw_provs.values())
         if fn is torch.is_grad_enabled and self.grad_mode is not _NOT_WRITTEN:
             return self.grad_mode  # the program set it: as it set it
+        if not kwargs and rules.is_pure(fn) and any(self.yields_traced(a) for a in args):
+            return self.traced_op(fn, args, arg_provs)  # ``max(t.shape[0] for t in xs)`` of symbolic sizes
         if not args and not kwargs and _is_torch_callable(fn):
             return Expr(fn, ())  # torch's global state (grad mode, default dtype …): guarded where used
         if all(p is None for p in provs):

@@ -83,6 +83,7 @@ class Conditions:
                 cap.outputs.append(cap.graph.call_function(bool, (node,)))
                 cap.checks.append((len(cap.outputs) - 1, truth))
             cap.host_values = True
+            cap.data_values |= not all(predicates.reads_sizes_only(node) for node, _, _ in self.checks)
         if self.conditions:
             nodes, truths, sites = zip(*self.conditions)
             cap.condition_sites = sites

@@ -123,6 +123,15 @@ class GraphBuilding:
         order = sorted(range(tensor.dim()), key=lambda k: (tensor.stride(k), -k))
         return frozenset(dims) if dense_with_sizes(tensor, (), order) else frozenset()
 
+    def pin_symbolic_sizes(self):
+        """What happened depends on the exact sizes (a caught broadcast error): the symbolic sizes are
+        guarded to be those of this call."""
+        examples = dict(self.cap.inputs)
+        for source, dims in self.cap.symbolic:
+            for d in sorted(dims):
+                size = Expr(torch.Tensor.size, (source, Const(d)))
+                self.guard(TruthGuard(Expr(operator.eq, (size, Const(examples[source].shape[d]))), True))
+
     def node_of(self, tensor, prov=None):
         entry = self.nodes.get(id(tensor))
         if type(prov) is _Row and (entry is None or entry[0] is not tensor):
@@ -252,6 +261,8 @@ class GraphBuilding:
         shape_from_data = self._shape_from_data(node, name, args, kwargs or {})
         if not shape_from_data:
             return None
+        if shape_from_data == "data":
+            self.cap.data_values = True
         tensors = _flat_tensors(result)
         every = [frozenset(range(t.dim())) for t in tensors]
         if name == "unbind" and args and _is_tensor(args[0]):
@@ -333,17 +344,18 @@ class GraphBuilding:
         if name == "repeat_interleave":
             # (repeats as a number: the input's size times it; as a tensor: as many as its counts say)
             repeats = kwargs["repeats"] if "repeats" in kwargs else args[1] if len(args) > 1 else args[0]
-            return _is_tensor(repeats) and "output_size" not in kwargs
+            return "data" if _is_tensor(repeats) and "output_size" not in kwargs else False
         if name in rules.DATA_DEPENDENT_SHAPE and (name != "where" or len(args) == 1):
-            return True
+            return "data"
         if name in ("getitem", "__getitem__") and len(args) == 2:
             keys = args[1] if isinstance(args[1], tuple) else (args[1],)
             if any(_is_tensor(k) and k.dtype in (torch.bool, torch.uint8) for k in keys):
-                return True  # a boolean mask selects as many elements as it holds
+                return "data"  # a boolean mask selects as many elements as it holds
         numbers = [n for n in inputs if n in self.scalar_nodes]
-        return bool(numbers) and (name not in rules.NUMBER_OPERANDS and
-                                  getattr(node.target, "__module__", None) != "_operator" or
-                                  node.target in (operator.getitem, operator.setitem))
+        # (a number the graph computes: from data — then ``scalar_of`` said so — or a symbolic size)
+        return "numbers" if numbers and (name not in rules.NUMBER_OPERANDS and
+                                         getattr(node.target, "__module__", None) != "_operator" or
+                                         node.target in (operator.getitem, operator.setitem)) else False
 
     def dynamic_metadata(self, tensor, name, args, result):
         """``t.shape`` / ``t.size(k)`` / ``t.numel()`` of a tensor whose shape depends on data: computed by
@@ -391,6 +403,7 @@ class GraphBuilding:
             self.cap.inputs.append((prov, value))
             self.scalar_inputs[prov] = known
             self.cap.host_values = True
+            self.cap.data_values = True
         return known
 
     def scalar_of(self, fn, args, arg_provs, result, method=None):
@@ -400,7 +413,7 @@ class GraphBuilding:
             return None
         node = self.record(fn, args, arg_provs, None, None, None, method=method)
         self.scalar_nodes.add(node)
-        self.cap.host_values = True
+        self.cap.host_values = self.cap.data_values = True
         if type(result) is list:
             entry = self.nodes.get(id(args[0])) if args else None
             if entry is not None and entry[1] in self.dynamic:
@@ -455,6 +468,14 @@ class GraphBuilding:
         return entry is not None and entry[0] is value and type(entry[1]) is list and \
             any(type(p) is Traced for p in entry[1])
 
+    def yields_traced(self, value):
+        """A list, tuple or shape made here, or a generator the VM ran, with numbers the graph computes
+        among its items."""
+        if type(value) in _RUN_ITERATORS and id(value) in self.yielded_values:
+            entry = self.contents.get(id(value))
+            return entry is not None and entry[0] is value and any(type(p) is Traced for p in entry[1] or ())
+        return self.holds_traced(value)
+
     def traced_op(self, fn, inputs, provs):
         """``fn`` over Python values some of which the graph computes: one more graph node."""
         fixed = {k: v for k, (v, p) in enumerate(zip(inputs, provs)) if isinstance(v, type) and type(p) is not Traced}
@@ -465,6 +486,8 @@ class GraphBuilding:
             inputs = [v for k, v in enumerate(inputs) if k not in fixed]
             provs = [p for k, p in enumerate(provs) if k not in fixed]
         args = tuple(p.node if type(p) is Traced else self.to_graph_arg(v, p) for v, p in zip(inputs, provs))
+        if not predicates.size_arithmetic(fn):
+            self.cap.data_values = True
         if type(fn) not in (types.FunctionType, types.BuiltinFunctionType) or not getattr(fn, "__module__", None):
             # (``ndarray.sum``, a method of a value: fx holds it by reference, not by an import path)
             fn = vf.calling(fn, f"call_{getattr(fn, '__name__', 'fn')}")

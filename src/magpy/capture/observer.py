@@ -173,6 +173,7 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
             # the call's own data: an array the graph computes, as ``t.item()``'s number is. It may
             # feed torch (``pack_padded_sequence(x, lengths.numpy())``) or pure numpy (computed in the
             # graph too); Python deciding anything from it, or writing into it, is a graph break
+            self.cap.data_values = True
             return self.host_value(self.cap.graph.call_method("numpy", (node,)))
         values = tuple(tensor.detach().flatten().tolist())
         self.conditions.append((self.cap.graph.call_function(predicates.equals_values, (node, values)), True,

@@ -142,7 +142,13 @@ def cut(graph, nodes, inputs):
 #: what a condition over sizes may read of an input tensor (``x.size(0)``, ``x.shape``)
 _SIZE_METHODS = {"size": torch.Tensor.size, "numel": torch.Tensor.numel, "dim": torch.Tensor.dim,
                  "stride": torch.Tensor.stride}
-_PURE_BUILTINS = {min, max, abs, int, float, bool, round, len}
+_PURE_BUILTINS = (min, max, abs, int, float, bool, round, len, slice, tuple, list)
+
+
+def size_arithmetic(fn) -> bool:
+    """Is ``fn`` pure arithmetic a condition over sizes may use (an operator, ``math``, ``min``…)?"""
+    return any(fn is b for b in _PURE_BUILTINS) or (getattr(fn, "__module__", None) in ("_operator", "math")
+                                                   and not any(fn is w for w in _WRITES))
 
 
 def over_sizes(node, inputs):
@@ -171,13 +177,30 @@ def over_sizes(node, inputs):
         if n.target is getattr and len(n.args) == 2 and n.args[1] == "shape":
             base = walk(n.args[0], size_of=True)
             return None if base is None else Expr(getattr, (base, Const("shape")))
-        if n.target in _PURE_BUILTINS or (getattr(n.target, "__module__", None) in ("_operator", "math")
-                                          and n.target not in _WRITES):
+        if size_arithmetic(n.target):
             args = [walk(a) for a in n.args]
             return None if None in args else Expr(n.target, tuple(args))
         return None
 
     return walk(node)
+
+
+def reads_sizes_only(node) -> bool:
+    """Is ``node`` arithmetic over the sizes of graph tensors (not their data)? A backend given symbolic
+    sizes decides it (and guards it) as it traces."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, fx.Node) or n in seen:
+            continue
+        seen.add(n)
+        if (n.op == "call_method" and n.target in _SIZE_METHODS) or \
+                (n.op == "call_function" and n.target is getattr and n.args[1:] == ("shape",)):
+            continue  # (what it reads of the tensor is its size)
+        if n.op != "call_function" or not size_arithmetic(n.target):
+            return False
+        stack.extend(n.all_input_nodes)
+    return True
 
 
 def _pack(*items):

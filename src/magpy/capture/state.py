@@ -29,6 +29,8 @@ class Capture:
         self.op_count = 0
         self.draws = []           # (native random function, constant arguments) per draw, in order
         self.host_values = False  # the graph computes or takes Python numbers, or shapes from data
+        self.data_values = False  # … for some other reason than symbolic input sizes (a compiling backend
+                                  # given symbolic inputs serves a graph whose only host values are sizes)
         self.checks = []          # (output index, truth): conditions on random data, checked after the graph
         self.symbolic = []        # (Source, dims) of graph inputs with symbolic sizes (``dynamic_dims``)
         self.autograd_nodes = False  # side effects act on the autograd nodes of graph tensors: the graph

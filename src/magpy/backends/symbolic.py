@@ -1,0 +1,64 @@
+"""Graphs with symbolic sizes, handed to a compiling backend once for every size.
+
+A capture whose input tensors have symbolic dims (``dynamic_dims``, ``magpy.mark_dynamic``) gives a graph
+that reads those sizes itself. The backend gets, as ``torch.compile``'s backends do, fake tensors whose
+symbolic dims are SymInts of one ShapeEnv; what the backend's tracing relied on about them (``s0 == s1``
+where two inputs broadcast, ``s0 % 4 == 0`` where a view needed it) is recorded there, and comes back as
+one Python expression over the inputs' sizes that the entry's guard checks.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+
+
+#: backends known to compile from fake inputs with symbolic sizes (others run such graphs as captured)
+SYMBOLIC_BACKENDS = ("magpy", "inductor")
+
+
+def fake_inputs(examples, dims):
+    """Fake tensors like ``examples``, each symbolic along its ``dims`` (a set per input), in one new
+    ShapeEnv; (fakes, shape_env)."""
+    from torch._dynamo.source import LocalSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    env = ShapeEnv()
+    mode = FakeTensorMode(shape_env=env)
+    fakes = []
+    for k, (t, symbolic) in enumerate(zip(examples, dims)):
+        sizes = [DimDynamic.DYNAMIC if d in symbolic else DimDynamic.STATIC for d in range(t.dim())]
+        fakes.append(mode.from_tensor(t, symbolic_context=StatelessSymbolicContext(dynamic_sizes=sizes),
+                                      source=LocalSource(f"in{k}")))
+    return fakes, env
+
+
+def compile_symbolic(backend: Callable, gm, examples, dims) -> tuple[Callable, Optional[Callable]]:
+    """``backend`` applied to ``gm`` over fake inputs symbolic along ``dims``; (the compiled callable, a
+    check of the relations it relied on — ``check(*inputs) -> bool`` — or None when it relied on none
+    beyond what the tensor guards state)."""
+    fakes, env = fake_inputs(examples, dims)
+    compiled = backend(gm, fakes)
+    code = env.produce_guards_expression(fakes, ignore_static=True)
+    return compiled, _size_check(code, env, fakes) if code else None
+
+
+def _size_check(code: str, env, fakes) -> Optional[Callable]:
+    """``code`` (over ``L['t0']``, ``L['t1']`` …, the inputs in order) as a function of the inputs; None
+    when it only says that each symbolic size is at least 2 (the tensor guards do)."""
+    relied = [str(g.expr) for g in env.guards if getattr(g.expr, "free_symbols", None)]
+    if not relied:
+        return None
+    checked = compile(code, "<magpy size guard>", "eval")
+    names = [f"t{k}" for k in range(len(fakes))]
+
+    def sizes_hold(*inputs):
+        return bool(eval(checked, {"L": dict(zip(names, inputs))}))  # noqa: S307 - our own generated code
+
+    sizes_hold.__qualname__ = sizes_hold.__name__ = "sizes_hold"
+    sizes_hold.relations = relied  # (for explanations)
+    return sizes_hold
+
+
+def is_symbolic_backend(name_or_fn) -> bool:
+    return isinstance(name_or_fn, str) and name_or_fn in SYMBOLIC_BACKENDS
