@@ -26,6 +26,9 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from capture_programs import programs, betweens, render  # noqa: E402
 
 CALLS = 4
+#: ``MAGPY_FUZZ_SIZES=1``: each call's ``x`` has another number of rows (a batch), so that the compiled side
+#: goes through automatic dynamic shapes (a static entry, then a symbolic one)
+SIZES = (2, 5, 3, 7) if os.environ.get("MAGPY_FUZZ_SIZES") == "1" else ()
 
 _PHASES = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target]
 if os.environ.get("MAGPY_FUZZ_SHRINK") == "1":
@@ -134,7 +137,7 @@ def check(source, changes):
         between(change, eager)
         between(change, compiled)
         torch.manual_seed(k)
-        x = torch.randn(3)
+        x = torch.randn(SIZES[k % len(SIZES)], 3) if SIZES else torch.randn(3)
         want, got = eager.call(x.clone()), compiled.call(x.clone())
         where = f"call {k + 1}"
         if want[1] is not None or got[1] is not None:
