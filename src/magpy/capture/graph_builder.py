@@ -159,7 +159,10 @@ class GraphBuilding:
         if type(value) in (list, tuple) or (type(value) is torch.Size and id(value) in self.contents):
             items = self._element_provs(value, prov)
             mapped = [self.to_graph_arg(v, p) for v, p in zip(value, items)]
-            return mapped if type(value) is list else tuple(mapped)  # (a shape the graph reads: a tuple)
+            if type(value) is torch.Size and any(isinstance(m, fx.Node) for m in mapped):
+                # a shape the graph reads, a shape again (``x.shape.numel()``, ``str(x.shape)``)
+                return self.cap.graph.call_function(torch.Size, (tuple(mapped),))
+            return mapped if type(value) is list else tuple(mapped)
         if type(value) is dict:
             provs = self._dict_provs(value, prov)
             return {k: self.to_graph_arg(v, provs[k]) for k, v in value.items()}

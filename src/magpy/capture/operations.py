@@ -141,7 +141,7 @@ def _op_contains(obs, invert, inputs, provs, outputs):
         obs.unsupported("`in` on a tensor (graph break)")
     provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     fn = _not_contains if invert else operator.contains
-    return [_derive(fn, (container, item), (provs[1], provs[0]))]
+    return [_derive(fn, (container, item), (provs[1], provs[0]), obs)]  # (``x.size(0) in (3, 5)``)
 
 
 def _not_contains(container, item):

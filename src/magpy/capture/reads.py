@@ -260,10 +260,11 @@ class Reads:
             return UNKNOWN if entry is not None and entry[0] is obj and entry[1] is None else None
         if obj_prov is UNKNOWN or key_prov is UNKNOWN:
             return UNKNOWN
-        if type(obj_prov) is Traced and isinstance(obj, np.ndarray):
+        if type(obj_prov) is Traced:
             if type(key_prov) is not Traced:
                 self.need(key, key_prov)
-            return self.traced_op(operator.getitem, (obj, key), (obj_prov, key_prov))  # (``a[:, 0]``)
+            # (``a[:, 0]`` of an array the graph computes; ``divmod(n, 2)[1]`` of a size)
+            return self.traced_op(operator.getitem, (obj, key), (obj_prov, key_prov))
         self.need(key, key_prov)
         try:
             hash(_hkey(key))  # (``a[:, None]``: a tuple of slices, unhashable before 3.12)

@@ -78,6 +78,10 @@ class Templates:
         if type(value) is types.MethodType and prov is None and self.made.get(id(value.__self__)) is value.__self__:
             # a method of an object the call made (``__exit__`` of a ``with`` block open at a graph break)
             return ("method", self.template(value.__self__, None), value.__func__.__name__)
+        if type(value) is types.BuiltinMethodType and prov is None and _is_tensor(value.__self__):
+            # a tensor's method on the stack at a graph break (``x.chunk`` about to be called): the same
+            # method of the tensor this call has there, never the first call's
+            return ("method", self.template(value.__self__, None), value.__name__)
         if type(prov) is Traced:  # a Python value the graph computes: one more graph output
             if prov.node not in self.cap.outputs:
                 self.cap.outputs.append(prov.node)
