@@ -274,3 +274,14 @@ def test_a_tensor_method_on_the_stack_at_a_graph_break_is_the_calls_own():
     calls = [(torch.randn(6, 3), torch.tensor([1, 0, 1])) for _ in range(3)]
     calls.append((torch.randn(6, 3), torch.tensor([1, 1, 1])))
     assert differential(plain(fn), calls).fallbacks == 0
+
+
+def test_sizes_of_a_reshaped_tensor_follow_the_symbolic_size():
+    def fn(x):
+        y = x.transpose(0, 1).reshape(x.shape[1], -1).contiguous()
+        s = y.size()[:-1] + (3,)
+        return torch.zeros(s) + y.sum(), y.new_full(y.shape, 2.0), torch.reshape(y, (-1, 2))
+
+    calls = [(torch.randn(2, b, 4),) for b in (3, 5, 6, 5)]
+    assert differential(plain(fn), calls, dynamic=True).fallbacks == 0
+    assert differential(plain(fn), calls).fallbacks == 0

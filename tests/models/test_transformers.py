@@ -79,3 +79,21 @@ def test_a_training_step_through_a_compiled_zoo_model_matches_eager(name):
             assert torch.allclose(p, q, rtol=1e-4, atol=1e-5), (step, pname)
     stats = compiled._magpy_compiled.stats
     assert stats.fallbacks == 0 and stats.graphs >= 1
+
+
+@pytest.mark.parametrize("model_type", ["bert", "gpt2"])
+def test_six_sequence_lengths_compile_twice(model_type):
+    # (automatic dynamic shapes: the first call static, the second symbolic in the sequence length,
+    # which then serves every later length; with an attention mask whose padding moves)
+    model, config = build(model_type)
+    compiled = magpy.compile(model, backend="eager")
+    with torch.no_grad():
+        for length in (5, 8, 11, 16, 23, 31):
+            ids = torch.randint(0, config.vocab_size, (2, length), generator=torch.Generator().manual_seed(length))
+            mask = torch.ones(2, length, dtype=torch.long)
+            mask[1, length // 2:] = 0
+            want = model(input_ids=ids, attention_mask=mask)
+            have = compiled(input_ids=ids, attention_mask=mask)
+            assert difference(want, have, path=f"length {length}") is None
+    stats = compiled._magpy_compiled.stats
+    assert stats.compiles <= 2 and stats.fallbacks == 0 and stats.eager_calls == 0, stats

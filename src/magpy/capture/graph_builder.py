@@ -272,7 +272,13 @@ class GraphBuilding:
             pinned = self._pinned_unbind(args, kwargs or {}, tensors)
             if pinned is not False:
                 return pinned
+        sized = self._sized_dims(node, name, tensors) if shape_from_data in ("inputs", "numbers") else False
+        if sized is not False:
+            return sized
         if name in rules.SPLITS:
+            kept = self._split_across(name, args, kwargs or {}, tensors)
+            if kept is not None:
+                return kept
             every = None  # (``unbind``/``split``/``chunk``: how many tensors come out may be data)
         if shape_from_data != "inputs":
             if name in rules.DATA_DEPENDENT_DIMS and len(tensors) == 1:
@@ -301,6 +307,50 @@ class GraphBuilding:
             for dims, real, meta in zip(found, tensors, outs):
                 dims.update(k for k, (a, b) in enumerate(zip(real.shape, meta.shape)) if a != b)
         return [frozenset(d) for d in found] if any(found) else None
+
+    def _sized_dims(self, node, name, tensors):
+        """An op given its result's sizes (``x.view(b, t, 4, c // 4)``, ``x.new_zeros(size)``) where some are
+        graph values: its dynamic dims are those (None: none); a ``-1`` is dynamic when the input has a
+        dynamic dim. False when the sizes are not spelled out here."""
+        if len(tensors) != 1 or node.kwargs or name not in rules.SIZED_OPS:
+            return False
+        method = node.op == "call_method"
+        first = 1 if method or name in ("reshape", "broadcast_to") else 0
+        # (one argument holding the sizes: ``t.new_full(size, v)``, ``torch.reshape(t, shape)``,
+        # ``torch.full(size, v)``; the others take them spread out or as one tuple)
+        single = name == "new_full" if method else name in ("full", "reshape", "broadcast_to")
+        sizes = node.args[first:first + 1] if single else node.args[first:]
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, fx.Node)):
+            sizes = sizes[0]
+            if isinstance(sizes, fx.Node):
+                if sizes.target is not torch.Size:
+                    return False
+                sizes = sizes.args[0]
+        if len(sizes) != tensors[0].dim():
+            return False
+        source = node.args[0] if first else None
+        moving = isinstance(source, fx.Node) and bool(self.dynamic.get(source))
+        dims = frozenset(k for k, n in enumerate(sizes) if isinstance(n, fx.Node) or (n == -1 and moving))
+        if not all(isinstance(n, (int, fx.Node)) for n in sizes):
+            return False
+        return [dims] if dims else None
+
+    def _split_across(self, name, args, kwargs, tensors):
+        """``split``/``chunk`` along a dim whose size the guards fix (GPT-2's ``qkv.split(768, dim=2)`` of a
+        tensor whose sequence length is symbolic): as many tensors on every call, each with the input's
+        dynamic dims. None when the split dim itself is dynamic (or the call is not read here)."""
+        source = args[0] if args else None
+        entry = self.nodes.get(id(source)) if _is_tensor(source) else None
+        if entry is None or entry[0] is not source or name not in ("split", "chunk", "split_with_sizes",
+                                                                     "unsafe_split", "unsafe_chunk"):
+            return None
+        dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+        if type(dim) is not int or not -source.dim() <= dim < max(source.dim(), 1):
+            return None
+        dims = self.dynamic.get(entry[1], frozenset())
+        if dim % max(source.dim(), 1) in dims or dims is _ALL:
+            return None
+        return [dims for _ in tensors]
 
     def _pinned_unbind(self, args, kwargs, tensors):
         """``unbind`` (a ``for`` over a tensor) along a dim whose size depends on data: that size is pinned

@@ -6,6 +6,9 @@ import collections
 import itertools
 import operator
 
+import torch
+
+
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
 from .guards import ValueGuard
 from .sources import Const, Expr, Source
@@ -18,8 +21,9 @@ from .iteration import _elements, _op_for_iter, _op_for_iter_end, _op_get_iter, 
 def _op_binary(obs, k, inputs, provs, outputs):
     a, b = inputs
     fn = NATIVE_BINARY[k]
-    if fn in (operator.add, operator.iadd) and type(a) in (list, tuple) and type(b) is type(a):
-        return _op_concat(obs, fn, inputs, provs, outputs[0])
+    if fn in (operator.add, operator.iadd) and (type(a) is list and type(b) is list or
+                                                 type(a) in _TUPLES and type(b) in _TUPLES):
+        return _op_concat(obs, fn, inputs, provs, outputs[0])  # (``x.size()[:-1] + (nf,)``: a shape)
     if k >= 13 and type(a) in _IN_PLACE_CONTAINERS and outputs[0] is a:
         return [_op_in_place(obs, fn, a, b, provs)]
     provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
@@ -31,6 +35,7 @@ def _op_binary(obs, k, inputs, provs, outputs):
     return [_derive(fn, inputs, provs, obs)]
 
 
+_TUPLES = (tuple, torch.Size)
 _IN_PLACE_CONTAINERS = (list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict)
 
 

@@ -241,6 +241,9 @@ NUMBER_OPERANDS = {"add", "sub", "mul", "div", "true_divide", "floor_divide", "p
 #: ops splitting a tensor into as many tensors as its size says
 SPLITS = {"unbind", "split", "chunk", "tensor_split", "split_with_sizes", "unsafe_split", "unsafe_chunk",
           "unsafe_split_with_sizes", "hsplit", "vsplit", "dsplit"}
+#: ops given the sizes of their result (as arguments, or one tuple of them)
+SIZED_OPS = {"view", "reshape", "expand", "broadcast_to", "new_zeros", "new_ones", "new_empty", "new_full",
+             "zeros", "ones", "empty", "full", "rand", "randn"}
 #: metadata that follows a tensor's shape (a graph value when the shape depends on data)
 SHAPE_METADATA = {"size", "shape", "numel", "nelement", "stride", "is_contiguous"}
 
