@@ -8,6 +8,11 @@ transpose), ``d`` and ``l`` are cut into ``TILE`` x ``TILE`` tiles and each such
 copied, tile by tile, into a small transposed buffer: then the inner loop reads every operand
 contiguously. Full tiles of 4-byte elements are transposed in registers
 (``magpy_transpose16_b32`` in the prelude); other tiles by a plain loop.
+
+With symbolic sizes the same plan is made without their values: a symbolic dim counts as long
+enough to tile and vectorize (tiles have tail handling, so any size is right), strides are
+ordered by ``sizes.estimate``, and whether to run in parallel is decided at run time (an
+OpenMP ``if`` clause; ``both``/``negate`` build such conditions, True and False where known).
 """
 from __future__ import annotations
 
@@ -16,8 +21,9 @@ from typing import Optional
 
 import sympy
 
-from .ir import prod
+from .ir import as_size, prod
 from .ops import DependencyHandler, set_handler
+from .sizes import at_least, estimate, is_size_symbol
 
 TILE = 16
 # Work (elements) below which a kernel runs on one thread: spawning costs more than it saves.
@@ -26,17 +32,30 @@ PARALLEL_MIN_WORK = 32768
 POINTWISE_PARALLEL_MIN_WORK = 16384
 
 
-def linear_coefficients(expr, variables) -> Optional[list[int]]:
-    """The integer coefficient of each of ``variables`` in ``expr``, or None when ``expr`` is not
-    ``sum(c_i * v_i) + rest`` with ``rest`` free of them."""
+def both(a, b):
+    """The conjunction of two conditions, each a bool or C++ text decided at run time."""
+    if a is False or b is False:
+        return False
+    if a is True or b is True:
+        return b if a is True else a
+    return f"({a}) && ({b})"
+
+
+def negate(a):
+    return (not a) if isinstance(a, bool) else f"!({a})"
+
+
+def linear_coefficients(expr, variables) -> Optional[list]:
+    """The coefficient of each of ``variables`` in ``expr`` (an int, or a size expression), or
+    None when ``expr`` is not ``sum(c_i * v_i) + rest`` with ``rest`` free of them."""
     expr = sympy.expand(expr)
     coeffs = []
     rest = expr
     for v in variables:
         c = expr.coeff(v)
-        if not c.is_Integer:
+        if not (c.is_Integer or c.free_symbols and all(is_size_symbol(s) for s in c.free_symbols)):
             return None
-        coeffs.append(int(c))
+        coeffs.append(as_size(c))
         rest = rest - c * v
     if sympy.expand(rest).free_symbols & set(variables):
         return None
@@ -78,9 +97,9 @@ class PointwiseNest:
     tile: Optional[int] = None
     staged: list = dataclasses.field(default_factory=list)
 
-    @property
-    def parallel(self) -> bool:
-        return prod(self.sizes) >= POINTWISE_PARALLEL_MIN_WORK
+    def parallel(self, printer):
+        """Whether to run in parallel: a bool, or C++ text deciding it at run time."""
+        return printer.at_least(prod(self.sizes), POINTWISE_PARALLEL_MIN_WORK)
 
     @staticmethod
     def plan(kernel, produced: set[str]) -> "PointwiseNest":
@@ -92,7 +111,7 @@ class PointwiseNest:
 
     def _plan_tile(self, kernel, produced):
         inner = self.order[-1]
-        if self.sizes[inner] < TILE:
+        if at_least(self.sizes[inner], TILE) is False:
             return
         candidates = []
         for node in kernel.nodes:
@@ -103,7 +122,7 @@ class PointwiseNest:
                 if coeffs is None or coeffs[inner] in (0, 1):
                     continue
                 for d in self.order[:-1]:
-                    if coeffs[d] == 1 and self.sizes[d] >= TILE:
+                    if coeffs[d] == 1 and at_least(self.sizes[d], TILE) is not False:
                         candidates.append((d, StagedLoad(name, index, coeffs[inner])))
                         break
         if not candidates:
@@ -123,12 +142,15 @@ class PointwiseNest:
         variables = [self.variables[i] for i in self.order]
         sizes = [self.sizes[i] for i in self.order]
         if self.tile is None:
-            return self._plain_loops(lines, variables, sizes, indent)
+            return self._plain_loops(printer, lines, variables, sizes, indent)
         tiled = {self.tile, self.order[-1]}
-        if self.parallel:
+        parallel = self.parallel(printer)
+        if parallel is True:
             lines.append(f"{indent}#pragma omp parallel for collapse({len(variables)})")
+        elif parallel:
+            lines.append(f"{indent}#pragma omp parallel for collapse({len(variables)}) if(parallel: {parallel})")
         for i in self.order:
-            v, n = self.variables[i], self.sizes[i]
+            v, n = self.variables[i], printer.size(self.sizes[i])
             if i in tiled:
                 lines.append(f"{indent}for (int64_t {v}_tile = 0; {v}_tile < {n}; {v}_tile += {TILE}) {{")
             else:
@@ -140,7 +162,7 @@ class PointwiseNest:
             v = self.variables[i]
             if i == self.order[-1]:
                 lines.append(f"{indent}#pragma omp simd")
-            lines.append(f"{indent}for (int64_t {v} = {v}_tile; {v} < {self._end(i)}; {v}++) {{")
+            lines.append(f"{indent}for (int64_t {v} = {v}_tile; {v} < {self._end(printer, i)}; {v}++) {{")
             indent += "    "
         return indent
 
@@ -149,31 +171,35 @@ class PointwiseNest:
         for i in range(count):
             lines.append(indent[: len(indent) - 4 * (i + 1)] + "}")
 
-    def _plain_loops(self, lines, variables, sizes, indent):
+    def _plain_loops(self, printer, lines, variables, sizes, indent):
         if not variables:
             return indent
+        parallel = self.parallel(printer)
+        # Decided at run time: on ``parallel`` only (a plain ``if`` would also turn simd off).
+        condition = "" if isinstance(parallel, bool) else f" if(parallel: {parallel})"
         if len(variables) == 1:
-            pragma = "omp parallel for simd schedule(static)" if self.parallel else "omp simd"
+            pragma = f"omp parallel for simd schedule(static){condition}" if parallel else "omp simd"
             lines.append(f"{indent}#pragma {pragma}")
-        elif self.parallel:
+        elif parallel:
             collapse = f" collapse({len(variables) - 1})" if len(variables) > 2 else ""
-            lines.append(f"{indent}#pragma omp parallel for{collapse}")
+            lines.append(f"{indent}#pragma omp parallel for{collapse}{condition}")
         for k, (v, s) in enumerate(zip(variables, sizes)):
             if len(variables) > 1 and k == len(variables) - 1:
                 lines.append(f"{indent}#pragma omp simd")
-            lines.append(f"{indent}for (int64_t {v} = 0; {v} < {s}; {v}++) {{")
+            lines.append(f"{indent}for (int64_t {v} = 0; {v} < {printer.size(s)}; {v}++) {{")
             indent += "    "
         return indent
 
-    def _end(self, i) -> str:
+    def _end(self, printer, i) -> str:
         v, n = self.variables[i], self.sizes[i]
-        if n % TILE == 0:
+        if isinstance(n, int) and n % TILE == 0:
             return f"{v}_tile + {TILE}"
+        n = printer.size(n)
         return f"({v}_tile + {TILE} < {n} ? {v}_tile + {TILE} : {n})"
 
     def _stage(self, printer, lines, indent, load: StagedLoad):
         """Copy this tile of ``load`` into a transposed buffer; the body then reads the buffer."""
-        from .cpp import ctype, print_index
+        from .cpp import ctype
 
         d, l = self.variables[self.tile], self.variables[self.order[-1]]
         layout = printer.layouts[load.name]
@@ -184,9 +210,9 @@ class PointwiseNest:
         printer.staged[(load.name, load.index)] = element
         lines.append(f"{indent}alignas(64) {t} {tile}[{TILE * TILE}];")
         scalar = [
-            f"for (int64_t {l} = {l}_tile; {l} < {self._end(self.order[-1])}; {l}++) {{",
-            f"    for (int64_t {d} = {d}_tile; {d} < {self._end(self.tile)}; {d}++) {{",
-            f"        {element} = {ptr}[{print_index(load.index)}];",
+            f"for (int64_t {l} = {l}_tile; {l} < {self._end(printer, self.order[-1])}; {l}++) {{",
+            f"    for (int64_t {d} = {d}_tile; {d} < {self._end(printer, self.tile)}; {d}++) {{",
+            f"        {element} = {ptr}[{printer.index(load.index)}];",
             "    }",
             "}",
         ]
@@ -194,13 +220,13 @@ class PointwiseNest:
             lines.extend(indent + s for s in scalar)
             return
         corner = load.index.subs({d: sympy.Symbol(f"{d}_tile"), l: sympy.Symbol(f"{l}_tile")})
-        call = f"magpy_transpose16_b32({ptr} + {print_index(corner)}, {load.stride}, {tile});"
-        full = [self.sizes[self.tile] % TILE == 0, self.sizes[self.order[-1]] % TILE == 0]
+        call = f"magpy_transpose16_b32({ptr} + {printer.index(corner)}, {printer.size(load.stride)}, {tile});"
+        full = [isinstance(n, int) and n % TILE == 0 for n in (self.sizes[self.tile], self.sizes[self.order[-1]])]
         if all(full):
             lines.append(indent + call)
             return
-        lines.append(f"{indent}if ({self._end(self.tile)} - {d}_tile == {TILE} && "
-                     f"{self._end(self.order[-1])} - {l}_tile == {TILE}) {{")
+        lines.append(f"{indent}if ({self._end(printer, self.tile)} - {d}_tile == {TILE} && "
+                     f"{self._end(printer, self.order[-1])} - {l}_tile == {TILE}) {{")
         lines.append(f"{indent}    {call}")
         lines.append(f"{indent}}} else {{")
         lines.extend(indent + "    " + s for s in scalar)
@@ -223,10 +249,10 @@ def loop_order(kernel, produced=()) -> list[int]:
             continue
         coeffs = linear_coefficients(kernel.store_index(node), variables)
         if coeffs is not None:
-            order = sorted(natural, key=lambda i: (-abs(coeffs[i]), i))
+            order = sorted(natural, key=lambda i: (-abs(estimate(coeffs[i])), i))
         break
     sizes = kernel.outer
-    if sizes[order[-1]] >= TILE:
+    if at_least(sizes[order[-1]], TILE) is not False:
         return order
     for node in kernel.nodes:
         for name, index in direct_reads(kernel, node):
@@ -234,6 +260,6 @@ def loop_order(kernel, produced=()) -> list[int]:
             if coeffs is None:
                 continue
             for i in natural:
-                if coeffs[i] == 1 and sizes[i] >= TILE:
+                if coeffs[i] == 1 and at_least(sizes[i], TILE) is not False:
                     return [d for d in order if d != i] + [i]
     return order

@@ -10,6 +10,10 @@ epilogues and sibling reductions over the same rows.
 
 After grouping, ``plan_storage`` decides where each buffer lives: memory (needed outside the
 kernel), a per-row scalar, a per-row array, or a loop-local variable.
+
+Symbolic sizes are compared structurally (two spaces fit when their sizes are the same
+expressions); scores and buffer limits count a symbolic size as ``sizes.estimate`` says, so the
+grouping depends on the graph, never on the sizes of the call that traced it.
 """
 from __future__ import annotations
 
@@ -18,23 +22,24 @@ from typing import Optional
 
 import sympy
 
-from .ir import ComputedBuffer, ExternCall, GetItem, WrapperView, index_vars, prod
+from .ir import ComputedBuffer, ExternCall, GetItem, WrapperView, index_vars, is_static, prod
 from .ops import DependencyHandler, set_handler
+from .sizes import estimate
 
 INNER, OUTER = "inner", "outer"
 # Per-row arrays larger than this go to memory instead of the stack.
 ROW_BUFFER_MAX_BYTES = 64 * 1024
 
 
-def nonone(size) -> tuple[int, ...]:
-    return tuple(int(s) for s in size if int(s) != 1)
+def nonone(size) -> tuple:
+    return tuple(s for s in size if s != 1)
 
 
 def _dims_to_vars(size, variables):
     """Index over ``size``: size-1 dims get 0, the others take ``variables`` in order."""
     out, it = [], iter(variables)
     for s in size:
-        out.append(sympy.Integer(0) if int(s) == 1 else next(it))
+        out.append(sympy.Integer(0) if s == 1 else next(it))
     return out
 
 
@@ -226,7 +231,7 @@ class Scheduler:
             if name in produced or name in kernel_reads:
                 layout = self.layouts.get(name)
                 if layout is not None:
-                    score += max(layout.numel, 1) * layout.dtype.itemsize
+                    score += max(estimate(layout.numel), 1) * layout.dtype.itemsize
         return score
 
     def _place(self, kernel: Kernel, node: ComputedBuffer, how):
@@ -286,6 +291,9 @@ def plan_storage(kernel: Kernel, scheduler: Scheduler) -> None:
             kernel.storage[name] = "row_scalar"
         elif readers_in_kernel.get(name, set()) <= {stage_of[name]}:
             kernel.storage[name] = "local"
+        elif not is_static(kernel.inner):
+            # A row of unknown length: the C++ kernel keeps it in one heap array per thread.
+            kernel.storage[name] = "row_array"
         elif prod(kernel.inner) * node.layout.dtype.itemsize <= ROW_BUFFER_MAX_BYTES:
             kernel.storage[name] = "row_array"
         else:
