@@ -106,7 +106,8 @@ class GraphLowering:
         if item is not None and isinstance(meta, (tuple, list)) and item < len(meta):
             meta = meta[item]
         if isinstance(meta, torch.Tensor) and self.sizes.shape(meta) == tuple(size):
-            return dense_layout_like(self.sizes.shape(meta), self.sizes.strides(meta), meta.dtype)
+            return dense_layout_like(self.sizes.shape(meta), self.sizes.strides(meta), meta.dtype,
+                                     self.sizes.positive)
         return None
 
     def realize(self, value: TensorValue, node=None, item=None, layout=None) -> BufferValue:
@@ -121,7 +122,7 @@ class GraphLowering:
         if layout is None:
             layout = self._meta_layout(node, value.size, item)
             if layout is None or layout.dtype != value.dtype:
-                layout = Layout.contiguous(value.size, value.dtype)
+                layout = self.sizes.contiguous(value.size, value.dtype)
             if ((node, item) in self.preferred and node not in self._output_nodes
                     and value.ndim == 4 and value.dtype in DTYPES):
                 layout = channels_last(value.size, value.dtype)
@@ -140,7 +141,7 @@ class GraphLowering:
             return BufferValue(name, relayout(self.layouts[name], reduction.size))
         layout = self._meta_layout(self._current, reduction.size)
         if layout is None or layout.dtype != reduction.dtype:
-            layout = Layout.contiguous(reduction.size, reduction.dtype)
+            layout = self.sizes.contiguous(reduction.size, reduction.dtype)
         name = self.new_name()
         self.nodes.append(ComputedBuffer(name, layout, reduction))
         self.layouts[name] = layout
@@ -441,7 +442,8 @@ class GraphLowering:
             args = tuple(BufferRef(self._channels_last_copy(a.name))
                          if i in (0, 1) and isinstance(a, BufferRef) else a for i, a in enumerate(args))
             fake_mode = getattr(meta, "fake_mode", None)
-            layout = result_layout(target, args, kwargs, self.layouts, fake_mode) or layout
+            size = layout.size if layout is not None else None
+            layout = result_layout(target, args, kwargs, self.layouts, fake_mode, size) or layout
         name = self.new_name()
         op_name = getattr(target, "__name__", str(target))
         if isinstance(target, torch._ops.OpOverload):

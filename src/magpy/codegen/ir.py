@@ -263,11 +263,12 @@ def known_positive(size) -> bool:
     return size > 0 if isinstance(size, int) else bool(size.is_positive)
 
 
-def dense_layout_like(size, stride, dtype) -> Layout:
-    """``stride`` when it is dense for ``size``, else contiguous strides."""
+def dense_layout_like(size, stride, dtype, positive: Callable = known_positive) -> Layout:
+    """``stride`` when it is dense for ``size``, else contiguous strides. ``positive(size)`` says
+    whether a size is known to be > 0."""
     size = tuple(as_size(s) for s in size)
     layout = Layout(size, tuple(as_size(s) for s in stride), dtype)
-    if layout.is_dense() and all(known_positive(s) for s in size):
+    if layout.is_dense() and all(positive(s) for s in size):
         return layout
     return Layout.contiguous(size, dtype)
 

@@ -50,9 +50,12 @@ def lower_max_pool2d_with_indices(ctx, x, kernel_size, stride=(), padding=0, dil
     if is_static([height, width, out_h, out_w]):
         masked_h = ph > 0 or (out_h - 1) * sh - ph + (kh - 1) * dh >= height
         masked_w = pw > 0 or (out_w - 1) * sw - pw + (kw - 1) * dw >= width
-    else:  # symbolic sizes: masks unless the windows are known to stay inside
-        masked_h = ph > 0 or not ctx.known((out_h - 1) * sh - ph + (kh - 1) * dh < height)
-        masked_w = pw > 0 or not ctx.known((out_w - 1) * sw - pw + (kw - 1) * dw < width)
+    else:
+        # Symbolic sizes. Without padding, floor mode's output size keeps every window inside
+        # (the last one starts at (out - 1) * stride <= size - 1 - (k - 1) * dilation);
+        # ceil mode's may not: masks unless the ShapeEnv knows better.
+        masked_h = ph > 0 or ceil_mode and not ctx.known((out_h - 1) * sh + (kh - 1) * dh < height)
+        masked_w = pw > 0 or ceil_mode and not ctx.known((out_w - 1) * sw + (kw - 1) * dw < width)
     loader = x.make_loader()
     dtype = x.dtype
 

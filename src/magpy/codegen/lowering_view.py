@@ -32,17 +32,14 @@ def remap(x: TensorValue, size, index_fn) -> Pointwise:
 
 
 def _divides(a, b) -> bool:
-    """True when size ``a`` is known to divide size ``b`` with a quotient > 1 (structurally for
-    symbolic sizes: the quotient is a product of positive symbols and integers)."""
+    """Whether a reshape group whose old product is ``a`` and new one ``b`` grows on the old side
+    (``a`` < ``b``). For symbolic sizes: ``b / a`` is a polynomial, not 1 (if that guess is wrong
+    the products never meet and the reshape is Unsupported — never a wrong index)."""
     if isinstance(a, int) and isinstance(b, int):
         return a < b
     quotient = sympy.cancel(sympy.sympify(b) / a)
-    if quotient == 1:
-        return False
-    factors = sympy.Mul.make_args(quotient)
-    return all((f.is_Integer and f > 0) or (f.is_Symbol and f.is_positive and f.is_integer)
-               or (f.is_Pow and f.base.is_Symbol and f.base.is_positive and f.exp.is_Integer and f.exp > 0)
-               for f in factors)
+    numerator, denominator = sympy.fraction(quotient)
+    return quotient != 1 and denominator == 1 and not (quotient.is_Integer and quotient < 1)
 
 
 def reshape_indexer(old_size, new_size):
@@ -92,7 +89,8 @@ def reshape_indexer(old_size, new_size):
                 flat = flat * new_size[d] + index[d]
             stride = prod([old_size[d] for d in og])
             for k, d in enumerate(og):
-                stride = as_size(stride // old_size[d] if static else sympy.cancel(stride / old_size[d]))
+                stride = as_size(stride // old_size[d] if is_static([stride, old_size[d]])
+                                 else sympy.cancel(sympy.sympify(stride) / old_size[d]))
                 part = FloorDiv(flat, sympy.sympify(stride))
                 old[d] = part if k == 0 else ModIndex(part, sympy.sympify(old_size[d]))
         return old

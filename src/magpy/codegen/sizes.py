@@ -21,7 +21,7 @@ from typing import Optional
 import sympy
 import torch
 
-from .ir import FloorDiv, ModIndex, as_size
+from .ir import FloorDiv, Layout, ModIndex, as_size
 
 # What a symbolic size counts as in heuristics (the same for every graph and every call).
 ESTIMATE = 4096
@@ -255,6 +255,30 @@ class GraphSizes:
         if isinstance(a, int) and isinstance(b, int):
             return a == b
         return sympy.expand(a - b) == 0 or self.known(sympy.Eq(a, b))
+
+    def positive(self, size) -> bool:
+        """True when ``size`` is known to be > 0."""
+        return size > 0 if isinstance(size, int) else self.known(sympy.Ge(size, 1))
+
+    def simplify(self, size):
+        """``size`` with each ``Max(1, e)`` the ShapeEnv knows to be ``e`` replaced by ``e``."""
+        if isinstance(size, int) or not size.has(sympy.Max):
+            return size
+
+        def drop(e):
+            others = [a for a in e.args if a != 1]
+            if len(others) == 1 and len(e.args) == 2 and self.positive(others[0]):
+                return others[0]
+            return e
+
+        return as_size(size.replace(lambda e: isinstance(e, sympy.Max), drop))
+
+    def contiguous(self, size, dtype: torch.dtype) -> Layout:
+        """The contiguous layout of ``size``, its strides simplified."""
+        layout = Layout.contiguous(size, dtype)
+        if layout.is_static:
+            return layout
+        return Layout(layout.size, tuple(self.simplify(st) for st in layout.stride), dtype)
 
     def guards(self) -> list:
         """The ShapeEnv's guards and symbol ranges over this graph's symbols, as torch sympy
