@@ -5,15 +5,54 @@ sizes (37, 43, ...), compiles the graph once, then calls the same compiled calla
 sizes and compares with eager — with the eager fallback of the wrapper disabled, so every call
 really runs the kernels. The kernels must not name a size of the tracing call.
 """
+import os
 import re
 
-import pytest
-import torch
-import torch.nn.functional as F
+if os.environ.get("MAGPY_TEST_DEVICE", "cpu") == "cpu":
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
 
-from codegen_check import assert_close
-from magpy.codegen import compile_aten_graph
-from magpy.codegen.decompositions import decomposition_table
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from codegen_check import DEVICE, assert_close, on_device  # noqa: E402
+from magpy.codegen import compile_aten_graph  # noqa: E402
+from magpy.codegen.decompositions import decomposition_table  # noqa: E402
+
+
+def _triton_runs() -> bool:
+    from magpy.codegen.devices import triton_installed
+
+    if not triton_installed():
+        return False
+    if DEVICE.type == "cuda":
+        return torch.cuda.is_available()
+    from magpy.codegen.triton_runtime import interpreting
+
+    return interpreting()
+
+
+@pytest.fixture(params=["cpp", "triton"])
+def generator(request):
+    """The C++ generator, and Triton (in its interpreter on CPU tensors, or on MAGPY_TEST_DEVICE)."""
+    if request.param == "triton" and not _triton_runs():
+        pytest.skip("Triton cannot run here")
+    return request.param
+
+
+@pytest.fixture(params=["reference", "cpp", "triton"])
+def mode(request):
+    """Both generators and the reference evaluator running the same schedule."""
+    if request.param == "triton" and not _triton_runs():
+        pytest.skip("Triton cannot run here")
+    return request.param
+
+
+def inputs_for(mode, make):
+    """``make`` with its tensors where ``mode``'s kernels run."""
+    if mode != "triton":
+        return make
+    return lambda *shape: tuple(on_device(x) for x in make(*shape))
 
 
 def trace_symbolic(fn, *inputs):
@@ -35,6 +74,8 @@ def refuse_eager(compiled):
 
 def compile_once(fn, inputs, mode="cpp"):
     """(compiled callable, report) of ``fn`` traced with symbolic sizes at ``inputs``."""
+    if mode == "triton":
+        inputs = [on_device(x) for x in inputs]
     gm, shape_env = trace_symbolic(fn, *inputs)
     guards = len(shape_env.guards)
     compiled = compile_aten_graph(gm, list(inputs), mode=mode)
@@ -53,7 +94,8 @@ def assert_no_size(report, *sizes):
             assert not re.search(rf"(?<![\w.]){size}(?![\w.])", source), f"{name} names size {size}:\n{source}"
 
 
-def check_sizes(compiled, fn, make_inputs, shapes):
+def check_sizes(compiled, fn, make_inputs, shapes, mode="cpp"):
+    make_inputs = inputs_for(mode, make_inputs)
     for shape in shapes:
         inputs = make_inputs(*shape)
         actual = compiled(*inputs)
@@ -71,11 +113,11 @@ def test_kernels_take_sizes_as_arguments_and_serve_every_size(mode):
     compiled, report = compile_once(fn, make(37, 43), mode)
     assert "in0.size(0)=" in str(report)
     kernels = report.kernel_count
-    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (7, 33), (16, 43), (37, 2)])
+    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (7, 33), (16, 43), (37, 2)], mode)
     assert report.kernel_count == kernels
-    if mode == "cpp":
+    if mode != "reference":
         assert_no_size(report, 37, 43)
-        assert "int64_t ks0" in next(iter(report.kernel_sources.values()))
+        assert "ks0" in next(iter(report.kernel_sources.values()))
 
 
 def test_symbolic_kernel_source_is_the_same_whatever_sizes_traced_it():
@@ -88,13 +130,13 @@ def test_symbolic_kernel_source_is_the_same_whatever_sizes_traced_it():
     assert strip(first) == strip(second)
 
 
-def test_transpose_add():
+def test_transpose_add(generator):
     def fn(x, y):
         return x + y.t()
 
     make = lambda n, m: (torch.randn(n, m), torch.randn(m, n))  # noqa: E731
-    compiled, report = compile_once(fn, make(37, 43))
-    check_sizes(compiled, fn, make, [(2, 3), (17, 33), (40, 19), (64, 64)])
+    compiled, report = compile_once(fn, make(37, 43), generator)
+    check_sizes(compiled, fn, make, [(2, 3), (17, 33), (40, 19), (64, 64)], generator)
     assert_no_size(report, 37, 43)
 
 
@@ -114,63 +156,63 @@ def test_row_reductions_over_symbolic_rows_and_row_length(reduce, mode):
     fn.__name__ = reduce
     make = lambda rows, n: (torch.randn(rows, n), torch.randn(n), torch.randn(n))  # noqa: E731
     compiled, report = compile_once(fn, make(37, 43), mode)
-    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (7, 33), (16, 2), (5, 300)])
-    if mode == "cpp":
+    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (7, 33), (16, 2), (5, 300)], mode)
+    if mode != "reference":
         assert_no_size(report, 37, 43)
 
 
-def test_mean_over_a_symbolic_leading_dim():
+def test_mean_over_a_symbolic_leading_dim(generator):
     def fn(x):
         return x.mean(0)
 
     make = lambda b, n: (torch.randn(b, n),)  # noqa: E731
-    compiled, report = compile_once(fn, make(37, 43))
-    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (16, 33)])
+    compiled, report = compile_once(fn, make(37, 43), generator)
+    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (16, 33)], generator)
     assert_no_size(report, 37, 43)
 
 
-def test_view_by_symbolic_sizes():
+def test_view_by_symbolic_sizes(generator):
     def fn(x):
         y = x.view(x.size(0), -1)
         return torch.softmax(y, -1).reshape(x.shape) * 2
 
     make = lambda b, t, d: (torch.randn(b, t, d),)  # noqa: E731
-    compiled, report = compile_once(fn, make(37, 5, 43))
-    check_sizes(compiled, fn, make, [(2, 3, 4), (7, 9, 2), (3, 2, 33)])
+    compiled, report = compile_once(fn, make(37, 5, 43), generator)
+    check_sizes(compiled, fn, make, [(2, 3, 4), (7, 9, 2), (3, 2, 33)], generator)
     assert_no_size(report, 37, 43)
 
 
-def test_cat_along_a_symbolic_dim():
+def test_cat_along_a_symbolic_dim(generator):
     def fn(x, y):
         return torch.cat([torch.relu(x), y * 2], dim=1)
 
     make = lambda b, n, m: (torch.randn(b, n), torch.randn(b, m))  # noqa: E731
-    compiled, report = compile_once(fn, make(37, 43, 53))
-    check_sizes(compiled, fn, make, [(2, 3, 5), (7, 9, 2), (3, 33, 16)])
+    compiled, report = compile_once(fn, make(37, 43, 53), generator)
+    check_sizes(compiled, fn, make, [(2, 3, 5), (7, 9, 2), (3, 33, 16)], generator)
     assert_no_size(report, 37, 43, 53)
 
 
-def test_slice_by_a_symbolic_bound():
+def test_slice_by_a_symbolic_bound(generator):
     def fn(x):
         return x[:, : x.size(1) // 2] * 3 + x[:, -1:]
 
     make = lambda b, n: (torch.randn(b, n),)  # noqa: E731
-    compiled, report = compile_once(fn, make(37, 43))
+    compiled, report = compile_once(fn, make(37, 43), generator)
     # (The trace assumed x.size(1) // 2 != 1: a row of 2 or 3 would run eagerly.)
-    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (7, 33), (16, 4)])
+    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (7, 33), (16, 4)], generator)
     assert_no_size(report, 37, 43)
 
 
-def test_linear_gelu_runs_mm_as_an_extern_call_with_symbolic_batch():
+def test_linear_gelu_runs_mm_as_an_extern_call_with_symbolic_batch(generator):
     weight, bias = torch.randn(24, 16), torch.randn(24)
 
     def fn(x, w, b):
         return F.gelu(F.linear(x, w, b))
 
     make = lambda b, t: (torch.randn(b, t, 16), weight, bias)  # noqa: E731
-    compiled, report = compile_once(fn, make(37, 43))
+    compiled, report = compile_once(fn, make(37, 43), generator)
     assert report.extern_calls and not report.fallbacks
-    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (16, 33)])
+    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (16, 33)], generator)
     assert_no_size(report, 37, 43)
 
 

@@ -91,9 +91,17 @@ def is_aten_graph(gm: torch.fx.GraphModule) -> bool:
             return False
         if node.op == "call_function" and node.target is not operator.getitem and not isinstance(
             node.target, torch._ops.OpOverload
-        ):
+        ) and not _size_arithmetic(node):
             return False
     return True
+
+
+def _size_arithmetic(node) -> bool:
+    """True for arithmetic on symbolic sizes in an aten graph (``operator.mul(s0, 4)``,
+    ``torch.sym_float(s1)``)."""
+    module = getattr(node.target, "__module__", None)
+    return (module in ("_operator", "operator") or getattr(node.target, "__name__", "").startswith("sym_")) and \
+        isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
@@ -262,21 +270,19 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
 
 def _triton_kernels(kernels, lowering):
     """(launchers, parameter buffers, sources, size symbols) of Triton kernels."""
-    from .triton import TritonUnsupported
     from .triton_kernel import render_kernel
     from .triton_runtime import TritonLauncher, interpreting, load_kernel
 
-    if lowering.sizes.sources:
-        raise TritonUnsupported("symbolic sizes")
-    params, bodies, callables = {}, {}, {}
+    params, bodies, callables, sizes = {}, {}, {}, {}
     interpret = interpreting()
     for kernel in kernels:
         kernel.name = "triton" + kernel.name[len("cpp"):] if kernel.name.startswith("cpp") else kernel.name
-        body, kernel_params, plan = render_kernel(kernel, lowering.layouts, interpret)
+        body, kernel_params, plan, sizes[kernel.name] = render_kernel(kernel, lowering.layouts, interpret)
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
-        callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name)
-    return callables, params, bodies, {}
+        callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name,
+                                                sizes[kernel.name])
+    return callables, params, bodies, sizes
 
 
 def _vector_math(kernel) -> bool:

@@ -23,7 +23,7 @@ from .cpp_prelude import PRELUDE
 from .ir import FloorDiv, is_nonnegative, is_static, prod, render_index
 from .ops import result_dtype, set_handler
 from .scheduler import OUTER, Kernel, KernelNames
-from .sizes import at_least, is_size_symbol
+from .sizes import at_least
 
 STORAGE_TYPES = {
     torch.float32: "float",
@@ -335,8 +335,6 @@ class KernelPrinter(KernelNames):
 
     def __init__(self, kernel: Kernel, layouts, graph_outputs):
         super().__init__(kernel)
-        self.size_params: list[sympy.Symbol] = []
-        self._size_args: dict[sympy.Symbol, sympy.Symbol] = {}
         self.kernel = kernel
         self.layouts = layouts
         self.produced = {n.name for n in kernel.nodes}
@@ -348,20 +346,9 @@ class KernelPrinter(KernelNames):
     # ------------------------------------------------------------------------------------------
     # Sizes
 
-    def size_arg(self, symbol: sympy.Symbol) -> sympy.Symbol:
-        """The kernel's argument standing for the graph's size ``symbol`` (``ks0``, ...)."""
-        if symbol not in self._size_args:
-            self._size_args[symbol] = sympy.Symbol(f"ks{len(self.size_params)}", integer=True, positive=True)
-            self.size_params.append(symbol)
-        return self._size_args[symbol]
-
     def index(self, expr) -> str:
         """C++ text of an index or size expression, size symbols read from the kernel's arguments."""
-        expr = sympy.sympify(expr)
-        sizes = sorted((s for s in expr.free_symbols if is_size_symbol(s)), key=str)
-        if sizes:
-            expr = expr.xreplace({s: self.size_arg(s) for s in sizes})
-        return print_index(expr)
+        return print_index(self.sized(expr))
 
     def size(self, size) -> str:
         return str(size) if isinstance(size, int) else self.index(size)
@@ -423,7 +410,7 @@ class KernelPrinter(KernelNames):
             t = ctype(self.layouts[buf].dtype, storage=True)
             const = "" if buf in self.stored else "const "
             args.append(f"{const}{t}* __restrict__ {self.param_names[buf]}")
-        args += [f"int64_t {self._size_args[s]}" for s in self.size_params]
+        args += [f"int64_t {self.size_names[s]}" for s in self.size_params]
         signature = f'extern "C" void {name}({", ".join(args)})'
         return "\n".join([signature, "{"] + body + ["}"]) + "\n"
 

@@ -24,7 +24,7 @@ import sympy
 
 from .ir import ComputedBuffer, ExternCall, GetItem, WrapperView, index_vars, is_static, prod
 from .ops import DependencyHandler, set_handler
-from .sizes import estimate
+from .sizes import estimate, is_size_symbol
 
 INNER, OUTER = "inner", "outer"
 # Per-row arrays larger than this go to memory instead of the stack.
@@ -95,14 +95,29 @@ class Kernel:
 
 
 class KernelNames:
-    """Names in a kernel's source: fresh variables, and one pointer parameter per buffer
-    (``params`` in argument order; ``out_ptr`` for the buffers the kernel stores)."""
+    """Names in a kernel's source: fresh variables, one pointer parameter per buffer (``params``
+    in argument order; ``out_ptr`` for the buffers the kernel stores), and one size parameter
+    per size symbol (``size_params``: the graph's symbols, named ``ks0``, ``ks1``, ... in the
+    kernel in the order it first uses them, so the source is the same whatever they are called
+    in the graph)."""
 
     def __init__(self, kernel: Kernel):
         self.counter = 0
         self.params: list[str] = []
         self.param_names: dict[str, str] = {}
         self.stored = {n.name for n in kernel.nodes if kernel.storage[n.name] == "memory"}
+        self.size_params: list[sympy.Symbol] = []
+        self.size_names: dict[sympy.Symbol, sympy.Symbol] = {}
+
+    def sized(self, expr):
+        """``expr`` with the graph's size symbols replaced by the kernel's size parameters."""
+        expr = sympy.sympify(expr)
+        symbols = sorted((s for s in expr.free_symbols if is_size_symbol(s)), key=str)
+        for symbol in symbols:
+            if symbol not in self.size_names:
+                self.size_names[symbol] = sympy.Symbol(f"ks{len(self.size_params)}", integer=True, positive=True)
+                self.size_params.append(symbol)
+        return expr.xreplace({s: self.size_names[s] for s in symbols}) if symbols else expr
 
     def new_var(self, prefix: str) -> str:
         self.counter += 1

@@ -158,12 +158,14 @@ def shape_env_of(values):
 
 class GraphSizes:
     """The sizes of one graph. ``sources`` maps each symbol to where the wrapper reads it;
-    ``symbolic`` lists the inputs' symbolic sizes for the report (``in0.size(0)=s0``)."""
+    ``symbolic`` lists the inputs' symbolic sizes for the report (``in0.size(0)=s0``);
+    ``int_inputs`` the symbolic int inputs (position -> expression)."""
 
     def __init__(self, shape_env=None):
         self.shape_env = shape_env
         self.sources: dict[sympy.Symbol, SizeSource] = {}
         self.symbolic: list[str] = []
+        self.int_inputs: dict[int, sympy.Expr] = {}
         self._strides: list[tuple[sympy.Symbol, SizeSource]] = []
 
     def scalar(self, value):
@@ -214,6 +216,7 @@ class GraphSizes:
 
     def add_int_input(self, position: int, value) -> None:
         if not isinstance(value, int):
+            self.int_inputs[position] = value
             self.symbolic.append(f"in{position}={value}")
             self._source(value, SizeSource(position, "value"))
 

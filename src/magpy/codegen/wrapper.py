@@ -18,7 +18,7 @@ import torch
 from .graph import Constant
 from .ir import BufferRef, ExternCall, GetItem, WrapperView, python_size
 from .scheduler import Kernel
-from .sizes import SizeAsFloat
+from .sizes import SizeAsFloat, SizeSource
 
 
 def _empty_strided(device: torch.device):
@@ -133,6 +133,9 @@ class WrapperWriter:
             layout = low.layouts[name]
             checks.append(f"{name}.stride() != {self.sizes(layout.stride)}")
             checks.append(f"{name}.shape != {self.sizes(layout.size)}")
+        for position, value in low.sizes.int_inputs.items():
+            if sources.get(value) != SizeSource(position, "value"):
+                checks.append(f"{names[position]} != {self.size(value)}")
         if checks:
             out.append("    # Kernels are specialised to these sizes and strides.")
             out.append("    if " + " or ".join(checks) + ":")
