@@ -226,3 +226,42 @@ def test_a_call_outside_the_traced_relations_runs_eagerly():
     # Both inputs were traced with the same symbolic sizes: different ones break that relation.
     x, y = torch.randn(3, 5), torch.randn(1, 5)
     assert_close(compiled(x, y), fn(x, y))
+
+
+def test_convolution_and_pooling_over_symbolic_batch_and_image_size():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    conv = torch.nn.Conv2d(3, 8, 3, padding=1).eval()
+
+    def fn(x):
+        return F.max_pool2d(torch.relu(conv(x)) * 2, 2)
+
+    make = lambda b, h, w: (torch.randn(b, 3, h, w),)  # noqa: E731
+    with torch.no_grad():
+        gm = make_fx(fn, decomposition_table=decomposition_table(), tracing_mode="symbolic",
+                     _allow_non_fake_inputs=True)(*make(5, 12, 10))
+        compiled = compile_aten_graph(gm, list(make(5, 12, 10)))
+        report = compiled.magpy_report
+        assert report.graph_fallback is None and not report.fallbacks, report
+        refuse_eager(compiled)
+        check_sizes(compiled, fn, make, [(2, 6, 8), (3, 16, 16), (4, 9, 7)])
+
+
+def test_torch_compile_dynamic_compiles_one_symbolic_graph_for_every_batch():
+    import magpy.backends  # noqa: F401  (registers "magpy" with torch.compile)
+    from magpy.codegen import reports
+
+    linear = torch.nn.Linear(16, 32)
+
+    def fn(x):
+        return F.layer_norm(F.gelu(linear(x)), (32,)).softmax(-1)
+
+    torch._dynamo.reset()
+    since = len(reports())
+    compiled = torch.compile(fn, backend="magpy", dynamic=True)
+    with torch.no_grad():
+        for batch in (3, 5, 9, 17):
+            x = torch.randn(batch, 7, 16)
+            assert_close(compiled(x), fn(x), f"batch {batch}")
+    graphs = reports()[since:]
+    assert len(graphs) == 1 and graphs[0].symbolic and graphs[0].graph_fallback is None, graphs
