@@ -22,7 +22,7 @@ from .cpp_loops import PARALLEL_MIN_WORK, PointwiseNest, both, negate
 from .cpp_prelude import PRELUDE
 from .ir import FloorDiv, is_nonnegative, is_static, prod, render_index
 from .ops import result_dtype, set_handler
-from .scheduler import OUTER, Kernel, KernelNames
+from .scheduler import OUTER, ROW_BUFFER_MAX_BYTES, Kernel, KernelNames
 from .sizes import at_least
 
 STORAGE_TYPES = {
@@ -473,8 +473,9 @@ class KernelPrinter(KernelNames):
         self._close(lines, len(k.outer_vars), row_indent)
 
     def _render_rows_with_heap_arrays(self, lines, arrays, parallel_rows, parallel_inner):
-        """Rows of symbolic length whose values are kept for a later stage: each thread takes one
-        heap array per such value for all of its rows."""
+        """Rows of symbolic length whose values are kept for a later stage: each thread keeps
+        one array per such value for all of its rows — on its stack where a row fits in
+        ``ROW_BUFFER_MAX_BYTES`` (as a static kernel would), else on the heap."""
         k = self.kernel
         indent = "    "
         region = _parallel_pragma("omp parallel", parallel_rows)
@@ -482,17 +483,21 @@ class KernelPrinter(KernelNames):
             lines.append(f"{indent}#pragma {region}")
         lines.append(f"{indent}{{")
         inner = indent + "    "
+        length = self.size(prod(k.inner))
         for node in arrays:
             name = self.new_var(f"row_{node.name}_")
             self.row_arrays[node.name] = name
             t = ctype(node.layout.dtype)
-            lines.append(f"{inner}{t}* {name} = static_cast<{t}*>(__builtin_malloc(sizeof({t}) * "
-                         f"{self.size(prod(k.inner))}));")
+            fits = ROW_BUFFER_MAX_BYTES // node.layout.dtype.itemsize
+            lines.append(f"{inner}alignas(64) {t} {name}_stack[{fits}];")
+            lines.append(f"{inner}{t}* {name} = {length} <= {fits} ? {name}_stack : "
+                         f"static_cast<{t}*>(__builtin_malloc(sizeof({t}) * {length}));")
         row_indent = self._loops(lines, k.outer_vars, k.outer, inner, "omp for" if parallel_rows is not False else None)
         self._render_stages(lines, row_indent, parallel_inner)
         self._close(lines, len(k.outer_vars), row_indent)
         for node in arrays:
-            lines.append(f"{inner}__builtin_free({self.row_arrays[node.name]});")
+            name = self.row_arrays[node.name]
+            lines.append(f"{inner}if ({name} != {name}_stack) __builtin_free({name});")
         lines.append(f"{indent}}}")
 
     def _render_stages(self, lines, row_indent, parallel_inner):

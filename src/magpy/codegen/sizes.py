@@ -303,3 +303,31 @@ class GraphSizes:
             if expr.free_symbols and expr.free_symbols <= ours:
                 found.append(expr)
         return found
+
+    def guard_checks(self) -> list[str]:
+        """Python text of each of ``guards()``, over the symbols' names, for the wrapper to check
+        at call time (in ``GUARD_NAMESPACE``). Raises UnsupportedSize for a guard that text
+        cannot check: it does not evaluate at the sizes the graph was traced with."""
+        from torch.utils._sympy.printers import PythonPrinter
+
+        printer = PythonPrinter()
+        hints = getattr(self.shape_env, "backed_var_to_val", None) or getattr(self.shape_env, "var_to_val", {})
+        values = {str(s): int(hints[s]) for s in self.sources if s in hints}
+        texts = []
+        for guard in self.guards():
+            text = printer.doprint(guard)
+            try:
+                holds = eval(text, guard_namespace(), dict(values))  # noqa: S307 - torch's printer's text
+            except Exception as e:  # noqa: BLE001 - any failure means the text cannot check it
+                raise UnsupportedSize(f"guard {guard} cannot be checked at call time: {e}") from None
+            if not holds:
+                raise UnsupportedSize(f"guard {guard} does not hold for the traced sizes")
+            texts.append(text)
+        return texts
+
+
+def guard_namespace() -> dict:
+    """The names torch's printed guards use (``math``, ``IsNonOverlappingAndDenseIndicator``)."""
+    from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
+
+    return dict(SYMPY_INTERP)

@@ -18,7 +18,7 @@ import torch
 from .graph import Constant
 from .ir import BufferRef, ExternCall, GetItem, WrapperView, python_size
 from .scheduler import Kernel
-from .sizes import SizeAsFloat, SizeSource
+from .sizes import SizeAsFloat, SizeSource, guard_namespace
 
 
 def _empty_strided(device: torch.device):
@@ -140,8 +140,10 @@ class WrapperWriter:
             out.append("    # Kernels are specialised to these sizes and strides.")
             out.append("    if " + " or ".join(checks) + ":")
             out.append("        return _eager(*args)")
-        guards = self._guards()
+        guards = low.sizes.guard_checks()
         if guards:
+            for name, value in guard_namespace().items():
+                self.namespace.setdefault(name, value)
             out.append("    # What the graph's trace assumed of its sizes (the ShapeEnv's guards).")
             out.append("    if not (" + " and ".join(guards) + "):")
             out.append("        return _eager(*args)")
@@ -165,12 +167,6 @@ class WrapperWriter:
                 out.append(f"    del {', '.join(dead)}")
         out.append(f"    return {self._render_outputs(low.outputs)}")
         return "\n".join(out) + "\n"
-
-    def _guards(self) -> list[str]:
-        from torch.utils._sympy.printers import PythonPrinter
-
-        printer = PythonPrinter()
-        return [printer.doprint(g) for g in self.lowering.sizes.guards()]
 
     def _output_names(self) -> list[str]:
         found = []
