@@ -130,11 +130,12 @@ def test_symbolic_kernel_source_is_the_same_whatever_sizes_traced_it():
     assert strip(first) == strip(second)
 
 
-def test_transpose_add(generator):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_transpose_add(generator, dtype):
     def fn(x, y):
         return x + y.t()
 
-    make = lambda n, m: (torch.randn(n, m), torch.randn(m, n))  # noqa: E731
+    make = lambda n, m: (torch.randn(n, m, dtype=dtype), torch.randn(m, n, dtype=dtype))  # noqa: E731
     compiled, report = compile_once(fn, make(37, 43), generator)
     check_sizes(compiled, fn, make, [(2, 3), (17, 33), (40, 19), (64, 64)], generator)
     assert_no_size(report, 37, 43)

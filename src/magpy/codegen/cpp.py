@@ -433,12 +433,14 @@ class KernelPrinter(KernelNames):
     def _render_pointwise(self, lines):
         k = self.kernel
         nest = PointwiseNest.plan(k, self.produced)
-        body_indent = nest.open(self, lines, "    ")
-        handler = CppHandler(self, lines, body_indent)
-        for stage in k.stages:
-            for node in stage.nodes:
-                self._pointwise_node(handler, node, k.node_index(node)[0], body_indent, lines)
-        nest.close(lines, body_indent)
+
+        def body(lines, indent):
+            handler = CppHandler(self, lines, indent)
+            for stage in k.stages:
+                for node in stage.nodes:
+                    self._pointwise_node(handler, node, k.node_index(node)[0], indent, lines)
+
+        nest.render(self, lines, "    ", body)
 
     def _pointwise_node(self, handler, node, index, indent, lines):
         with set_handler(handler):

@@ -21,7 +21,7 @@ from typing import Optional
 
 import sympy
 
-from .ir import as_size, prod
+from .ir import as_size, is_static, prod
 from .ops import DependencyHandler, set_handler
 from .sizes import at_least, estimate, is_size_symbol
 
@@ -79,7 +79,8 @@ class StagedLoad:
 
     name: str
     index: sympy.Expr
-    stride: int
+    stride: object  # an int, or a size expression
+    buffer: str = ""  # the tile buffer's name, once declared
 
 
 @dataclasses.dataclass
@@ -137,12 +138,63 @@ class PointwiseNest:
 
     # ------------------------------------------------------------------------------------------
 
+    def render(self, printer, lines, indent: str, body) -> None:
+        """Emit the loops with ``body(lines, indent)`` inside (called twice where tiles of
+        symbolic dims run full tiles and tails apart)."""
+        if self.tile is not None and not is_static([self.sizes[self.tile], self.sizes[self.order[-1]]]):
+            self._render_split_tiles(printer, lines, indent, body)
+            return
+        inner = self.open(printer, lines, indent)
+        body(lines, inner)
+        self.close(lines, inner)
+
+    def _render_split_tiles(self, printer, lines, indent, body):
+        """Tiles of symbolic dims: a full tile (all but the last along each dim) loops over
+        constant bounds, as a static kernel's do; the tails loop to the end of the dims."""
+        indent = self._open_tiles(printer, lines, indent)
+        for load in self.staged:
+            self._declare_tile(printer, lines, indent, load)
+        d, l = (self.variables[i] for i in (self.tile, self.order[-1]))
+        sizes = [printer.size(self.sizes[i]) for i in (self.tile, self.order[-1])]
+        lines.append(f"{indent}if ({d}_tile + {TILE} <= {sizes[0]} && {l}_tile + {TILE} <= {sizes[1]}) {{")
+        for full in (True, False):
+            branch = indent + "    "
+            for load in self.staged:
+                self._fill_tile(printer, lines, branch, load, full)
+            for i in (self.tile, self.order[-1]):
+                v = self.variables[i]
+                if i == self.order[-1]:
+                    lines.append(f"{branch}#pragma omp simd")
+                end = f"{v}_tile + {TILE}" if full else self._end(printer, i)
+                lines.append(f"{branch}for (int64_t {v} = {v}_tile; {v} < {end}; {v}++) {{")
+                branch += "    "
+            body(lines, branch)
+            for i in range(2):
+                lines.append(branch[: len(branch) - 4 * (i + 1)] + "}")
+            lines.append(f"{indent}}} else {{" if full else f"{indent}}}")
+        for i in range(len(self.variables)):
+            lines.append(indent[: len(indent) - 4 * (i + 1)] + "}")
+
     def open(self, printer, lines, indent: str) -> str:
         """Emit the loops (and tile staging); returns the indent of the loop body."""
         variables = [self.variables[i] for i in self.order]
         sizes = [self.sizes[i] for i in self.order]
         if self.tile is None:
             return self._plain_loops(printer, lines, variables, sizes, indent)
+        indent = self._open_tiles(printer, lines, indent)
+        for load in self.staged:
+            self._stage(printer, lines, indent, load)
+        for i in (self.tile, self.order[-1]):
+            v = self.variables[i]
+            if i == self.order[-1]:
+                lines.append(f"{indent}#pragma omp simd")
+            lines.append(f"{indent}for (int64_t {v} = {v}_tile; {v} < {self._end(printer, i)}; {v}++) {{")
+            indent += "    "
+        return indent
+
+    def _open_tiles(self, printer, lines, indent: str) -> str:
+        """The loops over tiles (and over the untiled dims); returns the indent inside them."""
+        variables = [self.variables[i] for i in self.order]
         tiled = {self.tile, self.order[-1]}
         parallel = self.parallel(printer)
         if parallel is True:
@@ -155,14 +207,6 @@ class PointwiseNest:
                 lines.append(f"{indent}for (int64_t {v}_tile = 0; {v}_tile < {n}; {v}_tile += {TILE}) {{")
             else:
                 lines.append(f"{indent}for (int64_t {v} = 0; {v} < {n}; {v}++) {{")
-            indent += "    "
-        for load in self.staged:
-            self._stage(printer, lines, indent, load)
-        for i in (self.tile, self.order[-1]):
-            v = self.variables[i]
-            if i == self.order[-1]:
-                lines.append(f"{indent}#pragma omp simd")
-            lines.append(f"{indent}for (int64_t {v} = {v}_tile; {v} < {self._end(printer, i)}; {v}++) {{")
             indent += "    "
         return indent
 
@@ -199,38 +243,56 @@ class PointwiseNest:
 
     def _stage(self, printer, lines, indent, load: StagedLoad):
         """Copy this tile of ``load`` into a transposed buffer; the body then reads the buffer."""
-        from .cpp import ctype
-
-        d, l = self.variables[self.tile], self.variables[self.order[-1]]
-        layout = printer.layouts[load.name]
-        ptr = printer.param(load.name)
-        tile = printer.new_var("tile")
-        t = ctype(layout.dtype, storage=True)
-        element = f"{tile}[{TILE}*({d} - {d}_tile) + ({l} - {l}_tile)]"
-        printer.staged[(load.name, load.index)] = element
-        lines.append(f"{indent}alignas(64) {t} {tile}[{TILE * TILE}];")
-        scalar = [
-            f"for (int64_t {l} = {l}_tile; {l} < {self._end(printer, self.order[-1])}; {l}++) {{",
-            f"    for (int64_t {d} = {d}_tile; {d} < {self._end(printer, self.tile)}; {d}++) {{",
-            f"        {element} = {ptr}[{printer.index(load.index)}];",
-            "    }",
-            "}",
-        ]
-        if layout.dtype.itemsize != 4:
-            lines.extend(indent + s for s in scalar)
-            return
-        corner = load.index.subs({d: sympy.Symbol(f"{d}_tile"), l: sympy.Symbol(f"{l}_tile")})
-        call = f"magpy_transpose16_b32({ptr} + {printer.index(corner)}, {printer.size(load.stride)}, {tile});"
+        self._declare_tile(printer, lines, indent, load)
         full = [isinstance(n, int) and n % TILE == 0 for n in (self.sizes[self.tile], self.sizes[self.order[-1]])]
-        if all(full):
-            lines.append(indent + call)
+        if all(full) or printer.layouts[load.name].dtype.itemsize != 4:
+            self._fill_tile(printer, lines, indent, load, all(full))
             return
+        d, l = self.variables[self.tile], self.variables[self.order[-1]]
+        scalar, call = self._tile_copies(printer, load, False)
         lines.append(f"{indent}if ({self._end(printer, self.tile)} - {d}_tile == {TILE} && "
                      f"{self._end(printer, self.order[-1])} - {l}_tile == {TILE}) {{")
         lines.append(f"{indent}    {call}")
         lines.append(f"{indent}}} else {{")
         lines.extend(indent + "    " + s for s in scalar)
         lines.append(f"{indent}}}")
+
+    def _declare_tile(self, printer, lines, indent, load: StagedLoad):
+        """The transposed buffer of ``load``'s tile; the body reads its elements from it."""
+        from .cpp import ctype
+
+        d, l = self.variables[self.tile], self.variables[self.order[-1]]
+        tile = printer.new_var("tile")
+        load.buffer = tile
+        printer.staged[(load.name, load.index)] = f"{tile}[{TILE}*({d} - {d}_tile) + ({l} - {l}_tile)]"
+        lines.append(f"{indent}alignas(64) {ctype(printer.layouts[load.name].dtype, storage=True)} "
+                     f"{tile}[{TILE * TILE}];")
+
+    def _fill_tile(self, printer, lines, indent, load: StagedLoad, full: bool):
+        """Copy this tile of ``load`` (a full one: ``full``) into its buffer."""
+        scalar, call = self._tile_copies(printer, load, full)
+        if full and printer.layouts[load.name].dtype.itemsize == 4:
+            lines.append(indent + call)
+        else:
+            lines.extend(indent + s for s in scalar)
+
+    def _tile_copies(self, printer, load: StagedLoad, full: bool):
+        """(lines of a plain copy of the tile, the register transpose of a full tile)."""
+        d, l = self.variables[self.tile], self.variables[self.order[-1]]
+        ptr = printer.param(load.name)
+        element = printer.staged[(load.name, load.index)]
+        ends = [f"{v}_tile + {TILE}" if full else self._end(printer, i)
+                for v, i in ((l, self.order[-1]), (d, self.tile))]
+        scalar = [
+            f"for (int64_t {l} = {l}_tile; {l} < {ends[0]}; {l}++) {{",
+            f"    for (int64_t {d} = {d}_tile; {d} < {ends[1]}; {d}++) {{",
+            f"        {element} = {ptr}[{printer.index(load.index)}];",
+            "    }",
+            "}",
+        ]
+        corner = load.index.subs({d: sympy.Symbol(f"{d}_tile"), l: sympy.Symbol(f"{l}_tile")})
+        call = f"magpy_transpose16_b32({ptr} + {printer.index(corner)}, {printer.size(load.stride)}, {load.buffer});"
+        return scalar, call
 
 
 def loop_order(kernel, produced=()) -> list[int]:
