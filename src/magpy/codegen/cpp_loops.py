@@ -11,8 +11,9 @@ contiguously. Full tiles of 4-byte elements are transposed in registers
 
 With symbolic sizes the same plan is made without their values: a symbolic dim counts as long
 enough to tile and vectorize (tiles have tail handling, so any size is right), strides are
-ordered by ``sizes.estimate``, and whether to run in parallel is decided at run time (an
-OpenMP ``if`` clause; ``both``/``negate`` build such conditions, True and False where known).
+ordered by ``sizes.estimate``, and whether to run in parallel is decided at run time (both
+nests behind an ``if``, or an OpenMP ``if`` clause for tiles; ``both``/``negate`` build such
+conditions, True and False where known).
 """
 from __future__ import annotations
 
@@ -144,6 +145,19 @@ class PointwiseNest:
         if self.tile is not None and not is_static([self.sizes[self.tile], self.sizes[self.order[-1]]]):
             self._render_split_tiles(printer, lines, indent, body)
             return
+        parallel = self.parallel(printer)
+        if self.tile is None and self.variables and not isinstance(parallel, bool):
+            # Parallel or not, decided at run time: both nests behind an if (an OpenMP if
+            # clause would cost a call into the runtime on every call, a third of a microsecond).
+            variables = [self.variables[i] for i in self.order]
+            sizes = [self.sizes[i] for i in self.order]
+            lines.append(f"{indent}if ({parallel}) {{")
+            for choice in (True, False):
+                inner = self._plain_loops(printer, lines, variables, sizes, indent + "    ", choice)
+                body(lines, inner)
+                self.close(lines, inner)
+                lines.append(f"{indent}}} else {{" if choice else f"{indent}}}")
+            return
         inner = self.open(printer, lines, indent)
         body(lines, inner)
         self.close(lines, inner)
@@ -215,18 +229,16 @@ class PointwiseNest:
         for i in range(count):
             lines.append(indent[: len(indent) - 4 * (i + 1)] + "}")
 
-    def _plain_loops(self, printer, lines, variables, sizes, indent):
+    def _plain_loops(self, printer, lines, variables, sizes, indent, parallel=None):
         if not variables:
             return indent
-        parallel = self.parallel(printer)
-        # Decided at run time: on ``parallel`` only (a plain ``if`` would also turn simd off).
-        condition = "" if isinstance(parallel, bool) else f" if(parallel: {parallel})"
+        parallel = self.parallel(printer) if parallel is None else parallel
         if len(variables) == 1:
-            pragma = f"omp parallel for simd schedule(static){condition}" if parallel else "omp simd"
+            pragma = "omp parallel for simd schedule(static)" if parallel else "omp simd"
             lines.append(f"{indent}#pragma {pragma}")
         elif parallel:
             collapse = f" collapse({len(variables) - 1})" if len(variables) > 2 else ""
-            lines.append(f"{indent}#pragma omp parallel for{collapse}{condition}")
+            lines.append(f"{indent}#pragma omp parallel for{collapse}")
         for k, (v, s) in enumerate(zip(variables, sizes)):
             if len(variables) > 1 and k == len(variables) - 1:
                 lines.append(f"{indent}#pragma omp simd")

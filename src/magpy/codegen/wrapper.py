@@ -123,16 +123,21 @@ class WrapperWriter:
             out.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
         sources = low.sizes.sources
         if sources:
-            out.append("    # Size symbols, read from the inputs.")
-            for symbol, source in sources.items():
-                out.append(f"    {symbol} = {source.read(names[source.position])}")
+            out.append("    # Size symbols, read from the inputs (inputs of another rank run eagerly).")
+            out.append("    try:")
+            out.extend(f"        {line}" for line in self._size_reads(names))
+            out.append("    except (ValueError, IndexError):")
+            out.append("        return _eager(*args)")
         checks = []
-        for name in low.inputs:
+        for position, name in enumerate(low.inputs):
             if name is None:
                 continue
             layout = low.layouts[name]
             checks.append(f"{name}.stride() != {self.sizes(layout.stride)}")
-            checks.append(f"{name}.shape != {self.sizes(layout.size)}")
+            read = layout.size and all(sources.get(s) == SizeSource(position, "size", d)
+                                       for d, s in enumerate(layout.size))
+            if not read:  # (a shape whose every size was read from it just now needs no check)
+                checks.append(f"{name}.shape != {self.sizes(layout.size)}")
         for position, value in low.sizes.int_inputs.items():
             if sources.get(value) != SizeSource(position, "value"):
                 checks.append(f"{names[position]} != {self.size(value)}")
@@ -167,6 +172,23 @@ class WrapperWriter:
                 out.append(f"    del {', '.join(dead)}")
         out.append(f"    return {self._render_outputs(low.outputs)}")
         return "\n".join(out) + "\n"
+
+    def _size_reads(self, names) -> list[str]:
+        """Statements binding each size symbol: a tensor's sizes unpacked at once."""
+        low = self.lowering
+        lines = []
+        for position, name in enumerate(low.inputs):
+            if name is None:
+                continue
+            mine = {source.dim: str(symbol) for symbol, source in low.sizes.sources.items()
+                    if source.position == position and source.kind == "size"}
+            if mine:
+                targets = [mine.get(d, "_") for d in range(len(low.layouts[name].size))]
+                lines.append(f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {name}.shape")
+        for symbol, source in low.sizes.sources.items():
+            if source.kind != "size":
+                lines.append(f"{symbol} = {source.read(names[source.position])}")
+        return lines
 
     def _output_names(self) -> list[str]:
         found = []
