@@ -1,7 +1,7 @@
 """Kernel benchmarks, side by side: eager vs magpy vs torch.compile (Inductor), on CPU or a GPU.
 
     PYTHONPATH=src python benchmarks/kernels.py [--device cuda] [--quick] [--only NAME,...] [--no-inductor]
-                                                [--profile]
+                                                [--profile] [--symbolic]
 
 For each workload: the median runtime of each backend (measured in alternating rounds), magpy's
 ratio to eager and to Inductor, and the compile time of the first call with a cold cache (a
@@ -10,6 +10,11 @@ fresh, empty cache directory for each backend). Every row's result is checked ag
 whole graph it could not compile). Ends with geometric means. ``--profile`` adds, under each row, where each backend's time goes:
 the aten ops taking the most time per call (magpy's own kernels are not listed; they are the
 rest of the call's time).
+
+``--symbolic`` adds magpy compiled once with symbolic sizes (``torch.compile(dynamic=True)``: one
+graph for every size), timed at the same size as the static one, beside it: its time and its
+ratio to the static graph's ("sym/stat", 1.00 is as fast), and whether every graph really
+compiled symbolically ("sym ok").
 
 ``--device cuda`` runs GPU-sized workloads (the same functions, bigger, plus bfloat16 ones), times
 each backend with CUDA events (``triton.testing.do_bench``, median, L2 flushed between calls) and
@@ -202,19 +207,28 @@ def profile(fn, args, label: str, calls: int = 20) -> None:
     print(f"    {label:9} {wall * 1e3:8.3f} ms/call profiled; top self ms: {top}")
 
 
-def compile_cold(fn, args, backend: str):
+def magpy_symbolic(gm, example_inputs):
+    """The "magpy" backend under another name: Dynamo keeps the graphs it compiles apart from
+    those of "magpy" (a static graph would otherwise serve the symbolic variant's calls)."""
+    from magpy.backends import magpy_backend
+
+    return magpy_backend(gm, example_inputs)
+
+
+def compile_cold(fn, args, backend: str, dynamic=None):
     """(compiled fn, seconds of the first call) with an empty cache for ``backend``.
 
     Dynamo's own cache is not reset here (``main`` resets it once per workload), so that the
     backends compiled for one workload stay usable side by side.
     """
-    cache = tempfile.mkdtemp(prefix=f"bench-{backend}-")
-    if backend == "magpy":
+    name = backend if isinstance(backend, str) else "magpy"
+    cache = tempfile.mkdtemp(prefix=f"bench-{name}-")
+    if name == "magpy":
         os.environ["MAGPY_CACHE_DIR"] = cache
     else:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
     os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
-    compiled = torch.compile(fn, backend=backend)
+    compiled = torch.compile(fn, backend=backend, dynamic=dynamic)
     start = time.perf_counter()
     with torch.no_grad():
         compiled(*args)
@@ -228,6 +242,15 @@ def eager_graphs(since: int) -> int:
     from magpy.codegen import reports
 
     return sum(1 for r in reports()[since:] if r.graph_fallback or r.fallbacks)
+
+
+def all_symbolic(since: int) -> bool:
+    """True when magpy compiled graphs since report ``since``, each one with symbolic sizes and
+    none of them run eagerly."""
+    from magpy.codegen import reports
+
+    new = reports()[since:]
+    return bool(new) and all(r.symbolic and not r.graph_fallback and not r.fallbacks for r in new)
 
 
 def close(a, b) -> bool:
@@ -244,6 +267,8 @@ def main(argv=None):
     parser.add_argument("--no-inductor", action="store_true")
     parser.add_argument("--profile", action="store_true", help="aten-op breakdown under each row")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--symbolic", action="store_true",
+                        help="also magpy compiled once with symbolic sizes, beside the static graph")
     opts = parser.parse_args(argv)
     import magpy.backends  # noqa: F401  (registers "magpy" with torch.compile)
 
@@ -269,13 +294,22 @@ def main(argv=None):
         if not opts.no_inductor:
             inductor_fn, inductor_compile = compile_cold(fn, args, "inductor")
             fns.append(inductor_fn)
+        symbolic = None
+        if opts.symbolic:
+            since = len(reports())
+            symbolic_fn, _ = compile_cold(fn, args, magpy_symbolic, dynamic=True)
+            with torch.no_grad():
+                symbolic_ok = all_symbolic(since) and close(symbolic_fn(*args), fn(*args))
+            fns.append(symbolic_fn)
         eager_t, magpy_t, *rest = measure_gpu(fns, args) if gpu else measure(fns, args, budget)
-        if rest:
-            inductor_t = rest[0]
+        if not opts.no_inductor:
+            inductor_t = rest.pop(0)
+        if opts.symbolic:
+            symbolic = (rest.pop(0), symbolic_ok)
         with torch.no_grad():
             moved = bytes_moved(args, fn(*args)) if gpu else 0
         rows.append((name, eager_t, magpy_t, inductor_t, magpy_compile, inductor_compile,
-                     (ok, partly_eager), moved))
+                     (ok, partly_eager), moved, symbolic))
         print_row(rows[-1])
         sys.stdout.flush()
         if opts.profile:
@@ -288,20 +322,26 @@ def main(argv=None):
 
 HEADER = (f"{'workload':20} {'eager ms':>9} {'magpy ms':>9} {'ind. ms':>9} {'vs eager':>9} "
           f"{'vs ind.':>8} {'magpy cc s':>11} {'ind. cc s':>10} {'cc ratio':>9} {'GB/s e/m/i':>16}  ok")
+SYMBOLIC_HEADER = f" {'sym ms':>9} {'sym/stat':>9} {'sym ok':>7}"
 _printed_header = False
 
 
 def print_row(row):
     global _printed_header
+    name, e, m, i, mc, ic, (ok, partly_eager), moved, symbolic = row
+    header = HEADER + (SYMBOLIC_HEADER if symbolic else "")
     if not _printed_header:
-        print(HEADER)
-        print("-" * len(HEADER))
+        print(header)
+        print("-" * len(header))
         _printed_header = True
-    name, e, m, i, mc, ic, (ok, partly_eager), moved = row
     note = f" ({partly_eager} graph(s) partly eager)" if partly_eager else ""
     bandwidth = "/".join(f"{moved / t / 1e9:.0f}" if t == t else "-" for t in (e, m, i)) if moved else ""
+    extra = ""
+    if symbolic:
+        s, symbolic_ok = symbolic
+        extra = f" {s * 1e3:9.3f} {s / m:9.2f} {'yes' if symbolic_ok else 'NO':>7}"
     print(f"{name:20} {e * 1e3:9.3f} {m * 1e3:9.3f} {i * 1e3:9.3f} {e / m:8.2f}x {i / m:7.2f}x "
-          f"{mc:11.2f} {ic:10.2f} {mc / ic:9.2f} {bandwidth:>16}  {'yes' if ok else 'NO'}{note}")
+          f"{mc:11.2f} {ic:10.2f} {mc / ic:9.2f} {bandwidth:>16}  {'yes' if ok else 'NO'}{extra}{note}")
 
 
 def geomean(values):
@@ -315,9 +355,13 @@ def print_summary(rows):
     print("-" * len(HEADER))
     speed_eager = geomean([e / m for _, e, m, *_ in rows])
     speed_ind = geomean([i / m for _, _, m, i, *_ in rows])
-    cc = geomean([mc / ic for *_, mc, ic, _, _ in rows])
+    cc = geomean([mc / ic for _, _, _, _, mc, ic, *_ in rows])
     print(f"geomean: magpy is {speed_eager:.2f}x eager's speed and {speed_ind:.2f}x Inductor's "
           f"(>1 is faster); cold compile time is {cc:.2f}x Inductor's (<1 is faster)")
+    symbolic = [(row[-1][0], row[2]) for row in rows if row[-1]]
+    if symbolic:
+        print(f"geomean: magpy's symbolic graphs take {geomean([s / m for s, m in symbolic]):.2f}x the "
+              f"static graphs' time (1.00 is as fast)")
 
 
 if __name__ == "__main__":

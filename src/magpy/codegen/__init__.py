@@ -11,6 +11,8 @@ Public names:
                                          an aten-level graph -> callable; ``mode`` "cpp" or
                                          "triton" (None: by the inputs' device); "reference" runs
                                          the same schedule with the torch reference evaluator.
+                                         A graph traced with symbolic sizes compiles once for
+                                         every size its ShapeEnv's guards allow.
     reports()                            CompileReports of recent graphs (kernels, extern calls,
                                          fallbacks, sources); ``last_report()`` the newest.
 
@@ -49,6 +51,7 @@ class CompileReport:
     graph_fallback: Optional[str] = None  # why the whole graph runs eagerly, if it does
     chosen: Optional[str] = None  # on a GPU: compiled or captured graph, whichever ran faster
     compile_seconds: float = 0.0
+    symbolic: list = dataclasses.field(default_factory=list)  # symbolic input sizes: "in0.size(0)=s0"
 
     @property
     def kernel_count(self) -> int:
@@ -62,6 +65,8 @@ class CompileReport:
             lines.append(f"  whole graph runs eagerly: {self.graph_fallback}")
         if self.chosen:
             lines.append(f"  runs the {self.chosen}")
+        if self.symbolic:
+            lines.append(f"  symbolic sizes: {', '.join(self.symbolic)}")
         lines += [f"  kernel {k}" for k in self.kernels]
         lines += [f"  extern {op}: {why}" for op, why in self.extern_calls]
         lines += [f"  fallback {op}: {why}" for op, why in self.fallbacks]
@@ -86,9 +91,17 @@ def is_aten_graph(gm: torch.fx.GraphModule) -> bool:
             return False
         if node.op == "call_function" and node.target is not operator.getitem and not isinstance(
             node.target, torch._ops.OpOverload
-        ):
+        ) and not _size_arithmetic(node):
             return False
     return True
+
+
+def _size_arithmetic(node) -> bool:
+    """True for arithmetic on symbolic sizes in an aten graph (``operator.mul(s0, 4)``,
+    ``torch.sym_float(s1)``)."""
+    module = getattr(node.target, "__module__", None)
+    return (module in ("_operator", "operator") or getattr(node.target, "__name__", "").startswith("sym_")) and \
+        isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
@@ -139,6 +152,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
     from .devices import NotServed, select
     from .graph import GraphFallback, GraphLowering
     from .cpp import CppUnsupported
+    from .sizes import UnsupportedSize
     from .triton import TritonUnsupported
 
     started = time.perf_counter()
@@ -149,11 +163,13 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
         if mode is None:
             mode = report.mode = select(example_inputs)
         _ensure_meta(gm, example_inputs)
-        lowering = GraphLowering(gm, example_inputs, device=_device_of(example_inputs)).run()
+        lowering = GraphLowering(gm, example_inputs, device=_device_of(example_inputs))
+        report.symbolic = lowering.sizes.symbolic
+        lowering.run()
         fn = _build(gm, lowering, report, mode, fuse, eager, started)
     except Exception as e:
         # A graph we cannot compile still runs (eagerly); MAGPY_STRICT=1 surfaces our bugs.
-        expected = isinstance(e, (GraphFallback, CppUnsupported, TritonUnsupported, NotServed))
+        expected = isinstance(e, (GraphFallback, CppUnsupported, TritonUnsupported, NotServed, UnsupportedSize))
         if os.environ.get("MAGPY_STRICT") == "1" and not expected:
             raise
         report.graph_fallback = f"{type(e).__name__}: {e}"
@@ -204,12 +220,12 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
     scheduler = Scheduler(lowering.nodes, lowering.layouts, outputs, fuse=fuse)
     kernels = [it for it in scheduler.items if isinstance(it, Kernel)]
     if mode == "triton":
-        callables, params, bodies = _triton_kernels(kernels, lowering)
+        callables, params, bodies, sizes = _triton_kernels(kernels, lowering)
     elif mode in ("cpp", "reference"):
-        callables, params, bodies = _cpp_kernels(kernels, lowering, outputs, mode)
+        callables, params, bodies, sizes = _cpp_kernels(kernels, lowering, outputs, mode)
     else:
         raise ValueError(f"unknown mode {mode!r}")
-    writer = WrapperWriter(lowering, scheduler, params, "pointer" if mode == "cpp" else "tensor")
+    writer = WrapperWriter(lowering, scheduler, params, "pointer" if mode == "cpp" else "tensor", sizes)
     source = writer.write(callables, eager)
     namespace = writer.namespace
     code = compile(source, f"<magpy wrapper {report.graph_id}>", "exec")
@@ -227,14 +243,15 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
 
 
 def _cpp_kernels(kernels, lowering, outputs, mode):
-    """(callables, parameter buffers, sources) of C++ kernels, or of the reference evaluator."""
+    """(callables, parameter buffers, sources, size symbols) of C++ kernels, or of the reference
+    evaluator."""
     from .compile_cache import WIDE_VECTORS, compile_sources, load_function
     from .cpp import kernel_source, render_kernel
     from .reference import ReferenceKernel
 
-    params, bodies, callables = {}, {}, {}
+    params, bodies, callables, sizes = {}, {}, {}, {}
     for kernel in kernels:
-        body, kernel_params = render_kernel(kernel, lowering.layouts, outputs)
+        body, kernel_params, sizes[kernel.name] = render_kernel(kernel, lowering.layouts, outputs)
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
     if mode == "cpp":
@@ -242,27 +259,30 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
         extra = [WIDE_VECTORS if _vector_math(k) else () for k in kernels]
         paths = compile_sources(sources, extra_flags=extra)
         for kernel, path in zip(kernels, paths):
-            callables[kernel.name] = load_function(path, kernel.name, len(params[kernel.name]))
+            callables[kernel.name] = load_function(path, kernel.name, len(params[kernel.name]),
+                                                   len(sizes[kernel.name]))
     else:
         for kernel in kernels:
-            callables[kernel.name] = ReferenceKernel(kernel, params[kernel.name], lowering.layouts)
-    return callables, params, bodies
+            callables[kernel.name] = ReferenceKernel(kernel, params[kernel.name], lowering.layouts,
+                                                     sizes[kernel.name])
+    return callables, params, bodies, sizes
 
 
 def _triton_kernels(kernels, lowering):
-    """(launchers, parameter buffers, sources) of Triton kernels."""
+    """(launchers, parameter buffers, sources, size symbols) of Triton kernels."""
     from .triton_kernel import render_kernel
     from .triton_runtime import TritonLauncher, interpreting, load_kernel
 
-    params, bodies, callables = {}, {}, {}
+    params, bodies, callables, sizes = {}, {}, {}, {}
     interpret = interpreting()
     for kernel in kernels:
         kernel.name = "triton" + kernel.name[len("cpp"):] if kernel.name.startswith("cpp") else kernel.name
-        body, kernel_params, plan = render_kernel(kernel, lowering.layouts, interpret)
+        body, kernel_params, plan, sizes[kernel.name] = render_kernel(kernel, lowering.layouts, interpret)
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
-        callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name)
-    return callables, params, bodies
+        callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name,
+                                                sizes[kernel.name])
+    return callables, params, bodies, sizes
 
 
 def _vector_math(kernel) -> bool:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import operator
 from typing import Optional
 
+import sympy
 import torch
 import torch.fx
 
-from .ir import BufferRef, Layout
+from .ir import BufferRef, Layout, as_size
 
 aten = torch.ops.aten
 
@@ -27,13 +28,15 @@ DTYPES = frozenset({torch.float32, torch.bfloat16, torch.float16})
 
 
 def channels_last(size, dtype: torch.dtype) -> Layout:
-    n, c, h, w = (int(s) for s in size)
-    return Layout((n, c, h, w), (h * w * c, 1, w * c, c), dtype)
+    n, c, h, w = (as_size(s) for s in size)
+    stride = tuple(as_size(sympy.expand(st)) for st in (h * w * c, 1, w * c, c))
+    return Layout((n, c, h, w), stride, dtype)
 
 
 def is_channels_last(layout: Optional[Layout]) -> bool:
     return (layout is not None and len(layout.size) == 4 and layout.offset == 0
-            and channels_last(layout.size, layout.dtype).stride == layout.stride)
+            and all(sympy.expand(a - b) == 0
+                    for a, b in zip(channels_last(layout.size, layout.dtype).stride, layout.stride)))
 
 
 def wants_channels_last(node: torch.fx.Node) -> bool:
@@ -65,11 +68,21 @@ def preferred_operands(graph: torch.fx.Graph) -> set:
     return keys
 
 
-def result_layout(target, args, kwargs, layouts, fake_mode=None) -> Optional[Layout]:
+def result_layout(target, args, kwargs, layouts, fake_mode=None, size=None) -> Optional[Layout]:
     """The layout of ``target``'s result for arguments laid out as ``layouts`` says, from torch's
-    fake CPU tensors (None when they cannot tell)."""
+    fake CPU tensors (None when they cannot tell).
+
+    With symbolic layouts no fake tensor is made (its meta function could add guards): a
+    convolution of a channels-last input gives a channels-last result of ``size`` (if it does
+    not, the wrapper copies the result into that layout).
+    """
     from torch._subclasses.fake_tensor import FakeTensorMode
 
+    if not all(layouts[a.name].is_static for a in args if isinstance(a, BufferRef)):
+        source = args[0] if args and isinstance(args[0], BufferRef) else None
+        if target in CONVOLUTIONS and size is not None and source and is_channels_last(layouts[source.name]):
+            return channels_last(size, layouts[source.name].dtype)
+        return None
     mode = fake_mode or FakeTensorMode()
 
     def fake(a):

@@ -138,13 +138,14 @@ _libraries: dict[Path, ctypes.CDLL] = {}
 _lock = threading.Lock()
 
 
-def load_function(path: Path, name: str, nargs: int):
-    """The ``extern "C"`` function ``name`` of the library at ``path``, taking ``nargs`` pointers."""
+def load_function(path: Path, name: str, nargs: int, nsizes: int = 0):
+    """The ``extern "C"`` function ``name`` of the library at ``path``, taking ``nargs`` pointers
+    then ``nsizes`` int64 sizes."""
     with _lock:
         lib = _libraries.get(path)
         if lib is None:
             lib = _libraries[path] = ctypes.CDLL(str(path))
     fn = getattr(lib, name)
-    fn.argtypes = [ctypes.c_void_p] * nargs
+    fn.argtypes = [ctypes.c_void_p] * nargs + [ctypes.c_int64] * nsizes
     fn.restype = None
     return fn

@@ -3,6 +3,12 @@
 ``CppHandler`` is the ``ops`` handler that prints one loop body (with common subexpressions
 shared); ``render_kernel`` lays out the loops: OpenMP ``parallel for`` over rows, ``omp simd``
 over the innermost loop, reductions as OpenMP reduction clauses.
+
+Symbolic sizes are ``int64_t`` arguments after the pointers (``ks0``, ``ks1``, ... in the order
+the kernel first uses them), so the source names no size of any call. Where a static kernel
+decides by a size (run in parallel or not, full tiles or not, a row on the stack or not), a
+symbolic one decides at run time: an OpenMP ``if(parallel: ...)`` clause, both loop forms
+behind an ``if``, tail handling, or a row array on the heap once per thread.
 """
 from __future__ import annotations
 
@@ -12,11 +18,12 @@ import os
 import sympy
 import torch
 
-from .cpp_loops import PARALLEL_MIN_WORK, PointwiseNest
+from .cpp_loops import PARALLEL_MIN_WORK, PointwiseNest, both, negate
 from .cpp_prelude import PRELUDE
-from .ir import FloorDiv, is_nonnegative, prod, render_index
+from .ir import FloorDiv, is_nonnegative, is_static, prod, render_index
 from .ops import result_dtype, set_handler
-from .scheduler import OUTER, Kernel, KernelNames
+from .scheduler import OUTER, ROW_BUFFER_MAX_BYTES, Kernel, KernelNames
+from .sizes import at_least
 
 STORAGE_TYPES = {
     torch.float32: "float",
@@ -61,8 +68,11 @@ def print_index(expr) -> str:
             return f"({a} / {b})" if floor else f"({a} % {b})"
         return f"magpy_{'floordiv' if floor else 'mod'}<int64_t>({a}, {b})"
 
+    def extremum(name, a, b) -> str:
+        return f"({a} {'>' if name == 'max' else '<'} {b} ? {a} : {b})"
+
     try:
-        return render_index(expr, integer, division)
+        return render_index(expr, integer, division, extremum)
     except ValueError as e:
         raise CppUnsupported(str(e)) from None
 
@@ -155,7 +165,7 @@ class CppHandler:
         return CppValue(cpp_constant(value, dtype), dtype)
 
     def index_expr(self, expr, dtype) -> CppValue:
-        return self._emit(f"static_cast<{ctype(dtype)}>({print_index(sympy.expand(expr))})", dtype)
+        return self._emit(f"static_cast<{ctype(dtype)}>({self.printer.index(sympy.expand(expr))})", dtype)
 
     def to_dtype(self, x: CppValue, dtype) -> CppValue:
         if x.dtype == dtype:
@@ -202,12 +212,13 @@ class CppHandler:
 
     def indirect_indexing(self, x, size):
         name = self.printer.new_var("idx")
-        n = int(size)
+        n = self.printer.size(size)
+        last = max(size - 1, 0) if isinstance(size, int) else f"({n} - 1)"
         self.lines.append(f"{self.indent}int64_t {name} = static_cast<int64_t>({x});")
         # Negative positions count from the end; out-of-range ones are clamped rather than
         # read out of bounds (eager raises for them).
         self.lines.append(f"{self.indent}{name} = {name} < 0 ? {name} + {n} : {name};")
-        self.lines.append(f"{self.indent}{name} = {name} < 0 ? 0 : ({name} >= {n} ? {max(n - 1, 0)} : {name});")
+        self.lines.append(f"{self.indent}{name} = {name} < 0 ? 0 : ({name} >= {n} ? {last} : {name});")
         return sympy.Symbol(name, integer=True, nonnegative=True)
 
     def __getattr__(self, name):
@@ -319,7 +330,8 @@ def accumulator_dtype(reduction_type: str, src_dtype: torch.dtype, out_dtype: to
 
 
 class KernelPrinter(KernelNames):
-    """Prints one kernel; ``params`` is the buffer order of its pointer arguments."""
+    """Prints one kernel; ``params`` is the buffer order of its pointer arguments, ``size_params``
+    the size symbols of its ``int64_t`` arguments after them."""
 
     def __init__(self, kernel: Kernel, layouts, graph_outputs):
         super().__init__(kernel)
@@ -331,6 +343,21 @@ class KernelPrinter(KernelNames):
         self.row_arrays: dict[str, str] = {}
         self.staged: dict = {}  # (buffer, index) -> element of a transposed tile buffer
 
+    # ------------------------------------------------------------------------------------------
+    # Sizes
+
+    def index(self, expr) -> str:
+        """C++ text of an index or size expression, size symbols read from the kernel's arguments."""
+        return print_index(self.sized(expr))
+
+    def size(self, size) -> str:
+        return str(size) if isinstance(size, int) else self.index(size)
+
+    def at_least(self, size, bound: int):
+        """``size >= bound``: a bool where that is known, else C++ text deciding it at run time."""
+        decided = at_least(size, bound)
+        return decided if decided is not None else f"{self.size(size)} >= {bound}"
+
     def is_row_value(self, text: str) -> bool:
         """True when ``text`` names a value computed once per row (a reduction, a row scalar)."""
         return text in self.locals.values()
@@ -339,7 +366,7 @@ class KernelPrinter(KernelNames):
         expr = sympy.Integer(0)
         for var, size in zip(self.kernel.inner_vars, self.kernel.inner):
             expr = expr * size + var
-        return print_index(expr)
+        return self.index(expr)
 
     def load(self, handler: CppHandler, name: str, index) -> CppValue:
         layout = self.layouts[name]
@@ -352,7 +379,7 @@ class KernelPrinter(KernelNames):
             return handler._emit(text, layout.dtype)
         raw = self.staged.get((name, index))
         if raw is None:
-            raw = f"{self.param(name)}[{print_index(index)}]"
+            raw = f"{self.param(name)}[{self.index(index)}]"
         if layout.dtype == torch.bfloat16:
             return handler._emit(f"magpy_bf16_to_float({raw})", layout.dtype)
         if layout.dtype == torch.float16:
@@ -367,7 +394,7 @@ class KernelPrinter(KernelNames):
             text = f"static_cast<_Float16>({value})"
         else:
             text = f"static_cast<{ctype(dtype, storage=True)}>({value})"
-        return f"{self.param(name)}[{print_index(index)}] = {text};"
+        return f"{self.param(name)}[{self.index(index)}] = {text};"
 
     # ------------------------------------------------------------------------------------------
 
@@ -383,6 +410,7 @@ class KernelPrinter(KernelNames):
             t = ctype(self.layouts[buf].dtype, storage=True)
             const = "" if buf in self.stored else "const "
             args.append(f"{const}{t}* __restrict__ {self.param_names[buf]}")
+        args += [f"int64_t {self.size_names[s]}" for s in self.size_params]
         signature = f'extern "C" void {name}({", ".join(args)})'
         return "\n".join([signature, "{"] + body + ["}"]) + "\n"
 
@@ -393,7 +421,7 @@ class KernelPrinter(KernelNames):
         if pragma and variables:
             lines.append(f"{indent}#pragma {pragma}")
         for v, s in zip(variables, sizes):
-            lines.append(f"{indent}for (int64_t {v} = 0; {v} < {s}; {v}++) {{")
+            lines.append(f"{indent}for (int64_t {v} = 0; {v} < {self.size(s)}; {v}++) {{")
             indent += "    "
         return indent
 
@@ -405,12 +433,14 @@ class KernelPrinter(KernelNames):
     def _render_pointwise(self, lines):
         k = self.kernel
         nest = PointwiseNest.plan(k, self.produced)
-        body_indent = nest.open(self, lines, "    ")
-        handler = CppHandler(self, lines, body_indent)
-        for stage in k.stages:
-            for node in stage.nodes:
-                self._pointwise_node(handler, node, k.node_index(node)[0], body_indent, lines)
-        nest.close(lines, body_indent)
+
+        def body(lines, indent):
+            handler = CppHandler(self, lines, indent)
+            for stage in k.stages:
+                for node in stage.nodes:
+                    self._pointwise_node(handler, node, k.node_index(node)[0], indent, lines)
+
+        nest.render(self, lines, "    ", body)
 
     def _pointwise_node(self, handler, node, index, indent, lines):
         with set_handler(handler):
@@ -427,16 +457,53 @@ class KernelPrinter(KernelNames):
         k = self.kernel
         outer_work = prod(k.outer)
         work = outer_work * prod(k.inner)
-        parallel_rows = work >= PARALLEL_MIN_WORK and outer_work >= 2 * THREADS
-        parallel_inner = work >= PARALLEL_MIN_WORK and not parallel_rows
+        enough_work = self.at_least(work, PARALLEL_MIN_WORK)
+        enough_rows = self.at_least(outer_work, 2 * THREADS)
+        parallel_rows = both(enough_work, enough_rows)
+        parallel_inner = both(enough_work, negate(enough_rows))
         indent = "    "
-        row_indent = self._loops(lines, k.outer_vars, k.outer, indent,
-                                 "omp parallel for" if parallel_rows else None)
-        for node in k.nodes:
-            if k.storage[node.name] == "row_array":
-                name = self.new_var(f"row_{node.name}_")
-                self.row_arrays[node.name] = name
-                lines.append(f"{row_indent}{ctype(node.layout.dtype)} {name}[{prod(k.inner)}];")
+        arrays = [n for n in k.nodes if k.storage[n.name] == "row_array"]
+        if arrays and not is_static(k.inner):
+            self._render_rows_with_heap_arrays(lines, arrays, parallel_rows, parallel_inner)
+            return
+        row_indent = self._loops(lines, k.outer_vars, k.outer, indent, _parallel_pragma("omp parallel for", parallel_rows))
+        for node in arrays:
+            name = self.new_var(f"row_{node.name}_")
+            self.row_arrays[node.name] = name
+            lines.append(f"{row_indent}{ctype(node.layout.dtype)} {name}[{prod(k.inner)}];")
+        self._render_stages(lines, row_indent, parallel_inner)
+        self._close(lines, len(k.outer_vars), row_indent)
+
+    def _render_rows_with_heap_arrays(self, lines, arrays, parallel_rows, parallel_inner):
+        """Rows of symbolic length whose values are kept for a later stage: each thread keeps
+        one array per such value for all of its rows — on its stack where a row fits in
+        ``ROW_BUFFER_MAX_BYTES`` (as a static kernel would), else on the heap."""
+        k = self.kernel
+        indent = "    "
+        region = _parallel_pragma("omp parallel", parallel_rows)
+        if region:
+            lines.append(f"{indent}#pragma {region}")
+        lines.append(f"{indent}{{")
+        inner = indent + "    "
+        length = self.size(prod(k.inner))
+        for node in arrays:
+            name = self.new_var(f"row_{node.name}_")
+            self.row_arrays[node.name] = name
+            t = ctype(node.layout.dtype)
+            fits = ROW_BUFFER_MAX_BYTES // node.layout.dtype.itemsize
+            lines.append(f"{inner}alignas(64) {t} {name}_stack[{fits}];")
+            lines.append(f"{inner}{t}* {name} = {length} <= {fits} ? {name}_stack : "
+                         f"static_cast<{t}*>(__builtin_malloc(sizeof({t}) * {length}));")
+        row_indent = self._loops(lines, k.outer_vars, k.outer, inner, "omp for" if parallel_rows is not False else None)
+        self._render_stages(lines, row_indent, parallel_inner)
+        self._close(lines, len(k.outer_vars), row_indent)
+        for node in arrays:
+            name = self.row_arrays[node.name]
+            lines.append(f"{inner}if ({name} != {name}_stack) __builtin_free({name});")
+        lines.append(f"{indent}}}")
+
+    def _render_stages(self, lines, row_indent, parallel_inner):
+        k = self.kernel
         for stage in k.stages:
             if stage.level == OUTER:
                 handler = CppHandler(self, lines, row_indent)
@@ -444,7 +511,6 @@ class KernelPrinter(KernelNames):
                     self._row_scalar_node(handler, node, row_indent, lines)
             else:
                 self._render_inner_stage(stage, row_indent, lines, parallel_inner)
-        self._close(lines, len(k.outer_vars), row_indent)
 
     def _row_scalar_node(self, handler, node, indent, lines):
         index = self.kernel.node_index(node)[0]
@@ -478,12 +544,17 @@ class KernelPrinter(KernelNames):
                 lines.append(f"{indent}int32_t {acc}_nan = 0;")
                 clauses.append(f"reduction(+:{acc}_nan)")
         if serial:
-            pragma = None
-        else:
-            pragma = ("omp parallel for simd" if parallel else "omp simd")
-            if clauses:
-                pragma += " " + " ".join(clauses)
-        body_indent = self._loops(lines, k.inner_vars, k.inner, indent, pragma)
+            pragmas = [None]
+        elif isinstance(parallel, bool):
+            pragmas = ["omp parallel for simd" if parallel else "omp simd"]
+        else:  # decided at run time: both loops, behind an if
+            pragmas = ["omp parallel for simd", "omp simd"]
+        if clauses:
+            pragmas = [p + " " + " ".join(clauses) if p else p for p in pragmas]
+        outer_lines = lines
+        loop_indent = indent if len(pragmas) == 1 else indent + "    "
+        lines = []
+        body_indent = self._loops(lines, k.inner_vars, k.inner, loop_indent, pragmas[0])
         handler = CppHandler(self, lines, body_indent)
         self.stage_locals = {}
         for node in stage.nodes:
@@ -498,6 +569,19 @@ class KernelPrinter(KernelNames):
                 node.data.reduction_type not in ("argmax", "argmin") else value
             lines.extend(self._update(node.data.reduction_type, acc, acc_dtype, value, body_indent))
         self._close(lines, len(k.inner_vars), body_indent)
+        if len(pragmas) == 1:
+            outer_lines.extend(lines)
+        else:
+            # The same loop twice: the pragma line is the only difference.
+            serial_pragma = []
+            self._loops(serial_pragma, k.inner_vars, k.inner, loop_indent, pragmas[1])
+            serial_loop = [serial_pragma[0]] + lines[1:]
+            outer_lines.append(f"{indent}if ({parallel}) {{")
+            outer_lines.extend(lines)
+            outer_lines.append(f"{indent}}} else {{")
+            outer_lines.extend(serial_loop)
+            outer_lines.append(f"{indent}}}")
+        lines = outer_lines
         self.stage_locals = {}
         for node in reductions:
             acc, acc_dtype = accs[node.name]
@@ -544,15 +628,25 @@ class KernelPrinter(KernelNames):
         ]
 
 
-def render_kernel(kernel: Kernel, layouts, graph_outputs) -> tuple[str, list[str]]:
-    """(C++ source of the kernel function without the prelude, buffer names of its arguments)."""
+def _parallel_pragma(pragma: str, parallel):
+    """``pragma`` when ``parallel`` is True, None when False, else ``pragma`` with an ``if``
+    clause deciding at run time (on ``parallel`` only: an ``if`` without the modifier would also
+    turn a combined ``simd`` off)."""
+    if isinstance(parallel, bool):
+        return pragma if parallel else None
+    return f"{pragma} if(parallel: {parallel})"
+
+
+def render_kernel(kernel: Kernel, layouts, graph_outputs) -> tuple[str, list[str], list]:
+    """(C++ source of the kernel function without the prelude, buffer names of its pointer
+    arguments, graph size symbols of its ``int64_t`` arguments)."""
     printer = KernelPrinter(kernel, layouts, graph_outputs)
     # Stored buffers are parameters even if nothing in the kernel reads them back.
     for node in kernel.nodes:
         if kernel.storage[node.name] == "memory":
             printer.param(node.name)
     source = printer.render(kernel.name)
-    return source, printer.params
+    return source, printer.params, printer.size_params
 
 
 def kernel_source(body: str) -> str:

@@ -1,7 +1,8 @@
 """Which code generator serves a graph: C++ for CPU tensors, Triton for CUDA tensors.
 
 ``select(example_inputs, requested)`` names the generator, or raises ``NotServed`` saying why
-none can (a device without a generator, tensors on two devices, sizes that are symbolic). The
+none can (a device without a generator, tensors on two devices, a symbolic float input). Sizes
+that are symbolic are served (``sizes.py``): one compiled graph for every size. The
 "magpy" backend asks before it decomposes a graph: a graph no generator serves runs as it was
 captured, so it costs what eager costs, never the decomposed ops one by one.
 """
@@ -43,11 +44,6 @@ def triton_installed() -> bool:
     return importlib.util.find_spec("triton") is not None
 
 
-def _symbolic(x: torch.Tensor) -> bool:
-    sizes = tuple(x.shape) + (tuple(x.stride()) if x.layout == torch.strided else ())
-    return not all(isinstance(s, int) for s in sizes)
-
-
 def select(example_inputs: Sequence, requested: Optional[str] = None) -> str:
     """The code generator for a graph over ``example_inputs``: "cpp" or "triton".
 
@@ -57,9 +53,8 @@ def select(example_inputs: Sequence, requested: Optional[str] = None) -> str:
     """
     if requested is not None and requested not in CODEGENS:
         raise ValueError(f"unknown codegen {requested!r}; choose one of {', '.join(CODEGENS)}")
-    if any(isinstance(x, (torch.SymInt, torch.SymFloat)) for x in example_inputs) or any(
-            _symbolic(x) for x in tensor_inputs(example_inputs)):
-        raise NotServed("dynamic shapes")
+    if any(isinstance(x, (torch.SymFloat, torch.SymBool)) for x in example_inputs):
+        raise NotServed("symbolic float or bool inputs")
     device = graph_device(example_inputs)
     kind = device.type if device is not None else "cpu"
     if kind == "cpu":

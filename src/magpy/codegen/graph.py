@@ -26,6 +26,7 @@ from .ir import (
     Reduction,
     TensorValue,
     WrapperView,
+    as_size,
     dense_layout_like,
     index_vars,
 )
@@ -34,6 +35,7 @@ from .channels_last import wants_channels_last
 from .lowering import LoweringContext, Unsupported, lookup_lowering
 from .lowering_view import VIEW_OPS
 from .ops import body_key, count_ops
+from .sizes import GraphSizes, UnsupportedSize, shape_env_of
 
 # A lazy value used more than once is realized when recomputing it would cost more than this.
 INLINE_MAX_OPS = 8
@@ -48,11 +50,7 @@ BODY_MAX_OPS = 96
 
 
 class GraphFallback(Exception):
-    """The whole graph cannot be compiled (e.g. dynamic shapes); it runs eagerly instead."""
-
-
-def _is_static(t: torch.Tensor) -> bool:
-    return all(isinstance(s, int) for s in tuple(t.shape) + tuple(t.stride()))
+    """The whole graph cannot be compiled (e.g. a size it cannot express); it runs eagerly instead."""
 
 
 class GraphLowering:
@@ -65,6 +63,11 @@ class GraphLowering:
     ``fallbacks`` [(op, reason)] of every counted ExternCall
     ``relaid``   extern results laid out unlike the fx graph says (channels-last convolutions)
     ``device``   where every tensor of the graph lives
+    ``sizes``    the graph's sizes (``sizes.GraphSizes``): where each size symbol is read, what
+                 the ShapeEnv knows of them
+
+    Sizes of fake tensors are read through ``sizes``, never compared as SymInts (a comparison
+    of SymInts would add a guard to the ShapeEnv).
     """
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs, device=torch.device("cpu")):
@@ -87,6 +90,8 @@ class GraphLowering:
         self.relaid: set[str] = set()
         self._channels_last_copies: dict[str, str] = {}
         self._reductions: dict = {}  # reduction_key -> buffer
+        metas = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+        self.sizes = GraphSizes(shape_env_of(metas + self.example_inputs))
 
     # ------------------------------------------------------------------------------------------
     # Names and buffers
@@ -100,8 +105,9 @@ class GraphLowering:
         meta = node.meta.get("val") if node is not None else None
         if item is not None and isinstance(meta, (tuple, list)) and item < len(meta):
             meta = meta[item]
-        if isinstance(meta, torch.Tensor) and tuple(meta.shape) == tuple(size):
-            return dense_layout_like(meta.shape, meta.stride(), meta.dtype)
+        if isinstance(meta, torch.Tensor) and self.sizes.shape(meta) == tuple(size):
+            return dense_layout_like(self.sizes.shape(meta), self.sizes.strides(meta), meta.dtype,
+                                     self.sizes.positive)
         return None
 
     def realize(self, value: TensorValue, node=None, item=None, layout=None) -> BufferValue:
@@ -116,7 +122,7 @@ class GraphLowering:
         if layout is None:
             layout = self._meta_layout(node, value.size, item)
             if layout is None or layout.dtype != value.dtype:
-                layout = Layout.contiguous(value.size, value.dtype)
+                layout = self.sizes.contiguous(value.size, value.dtype)
             if ((node, item) in self.preferred and node not in self._output_nodes
                     and value.ndim == 4 and value.dtype in DTYPES):
                 layout = channels_last(value.size, value.dtype)
@@ -135,7 +141,7 @@ class GraphLowering:
             return BufferValue(name, relayout(self.layouts[name], reduction.size))
         layout = self._meta_layout(self._current, reduction.size)
         if layout is None or layout.dtype != reduction.dtype:
-            layout = Layout.contiguous(reduction.size, reduction.dtype)
+            layout = self.sizes.contiguous(reduction.size, reduction.dtype)
         name = self.new_name()
         self.nodes.append(ComputedBuffer(name, layout, reduction))
         self.layouts[name] = layout
@@ -151,7 +157,7 @@ class GraphLowering:
             return False
         if node.op == "placeholder" or node.target in VIEW_OPS:
             return False
-        return (meta.storage_offset() == 0 and tuple(meta.stride()) == value.layout.stride
+        return (self.sizes.expr(meta.storage_offset()) == 0 and self.sizes.strides(meta) == value.layout.stride
                 and value.layout.offset == 0)
 
     # ------------------------------------------------------------------------------------------
@@ -167,8 +173,9 @@ class GraphLowering:
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(self.example_inputs):
             raise GraphFallback("example inputs do not match the placeholders")
-        for node, example in zip(placeholders, self.example_inputs):
-            self._placeholder(node, example)
+        for position, (node, example) in enumerate(zip(placeholders, self.example_inputs)):
+            self._placeholder(position, node, example)
+        self.sizes.finish_inputs()
         for node in graph.nodes:
             self._current = node
             if node.op == "call_function":
@@ -181,23 +188,31 @@ class GraphLowering:
         self.outputs = self._output(output_node.args[0])
         return self
 
-    def _placeholder(self, node, example):
+    def _placeholder(self, position, node, example):
+        meta = node.meta.get("val")
+        if isinstance(meta, torch.SymInt) or isinstance(example, torch.SymInt):
+            value = self.sizes.expr(meta if isinstance(meta, torch.SymInt) else example)
+            self.sizes.add_int_input(position, value)
+            self.env[node] = value
+            self.inputs.append(None)
+            return
         if not isinstance(example, torch.Tensor):
-            if isinstance(example, (int, float, bool)) and not isinstance(example, torch.SymInt):
+            if isinstance(example, (int, float, bool)):
                 self.env[node] = example
                 self.inputs.append(None)
                 return
             raise GraphFallback(f"non-tensor input {type(example).__name__}")
-        if not _is_static(example):
-            raise GraphFallback("dynamic shapes")
         if example.device != self.device:
             raise GraphFallback(f"device {example.device}")
         if example.layout != torch.strided or example.is_complex() or example.is_quantized:
             raise GraphFallback(f"input {example.dtype}/{example.layout}")
+        # The traced sizes: symbolic where the graph was traced so, even for real example inputs.
+        source = meta if isinstance(meta, torch.Tensor) and meta.layout == torch.strided else example
         name = re.sub(r"\W", "_", node.name)
-        if not name.isidentifier() or name in self.layouts:
+        if not name.isidentifier() or name in self.layouts or re.fullmatch(r"s\d+", name):
             name = self.new_name("arg")
-        layout = Layout(tuple(example.shape), tuple(example.stride()), example.dtype)
+        layout = Layout(self.sizes.shape(source), self.sizes.strides(source), example.dtype)
+        self.sizes.add_tensor_input(position, layout.size, layout.stride)
         self.layouts[name] = layout
         self.owner[name] = node
         self.inputs.append(name)
@@ -228,7 +243,11 @@ class GraphLowering:
 
     def _call_function(self, node):
         meta = node.meta.get("val")
-        self._check_static(meta)
+        if isinstance(meta, (torch.SymInt, torch.SymFloat)):
+            # Size arithmetic (sym_size, s0 * s1, ...): its value is the expression torch traced.
+            self.env[node] = self.sizes.scalar(meta)
+            return
+        self._check_sizes(meta)
         if node.target is operator.getitem:
             self._getitem(node)
             return
@@ -250,13 +269,16 @@ class GraphLowering:
             return
         self.env[node] = self._maybe_realize(node, value)
 
-    def _check_static(self, meta):
+    def _check_sizes(self, meta):
+        """Refuse results the compiler cannot express (symbolic floats and bools; sizes in
+        another vocabulary raise UnsupportedSize when read)."""
         metas = meta if isinstance(meta, (list, tuple)) else [meta]
         for m in metas:
-            if isinstance(m, torch.Tensor) and not _is_static(m):
-                raise GraphFallback("dynamic shapes")
+            if isinstance(m, torch.Tensor) and m.layout == torch.strided:
+                self.sizes.shape(m)
+                self.sizes.strides(m)
             if isinstance(m, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-                raise GraphFallback("symbolic values")
+                raise GraphFallback(f"symbolic {type(m).__name__} value")
 
     def _all_lowerable(self, args, kwargs) -> bool:
         ok = True
@@ -273,8 +295,7 @@ class GraphLowering:
         visit(kwargs)
         return ok
 
-    @staticmethod
-    def _check_result(value, meta):
+    def _check_result(self, value, meta):
         values = value if isinstance(value, tuple) else (value,)
         metas = meta if isinstance(meta, (tuple, list)) else (meta,)
         if len(values) != len(metas):
@@ -282,8 +303,10 @@ class GraphLowering:
         for v, m in zip(values, metas):
             if not isinstance(v, TensorValue) or not isinstance(m, torch.Tensor):
                 raise Unsupported("non-tensor result")
-            if tuple(v.size) != tuple(m.shape) or v.dtype != m.dtype:
-                raise Unsupported(f"lowered to {v.size}/{v.dtype}, node has {tuple(m.shape)}/{m.dtype}")
+            size = self.sizes.shape(m)
+            same = len(v.size) == len(size) and all(self.sizes.equal(a, b) for a, b in zip(v.size, size))
+            if not same or v.dtype != m.dtype:
+                raise Unsupported(f"lowered to {v.size}/{v.dtype}, node has {size}/{m.dtype}")
 
     def _maybe_realize(self, node, value):
         if isinstance(value, tuple):
@@ -322,10 +345,9 @@ class GraphLowering:
             return
         self.env[node] = value[index]
 
-    @staticmethod
-    def _layout_of_meta(meta) -> Optional[Layout]:
+    def _layout_of_meta(self, meta) -> Optional[Layout]:
         if isinstance(meta, torch.Tensor) and meta.layout == torch.strided:
-            return Layout(tuple(meta.shape), tuple(meta.stride()), meta.dtype)
+            return Layout(self.sizes.shape(meta), self.sizes.strides(meta), meta.dtype)
         return None
 
     # ------------------------------------------------------------------------------------------
@@ -346,7 +368,7 @@ class GraphLowering:
             if base not in self.relaid:
                 name = self.new_name("view")
                 layout = self._layout_of_meta(node.meta["val"])
-                self.nodes.append(WrapperView(name, node.target, base, tuple(node.args[1:]), layout))
+                self.nodes.append(WrapperView(name, node.target, base, self._view_args(node), layout))
                 self.layouts[name] = layout
                 self.owner[name] = node
                 self.extern_names[node] = name
@@ -359,7 +381,7 @@ class GraphLowering:
             if base_node not in self.extern_names:
                 base = self.buffer_for_extern(base_node.args[0])
                 name = self.new_name("views")
-                self.nodes.append(WrapperView(name, base_node.target, base, tuple(base_node.args[1:]), None))
+                self.nodes.append(WrapperView(name, base_node.target, base, self._view_args(base_node), None))
                 self.owner[name] = base_node
                 self.extern_names[base_node] = name
             name = self.new_name("view")
@@ -377,6 +399,21 @@ class GraphLowering:
         if self.env[node] is value or isinstance(self.env[node], Pointwise):
             self.env[node] = buffer
         return buffer.name
+
+    def _view_args(self, node) -> tuple:
+        """The arguments of view ``node`` after its base; sizes computed in the graph (SymInt
+        nodes) are their expressions, which the wrapper evaluates."""
+        def convert(a):
+            if isinstance(a, torch.fx.Node):
+                value = self.env[a]
+                if isinstance(value, (TensorValue, ExternResult, tuple)):
+                    raise GraphFallback(f"tensor argument to view {node.name}")
+                return value
+            if isinstance(a, (list, tuple)):
+                return type(a)(convert(x) for x in a)
+            return a
+
+        return tuple(convert(a) for a in node.args[1:])
 
     def _extern(self, node, reason: str):
         target = node.target
@@ -405,7 +442,8 @@ class GraphLowering:
             args = tuple(BufferRef(self._channels_last_copy(a.name))
                          if i in (0, 1) and isinstance(a, BufferRef) else a for i, a in enumerate(args))
             fake_mode = getattr(meta, "fake_mode", None)
-            layout = result_layout(target, args, kwargs, self.layouts, fake_mode) or layout
+            size = layout.size if layout is not None else None
+            layout = result_layout(target, args, kwargs, self.layouts, fake_mode, size) or layout
         name = self.new_name()
         op_name = getattr(target, "__name__", str(target))
         if isinstance(target, torch._ops.OpOverload):
@@ -471,12 +509,12 @@ def reduction_key(reduction: Reduction):
     """Equal for reductions computing the same values (None when the body cannot say)."""
     def over(size, prefix):
         variables = iter(index_vars(prefix, len(size)))
-        return [sympy.Integer(0) if int(s) == 1 else next(variables) for s in size]
+        return [sympy.Integer(0) if s == 1 else next(variables) for s in size]
 
     body = body_key(reduction.inner_fn, over(reduction.size, "x"), over(reduction.reduction_size, "r"))
     if body is None:
         return None
-    nonone = lambda size: tuple(int(s) for s in size if int(s) != 1)  # noqa: E731
+    nonone = lambda size: tuple(s for s in size if s != 1)  # noqa: E731
     return (reduction.reduction_type, reduction.dtype, reduction.src_dtype, nonone(reduction.size),
             nonone(reduction.reduction_size), body)
 
@@ -484,8 +522,8 @@ def reduction_key(reduction: Reduction):
 def relayout(layout: Layout, size) -> Layout:
     """``layout``'s elements seen with ``size``: the same dims of size > 1, in order."""
     strides = iter(st for sz, st in zip(layout.size, layout.stride) if sz != 1)
-    stride = tuple(1 if int(s) == 1 else next(strides) for s in size)
-    return Layout(tuple(int(s) for s in size), stride, layout.dtype, layout.offset)
+    stride = tuple(1 if s == 1 else next(strides) for s in size)
+    return Layout(tuple(as_size(s) for s in size), stride, layout.dtype, layout.offset)
 
 
 class ExternResult:

@@ -1,6 +1,9 @@
 """The loop IR: buffers with layouts, lazy pointwise values, reductions and extern calls.
 
-Every size and index is a sympy expression. A node's body is a plain Python function over index
+Every index is a sympy expression; every size is a Python int where it is static and a sympy
+expression over the graph's size symbols (``s0``, ``s1``, ... of torch's ShapeEnv) where it is not
+(``as_size`` keeps that form). Comparisons of sizes in the compiler are structural (``size != 1``)
+or go through ``sizes.py``: a symbolic size is never compared with ``<`` as if it had a value. A node's body is a plain Python function over index
 symbols that calls the swappable ``ops`` handler (see ``ops.py``); the same body is read by the
 dependency analysis, the op counter, the C++ printer and the torch reference evaluator.
 
@@ -113,11 +116,14 @@ def is_nonnegative(expr: Expr) -> bool:
     return False
 
 
-def render_index(expr, integer: Callable[[int], str], division: Callable[[Expr, str, str], str]) -> str:
+def render_index(expr, integer: Callable[[int], str], division: Callable[[Expr, str, str], str],
+                 extremum: Optional[Callable[[str, str, str], str]] = None) -> str:
     """Text of a sympy index expression in a printer's language.
 
     ``integer(value)`` spells a constant; ``division(expr, a, b)`` spells ``FloorDiv(a, b)`` or
-    ``ModIndex(a, b)`` from its operands' text. Raises ValueError for other functions.
+    ``ModIndex(a, b)`` from its operands' text; ``extremum("max" | "min", a, b)`` spells the
+    larger or smaller of two (sizes may hold ``Max(1, s0)``). Raises ValueError for other
+    functions.
     """
     def text(e) -> str:
         if e.is_Integer:
@@ -132,21 +138,53 @@ def render_index(expr, integer: Callable[[int], str], division: Callable[[Expr, 
             return "(" + "*".join([text(e.base)] * int(e.exp)) + ")"
         if isinstance(e, (FloorDiv, ModIndex)):
             return division(e, text(e.args[0]), text(e.args[1]))
+        if isinstance(e, (sympy.Max, sympy.Min)) and extremum is not None:
+            name = "max" if isinstance(e, sympy.Max) else "min"
+            out = text(e.args[0])
+            for a in e.args[1:]:
+                out = extremum(name, out, text(a))
+            return out
         raise ValueError(f"index expression {e}")
 
     return text(sympy.sympify(expr))
 
 
-def prod(sizes: Sequence) -> int:
-    return math.prod(int(s) for s in sizes)
+Size = Any  # int, or a sympy expression over size symbols
 
 
-def contiguous_strides(size: Sequence[int]) -> tuple[int, ...]:
+def as_size(value) -> Size:
+    """``value`` as the IR keeps a size: an int when it is a number, else a sympy expression."""
+    if isinstance(value, sympy.Basic):
+        return int(value) if value.is_Integer else value
+    return int(value)
+
+
+def python_size(expr) -> str:
+    """Python text of a size expression (``//`` and ``%`` are FloorDiv's and ModIndex's)."""
+    if isinstance(expr, int):
+        return repr(expr)
+
+    def division(e, a, b):
+        return f"({a} // {b})" if isinstance(e, FloorDiv) else f"({a} % {b})"
+
+    return render_index(expr, str, division, lambda name, a, b: f"{name}({a}, {b})")
+
+
+def is_static(sizes: Sequence) -> bool:
+    return all(isinstance(s, int) for s in sizes)
+
+
+def prod(sizes: Sequence) -> Size:
+    return as_size(math.prod(as_size(s) for s in sizes)) if sizes else 1
+
+
+def contiguous_strides(size: Sequence) -> tuple:
     strides, acc = [], 1
     for s in reversed(size):
         strides.append(acc)
-        acc *= max(int(s), 1)
-    return tuple(reversed(strides))
+        s = as_size(s)
+        acc = acc * (max(s, 1) if isinstance(s, int) else sympy.Max(s, 1))
+    return tuple(as_size(st) for st in reversed(strides))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -157,21 +195,25 @@ def contiguous_strides(size: Sequence[int]) -> tuple[int, ...]:
 class Layout:
     """Where the elements of a buffer live: ``offset + sum(index[d] * stride[d])``."""
 
-    size: tuple[int, ...]
-    stride: tuple[int, ...]
+    size: tuple  # of sizes (``as_size``)
+    stride: tuple
     dtype: torch.dtype
-    offset: int = 0
+    offset: Size = 0
 
     def __post_init__(self):
         if len(self.size) != len(self.stride):
             raise ValueError(f"size {self.size} and stride {self.stride} differ in rank")
-        if any(int(s) < 0 for s in self.size):
+        if any(isinstance(s, int) and s < 0 for s in self.size):
             raise ValueError(f"negative size {self.size}")
 
     @staticmethod
-    def contiguous(size: Sequence[int], dtype: torch.dtype) -> "Layout":
-        size = tuple(int(s) for s in size)
+    def contiguous(size: Sequence, dtype: torch.dtype) -> "Layout":
+        size = tuple(as_size(s) for s in size)
         return Layout(size, contiguous_strides(size), dtype)
+
+    @property
+    def is_static(self) -> bool:
+        return is_static(self.size) and is_static(self.stride) and isinstance(self.offset, int)
 
     @staticmethod
     def of_tensor(t: torch.Tensor) -> "Layout":
@@ -192,6 +234,8 @@ class Layout:
 
     def is_dense(self) -> bool:
         """No overlap and no gaps: some permutation of the dims is contiguous."""
+        if not self.is_static:
+            return self._is_dense_symbolic()
         dims = sorted((st, sz) for sz, st in zip(self.size, self.stride) if sz != 1)
         expected = 1
         for st, sz in dims:
@@ -200,12 +244,31 @@ class Layout:
             expected *= sz
         return True
 
+    def _is_dense_symbolic(self) -> bool:
+        # Strides cannot be sorted without values: follow the chain 1, size, size*size', ...
+        # through the dims whose stride is (structurally) the product so far.
+        dims = [(st, sz) for sz, st in zip(self.size, self.stride) if sz != 1]
+        expected = 1
+        while dims:
+            step = next((d for d in dims if sympy.expand(d[0] - expected) == 0), None)
+            if step is None:
+                return False
+            dims.remove(step)
+            expected = sympy.expand(expected * step[1])
+        return True
 
-def dense_layout_like(size, stride, dtype) -> Layout:
-    """``stride`` when it is dense for ``size``, else contiguous strides."""
-    size = tuple(int(s) for s in size)
-    layout = Layout(size, tuple(int(s) for s in stride), dtype)
-    if layout.is_dense() and all(s > 0 for s in size):
+
+def known_positive(size) -> bool:
+    """True when ``size`` is > 0 for every value of its symbols (which are positive)."""
+    return size > 0 if isinstance(size, int) else bool(size.is_positive)
+
+
+def dense_layout_like(size, stride, dtype, positive: Callable = known_positive) -> Layout:
+    """``stride`` when it is dense for ``size``, else contiguous strides. ``positive(size)`` says
+    whether a size is known to be > 0."""
+    size = tuple(as_size(s) for s in size)
+    layout = Layout(size, tuple(as_size(s) for s in stride), dtype)
+    if layout.is_dense() and all(positive(s) for s in size):
         return layout
     return Layout.contiguous(size, dtype)
 
@@ -215,7 +278,7 @@ def dense_layout_like(size, stride, dtype) -> Layout:
 
 
 class TensorValue:
-    size: tuple[int, ...]
+    size: tuple
     dtype: torch.dtype
 
     def make_loader(self) -> Callable[[Sequence[Expr]], Any]:
@@ -234,7 +297,7 @@ class Pointwise(TensorValue):
     """A lazy elementwise value: ``inner_fn(index)`` computes the element at ``index``."""
 
     def __init__(self, size, dtype: torch.dtype, inner_fn: Callable[[Sequence[Expr]], Any]):
-        self.size = tuple(int(s) for s in size)
+        self.size = tuple(as_size(s) for s in size)
         self.dtype = dtype
         self.inner_fn = inner_fn
 

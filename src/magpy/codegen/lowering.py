@@ -7,6 +7,10 @@ as the Python value the fx node held. It returns a ``TensorValue`` (or a tuple o
 ``ctx`` (a ``LoweringContext``) knows the fx node's result (shape, dtype, strides from its fake
 value) and lets a lowering realize values into buffers.
 
+Sizes and integer arguments may be symbolic (sympy expressions over the graph's size symbols,
+see ``sizes.py``): a lowering compares them structurally, asks ``ctx.known(relation)``, or
+refuses with ``Unsupported`` — it never assumes a relation the ShapeEnv did not record.
+
 Broadcasting and type promotion are done once, here, in ``pointwise``.
 """
 from __future__ import annotations
@@ -17,8 +21,9 @@ from typing import Any, Callable, Optional, Sequence
 import sympy
 import torch
 
-from .ir import BufferValue, Pointwise, TensorValue
+from .ir import BufferValue, Pointwise, TensorValue, is_static
 from .ops import AnalysisHandler, Opaque, ops, set_handler
+from .sizes import SizeAsFloat
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -77,8 +82,12 @@ class LoweringContext:
         return self.meta
 
     @property
-    def size(self) -> tuple[int, ...]:
-        return tuple(int(s) for s in self.tensor_meta.shape)
+    def size(self) -> tuple:
+        return self.graph.sizes.shape(self.tensor_meta)
+
+    def known(self, relation) -> bool:
+        """True when ``relation`` between sizes holds for every size the ShapeEnv allows."""
+        return self.graph.sizes.known(relation)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -92,8 +101,17 @@ class LoweringContext:
 # Broadcasting and promotion
 
 
-def broadcast_shapes(*sizes) -> tuple[int, ...]:
-    return tuple(torch.broadcast_shapes(*[torch.Size(s) for s in sizes]))
+def broadcast_shapes(*sizes) -> tuple:
+    if all(is_static(s) for s in sizes):
+        return tuple(torch.broadcast_shapes(*[torch.Size(s) for s in sizes]))
+    ndim = max(len(s) for s in sizes)
+    out = []
+    for d in range(ndim):
+        dims = {s[len(s) - ndim + d] for s in sizes if len(s) - ndim + d >= 0} - {1}
+        if len(dims) > 1:
+            raise Unsupported(f"cannot broadcast sizes {sizes}")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
 
 
 def broadcast_loader(value: TensorValue, size: Sequence[int]):
@@ -118,7 +136,22 @@ def _probe(x):
     """An object torch.result_type promotes like ``x`` (a TensorValue or a Python scalar)."""
     if isinstance(x, TensorValue):
         return torch.empty([] if x.ndim == 0 else [0], dtype=x.dtype)
+    if isinstance(x, sympy.Expr):
+        return 1  # a symbolic int
+    if isinstance(x, SizeAsFloat):
+        return 1.0
     return x
+
+
+def scalar(value, dtype: torch.dtype):
+    """The ops value of a Python number or a symbolic int (a size), as ``dtype``."""
+    if isinstance(value, SizeAsFloat):
+        value = value.size
+    if isinstance(value, sympy.Expr):
+        if not value.is_integer:
+            raise Unsupported(f"symbolic scalar {value}")
+        return ops.to_dtype(ops.index_expr(value, torch.int64), dtype)
+    return ops.constant(value, dtype)
 
 
 def promote(*args) -> torch.dtype:
@@ -144,9 +177,9 @@ def operand_loader(x, size, dtype: torch.dtype):
         if x.dtype == dtype:
             return load
         return lambda index: ops.to_dtype(load(index), dtype)
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, (bool, int, float, sympy.Expr, SizeAsFloat)):
         value = x
-        return lambda index: ops.constant(value, dtype)
+        return lambda index: scalar(value, dtype)
     raise Unsupported(f"operand of type {type(x).__name__}")
 
 

@@ -8,17 +8,17 @@ from __future__ import annotations
 import sympy
 import torch
 
-from .ir import Pointwise, TensorValue
-from .lowering import Unsupported, aten, broadcast_shapes, normalize_dim, register_lowering
+from .ir import Pointwise, TensorValue, as_size
+from .lowering import Unsupported, aten, broadcast_shapes, normalize_dim, register_lowering, scalar
 from .ops import ops
 
 
-def _in_range(i, lo: int, hi: int):
-    """A bool ops value: lo <= i < hi (i an index expression)."""
+def _in_range(i, lo, hi):
+    """A bool ops value: lo <= i < hi (i an index expression; lo, hi sizes, lo >= 0)."""
     checks = []
-    if lo > 0:
-        checks.append(ops.ge(ops.index_expr(i, torch.int64), ops.constant(lo, torch.int64)))
-    checks.append(ops.lt(ops.index_expr(i, torch.int64), ops.constant(hi, torch.int64)))
+    if lo != 0:
+        checks.append(ops.ge(ops.index_expr(i, torch.int64), scalar(lo, torch.int64)))
+    checks.append(ops.lt(ops.index_expr(i, torch.int64), scalar(hi, torch.int64)))
     mask = checks[0]
     for c in checks[1:]:
         mask = ops.logical_and(mask, c)
@@ -38,9 +38,9 @@ def lower_cat(ctx, tensors, dim=0):
         if t.ndim == 1 and t.size[0] == 0 and len(size) != 1:
             continue  # legacy empty tensors take no part
         length = t.size[dim]
-        if length:
-            pieces.append((start, start + length, t.make_loader(), t.dtype))
-        start += length
+        if length != 0:
+            pieces.append((start, as_size(start + length), t.make_loader(), t.dtype))
+        start = as_size(start + length)
     if not pieces:
         return Pointwise(size, dtype, lambda index: ops.constant(0, dtype))
 
@@ -73,12 +73,18 @@ def lower_constant_pad_nd(ctx, x, pad, value=0):
     for k in range(len(pad) // 2):
         pads.append((ndim - 1 - k, pad[2 * k]))
 
+    def needs_mask(d, before):
+        if isinstance(before, int) and isinstance(x.size[d], int) and isinstance(size[d], int):
+            return before > 0 or before + x.size[d] < size[d] or before < 0
+        # Symbolic: no mask only where the padding is known to be nothing on both sides.
+        return not (before == 0 and ctx.known(sympy.Le(size[d], x.size[d])))
+
     def inner_fn(index):
         source = list(index)
         masks = []
         for d, before in pads:
             source[d] = index[d] - before
-            if before > 0 or before + x.size[d] < size[d] or before < 0:
+            if needs_mask(d, before):
                 masks.append((source[d], x.size[d]))
         if not masks:
             return loader(source)
@@ -86,7 +92,7 @@ def lower_constant_pad_nd(ctx, x, pad, value=0):
         for i, n in masks:
             expr = ops.index_expr(i, torch.int64)
             inside = ops.logical_and(ops.ge(expr, ops.constant(0, torch.int64)),
-                                     ops.lt(expr, ops.constant(n, torch.int64)))
+                                     ops.lt(expr, scalar(n, torch.int64)))
             mask = inside if mask is None else ops.logical_and(mask, inside)
         return ops.masked(mask, lambda: loader(source), value)
 

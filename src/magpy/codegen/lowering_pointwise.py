@@ -17,6 +17,7 @@ from .lowering import (
     prims,
     promote,
     register_lowering,
+    scalar,
 )
 from .ops import ops
 
@@ -170,14 +171,14 @@ def lower_add_sub(ctx, a, b, alpha=1):
     if alpha == 1:
         return pointwise(combine, [a, b], ctx.dtype, ctx.dtype)
     dtype = ctx.dtype
-    return pointwise(lambda x, y: combine(x, ops.mul(y, ops.constant(alpha, dtype))),
+    return pointwise(lambda x, y: combine(x, ops.mul(y, scalar(alpha, dtype))),
                      [a, b], dtype, dtype)
 
 
 @register_lowering(aten.rsub.Scalar, aten.rsub.Tensor)
 def lower_rsub(ctx, a, b, alpha=1):
     dtype = ctx.dtype
-    return pointwise(lambda x, y: ops.sub(y, ops.mul(x, ops.constant(alpha, dtype))), [a, b], dtype, dtype)
+    return pointwise(lambda x, y: ops.sub(y, ops.mul(x, scalar(alpha, dtype))), [a, b], dtype, dtype)
 
 
 @register_lowering(aten.div.Tensor, aten.div.Scalar, aten.true_divide)
@@ -329,7 +330,7 @@ def lower_copy(ctx, dst, src, non_blocking=False):
 @register_lowering(aten.fill.Scalar)
 def lower_fill(ctx, x, value):
     dtype = ctx.dtype
-    return Pointwise(x.size, dtype, lambda index: ops.constant(value, dtype))
+    return Pointwise(x.size, dtype, lambda index: scalar(value, dtype))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -339,7 +340,7 @@ def lower_fill(ctx, x, value):
 def _factory(ctx, value, device=None):
     check_device(ctx, device)
     dtype = ctx.dtype
-    return Pointwise(ctx.size, dtype, lambda index: ops.constant(value, dtype))
+    return Pointwise(ctx.size, dtype, lambda index: scalar(value, dtype))
 
 
 @register_lowering(aten.full.default)
@@ -391,7 +392,7 @@ def lower_arange(ctx, *args, dtype=None, layout=None, device=None, pin_memory=No
 
     def inner_fn(index):
         i = ops.to_dtype(ops.index_expr(index[0], torch.int64), torch.float64)
-        value = ops.add(ops.mul(i, ops.constant(step, torch.float64)), ops.constant(start, torch.float64))
+        value = ops.add(ops.mul(i, scalar(step, torch.float64)), scalar(start, torch.float64))
         return ops.to_dtype(value, out)
 
     return Pointwise(ctx.size, out, inner_fn)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import torch
 
 from .ir import Pointwise
-from .lowering import Unsupported, aten, register_lowering
+from .ir import is_static
+from .lowering import Unsupported, aten, register_lowering, scalar
 from .ops import ops
 
 # Windows larger than this stay an extern call (the body would grow with the window).
@@ -42,12 +43,19 @@ def lower_max_pool2d_with_indices(ctx, x, kernel_size, stride=(), padding=0, dil
         raise Unsupported(f"window of {kh * kw} elements")
     if not isinstance(ctx.meta, (tuple, list)) or len(ctx.meta) != 2:
         raise Unsupported("unexpected result")
-    size = tuple(int(s) for s in ctx.meta[0].shape)
+    size = ctx.graph.sizes.shape(ctx.meta[0])
     height, width = x.size[-2:]
     out_h, out_w = size[-2:]
     # Some window reaches outside the input: its positions there are masked.
-    masked_h = ph > 0 or (out_h - 1) * sh - ph + (kh - 1) * dh >= height
-    masked_w = pw > 0 or (out_w - 1) * sw - pw + (kw - 1) * dw >= width
+    if is_static([height, width, out_h, out_w]):
+        masked_h = ph > 0 or (out_h - 1) * sh - ph + (kh - 1) * dh >= height
+        masked_w = pw > 0 or (out_w - 1) * sw - pw + (kw - 1) * dw >= width
+    else:
+        # Symbolic sizes. Without padding, floor mode's output size keeps every window inside
+        # (the last one starts at (out - 1) * stride <= size - 1 - (k - 1) * dilation);
+        # ceil mode's may not: masks unless the ShapeEnv knows better.
+        masked_h = ph > 0 or ceil_mode and not ctx.known((out_h - 1) * sh + (kh - 1) * dh < height)
+        masked_w = pw > 0 or ceil_mode and not ctx.known((out_w - 1) * sw + (kw - 1) * dw < width)
     loader = x.make_loader()
     dtype = x.dtype
 
@@ -106,4 +114,4 @@ def _inside(i, n: int):
     """A bool ops value: 0 <= i < n (i an index expression)."""
     expr = ops.index_expr(i, torch.int64)
     return ops.logical_and(ops.ge(expr, ops.constant(0, torch.int64)),
-                           ops.lt(expr, ops.constant(n, torch.int64)))
+                           ops.lt(expr, scalar(n, torch.int64)))

@@ -1,10 +1,11 @@
 """Lowerings of reductions. Every reduction is realized into its own buffer (the scheduler fuses)."""
 from __future__ import annotations
 
+import sympy
 import torch
 
-from .ir import Pointwise, Reduction, TensorValue
-from .lowering import Unsupported, aten, normalize_dim, pointwise, register_lowering
+from .ir import Pointwise, Reduction, TensorValue, as_size, prod
+from .lowering import Unsupported, aten, normalize_dim, pointwise, register_lowering, scalar
 from .ops import ops
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -87,11 +88,13 @@ def lower_mean(ctx, x, dim=None, keepdim=False, dtype=None):
         raise Unsupported("integer mean")
     accumulate = torch.float32 if out in LOW_PRECISION else out
     total = make_reduction(ctx, x, dim, keepdim, "sum", accumulate)
-    count = 1
-    for d in _reduction_dims(x, dim):
-        count *= x.size[d]
-    return pointwise(lambda s: ops.truediv(s, ops.constant(float(count), accumulate)),
-                     [total], accumulate, out)
+    count = prod([x.size[d] for d in _reduction_dims(x, dim)])
+    return pointwise(lambda s: ops.truediv(s, _count(count, accumulate)), [total], accumulate, out)
+
+
+def _count(count, dtype):
+    """An element count as a float ``dtype`` ops value (a symbolic one converted at run time)."""
+    return scalar(count, dtype) if isinstance(count, sympy.Expr) else ops.constant(float(count), dtype)
 
 
 @register_lowering(aten.amax, aten.max.default)
@@ -149,11 +152,15 @@ def lower_prims_var(ctx, x, dims, correction=1, output_dtype=None):
     out = ctx.dtype
     compute = torch.float32 if out in LOW_PRECISION else out
     dims = _reduction_dims(x, list(dims))
-    count = 1
-    for d in dims:
-        count *= x.size[d]
+    count = prod([x.size[d] for d in dims])
+    if isinstance(count, int):
+        divisor = max(count - correction, 0)
+    elif float(correction).is_integer() and ctx.known(sympy.Ge(count, int(correction))):
+        divisor = as_size(count - int(correction))
+    else:
+        raise Unsupported(f"variance correction {correction} of {count} elements")
     total = make_reduction(ctx, x, dims, True, "sum", compute)
-    mean = pointwise(lambda s: ops.truediv(s, ops.constant(float(count), compute)), [total], compute, compute)
+    mean = pointwise(lambda s: ops.truediv(s, _count(count, compute)), [total], compute, compute)
     from .lowering import broadcast_loader
 
     x_load = x.make_loader()
@@ -168,5 +175,4 @@ def lower_prims_var(ctx, x, dims, correction=1, output_dtype=None):
 
     deviations = Pointwise(x.size, compute, squared_deviation)
     squares = make_reduction(ctx, deviations, dims, False, "sum", compute)
-    divisor = float(max(count - correction, 0))
-    return pointwise(lambda s: ops.truediv(s, ops.constant(divisor, compute)), [squares], compute, out)
+    return pointwise(lambda s: ops.truediv(s, _count(divisor, compute)), [squares], compute, out)

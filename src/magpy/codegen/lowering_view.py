@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sympy
 
-from .ir import BufferValue, FloorDiv, ModIndex, Pointwise, TensorValue, prod
+from .ir import BufferValue, FloorDiv, ModIndex, Pointwise, TensorValue, as_size, is_static, prod
 from .lowering import Unsupported, aten, normalize_dim, prims, register_lowering
 
 VIEW_OPS: set = set()
@@ -31,11 +31,27 @@ def remap(x: TensorValue, size, index_fn) -> Pointwise:
     return Pointwise(size, x.dtype, lambda index: loader(index_fn(list(index))))
 
 
+def _divides(a, b) -> bool:
+    """Whether a reshape group whose old product is ``a`` and new one ``b`` grows on the old side
+    (``a`` < ``b``). For symbolic sizes: ``b / a`` is a polynomial, not 1 (if that guess is wrong
+    the products never meet and the reshape is Unsupported — never a wrong index)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a < b
+    quotient = sympy.cancel(sympy.sympify(b) / a)
+    numerator, denominator = sympy.fraction(quotient)
+    return quotient != 1 and denominator == 1 and not (quotient.is_Integer and quotient < 1)
+
+
 def reshape_indexer(old_size, new_size):
-    """index over ``new_size`` -> index over ``old_size`` for a row-major reshape."""
-    old_size = [int(s) for s in old_size]
-    new_size = [int(s) for s in new_size]
-    if prod(old_size) != prod(new_size):
+    """index over ``new_size`` -> index over ``old_size`` for a row-major reshape.
+
+    Symbolic sizes are grouped structurally (``s0*s1`` is ``s0`` then ``s1``); sizes whose
+    products cannot be matched that way are Unsupported.
+    """
+    old_size = [as_size(s) for s in old_size]
+    new_size = [as_size(s) for s in new_size]
+    static = is_static(old_size) and is_static(new_size)
+    if sympy.expand(prod(old_size) - prod(new_size)) != 0:
         raise Unsupported(f"reshape {old_size} -> {new_size}")
     if prod(old_size) == 0:
         return lambda index: [sympy.Integer(0)] * len(old_size)
@@ -47,16 +63,20 @@ def reshape_indexer(old_size, new_size):
         og, ng = [old_dims[i]], [new_dims[j]]
         po, pn = old_size[old_dims[i]], new_size[new_dims[j]]
         i, j = i + 1, j + 1
-        while po != pn:
-            if po < pn:
+        while sympy.expand(po - pn) != 0:
+            if _divides(po, pn) and i < len(old_dims):
                 og.append(old_dims[i])
-                po *= old_size[old_dims[i]]
+                po = as_size(po * old_size[old_dims[i]])
                 i += 1
-            else:
+            elif _divides(pn, po) and j < len(new_dims):
                 ng.append(new_dims[j])
-                pn *= new_size[new_dims[j]]
+                pn = as_size(pn * new_size[new_dims[j]])
                 j += 1
+            else:
+                raise Unsupported(f"reshape {old_size} -> {new_size}")
         groups.append((og, ng))
+    if not static and (i < len(old_dims) or j < len(new_dims)):
+        raise Unsupported(f"reshape {old_size} -> {new_size}")
 
     def index_fn(index):
         old = [sympy.Integer(0)] * len(old_size)
@@ -67,11 +87,12 @@ def reshape_indexer(old_size, new_size):
             flat = sympy.Integer(0)
             for d in ng:
                 flat = flat * new_size[d] + index[d]
-            stride = prod(old_size[d] for d in og)
+            stride = prod([old_size[d] for d in og])
             for k, d in enumerate(og):
-                stride //= old_size[d]
-                part = FloorDiv(flat, sympy.Integer(stride))
-                old[d] = part if k == 0 else ModIndex(part, sympy.Integer(old_size[d]))
+                stride = as_size(stride // old_size[d] if is_static([stride, old_size[d]])
+                                 else sympy.cancel(sympy.sympify(stride) / old_size[d]))
+                part = FloorDiv(flat, sympy.sympify(stride))
+                old[d] = part if k == 0 else ModIndex(part, sympy.sympify(old_size[d]))
         return old
 
     return index_fn
@@ -155,11 +176,15 @@ def lower_slice(ctx, x, dim=0, start=None, end=None, step=1):
     n = x.size[dim]
     start = 0 if start is None else start
     end = n if end is None else end
-    start = max(0, min(n, start + n if start < 0 else start))
-    end = max(start, min(n, end + n if end < 0 else end))
-    length = (end - start + step - 1) // step
+    if is_static([n, start, end, step]):
+        start = max(0, min(n, start + n if start < 0 else start))
+        end = max(start, min(n, end + n if end < 0 else end))
+        length = (end - start + step - 1) // step
+    else:
+        start, end = _symbolic_bounds(ctx, n, start, end, step)
+        length = as_size(FloorDiv(sympy.sympify(end - start + step - 1), sympy.Integer(step)))
     size = x.size[:dim] + (length,) + x.size[dim + 1:]
-    if size != ctx.size:
+    if not all(ctx.graph.sizes.equal(a, b) for a, b in zip(size, ctx.size)):
         raise Unsupported(f"slice size {size} != {ctx.size}")
 
     def index_fn(index):
@@ -168,12 +193,48 @@ def lower_slice(ctx, x, dim=0, start=None, end=None, step=1):
     return remap(x, size, index_fn)
 
 
+def _symbolic_bounds(ctx, n, start, end, step):
+    """(start, end) of a slice of a dim of ``n`` elements, 0 <= start <= end <= n, where some of
+    them are symbolic: what Python's clamping gives, where the ShapeEnv knows which way each
+    comparison goes (else Unsupported: the slice runs as a torch view)."""
+    if not isinstance(step, int) or step < 1:
+        raise Unsupported(f"slice step {step}")
+    start = _slice_position(ctx, n, start)
+    if isinstance(end, int) and end >= 2**62:
+        end = n
+    end = _slice_position(ctx, n, end)
+    if not ctx.known(sympy.Ge(end, start)):
+        raise Unsupported(f"slice end {end} before start {start}")
+    return start, end
+
+
+def _slice_position(ctx, n, position):
+    """``position`` counted from the end if negative, clamped to [0, n]."""
+    if isinstance(position, int) and position < 0 or ctx.known(sympy.Lt(position, 0)):
+        position = as_size(position + n)
+        if not ctx.known(sympy.Ge(position, 0)):
+            raise Unsupported(f"slice position {position} may be negative")
+        return position
+    if ctx.known(sympy.Ge(position, n)):
+        return n
+    if not (ctx.known(sympy.Ge(position, 0)) and ctx.known(sympy.Le(position, n))):
+        raise Unsupported(f"slice position {position} not known within [0, {n}]")
+    return position
+
+
 @register_view(aten.select.int)
 def lower_select(ctx, x, dim, index):
     dim = normalize_dim(dim, x.ndim)
-    position = index + x.size[dim] if index < 0 else index
+    if isinstance(index, int) and isinstance(x.size[dim], int):
+        position = index + x.size[dim] if index < 0 else index
+    elif ctx.known(sympy.Ge(index, 0)):
+        position = index
+    elif ctx.known(sympy.Lt(index, 0)):
+        position = as_size(index + x.size[dim])
+    else:
+        raise Unsupported(f"select at {index}, of unknown sign")
     size = x.size[:dim] + x.size[dim + 1:]
-    return remap(x, size, lambda idx: idx[:dim] + [sympy.Integer(position)] + idx[dim:])
+    return remap(x, size, lambda idx: idx[:dim] + [sympy.sympify(position)] + idx[dim:])
 
 
 @register_view(aten.alias.default, aten.detach.default, aten.lift_fresh.default)
@@ -244,7 +305,7 @@ def lower_repeat(ctx, x, repeats):
     offset = len(repeats) - x.ndim
 
     def index_fn(index):
-        return [sympy.Integer(0) if x.size[d] == 1 else ModIndex(index[offset + d], sympy.Integer(x.size[d]))
+        return [sympy.Integer(0) if x.size[d] == 1 else ModIndex(index[offset + d], sympy.sympify(x.size[d]))
                 for d in range(x.ndim)]
 
     return remap(x, ctx.size, index_fn)
@@ -256,7 +317,7 @@ def lower_split_with_sizes(ctx, x, split_sizes, dim=0):
     pieces, start = [], 0
     for length in split_sizes:
         pieces.append(_slice(x, dim, start, length))
-        start += length
+        start = as_size(start + length)
     return tuple(pieces)
 
 
@@ -264,6 +325,12 @@ def lower_split_with_sizes(ctx, x, split_sizes, dim=0):
 def lower_split(ctx, x, split_size, dim=0):
     dim = normalize_dim(dim, x.ndim)
     n = x.size[dim]
+    if not is_static([n, split_size]):
+        # How many pieces, and how long: what torch traced (its guards chose the count).
+        if not isinstance(ctx.meta, (tuple, list)):
+            raise Unsupported("split without a tuple result")
+        lengths = [ctx.graph.sizes.shape(m)[dim] for m in ctx.meta]
+        return lower_split_with_sizes(ctx, x, lengths, dim)
     if split_size <= 0:
         raise Unsupported("split size 0")
     starts = list(range(0, n, split_size)) or [0]
@@ -273,6 +340,8 @@ def lower_split(ctx, x, split_size, dim=0):
 @register_view(aten.unbind.int)
 def lower_unbind(ctx, x, dim=0):
     dim = normalize_dim(dim, x.ndim)
+    if not isinstance(x.size[dim], int):
+        raise Unsupported("unbind of a symbolic dim")
     pieces = []
     for i in range(x.size[dim]):
         pieces.append(remap(x, x.size[:dim] + x.size[dim + 1:],

@@ -3,7 +3,8 @@
 ``ReferenceHandler`` evaluates a body once over a whole index grid (index variables are
 broadcast ``arange`` tensors), so it is exact about what the IR *means* and independent of the
 C++ printer. ``ReferenceKernel`` runs a scheduled kernel this way; it is called with tensors in
-the kernel's parameter order, like the C++ kernel is called with their pointers.
+the kernel's parameter order, then the values of its size symbols, like the C++ kernel is
+called with their pointers and sizes.
 """
 from __future__ import annotations
 
@@ -66,6 +67,14 @@ def evaluate_index(expr, env):
     if isinstance(expr, ModIndex):
         a, b = args
         return torch.remainder(a, b) if isinstance(a, torch.Tensor) else a % b
+    if isinstance(expr, (sympy.Max, sympy.Min)):
+        if not any(isinstance(a, torch.Tensor) for a in args):
+            return (max if isinstance(expr, sympy.Max) else min)(args)
+        pick = torch.maximum if isinstance(expr, sympy.Max) else torch.minimum
+        out = torch.as_tensor(args[0])
+        for a in args[1:]:
+            out = pick(out, torch.as_tensor(a))
+        return out
     raise NotImplementedError(f"index expression {expr}")
 
 
@@ -112,6 +121,7 @@ class ReferenceHandler:
         return torch.where(mask.to(torch.bool), value, torch.tensor(other, dtype=value.dtype))
 
     def indirect_indexing(self, x, size):
+        size = int(evaluate_index(sympy.sympify(size), self.env))
         x = x.to(torch.int64)
         x = torch.where(x < 0, x + size, x)
         if self.masked_depth:
@@ -168,12 +178,15 @@ REDUCE = {
 }
 
 
-def evaluate_node(node, buffers: dict) -> torch.Tensor:
-    """The values of a ComputedBuffer, shaped like its output (contiguous)."""
+def evaluate_node(node, buffers: dict, sizes: dict = None) -> torch.Tensor:
+    """The values of a ComputedBuffer, shaped like its output (contiguous); ``sizes`` binds its
+    size symbols."""
     data = node.data
+    sizes = sizes or {}
+    concrete = lambda dims: [int(evaluate_index(sympy.sympify(d), sizes)) for d in dims]  # noqa: E731
     if node.is_reduction:
-        size, rsize = list(data.size), list(data.reduction_size)
-        env = grid_env([("x", size), ("r", rsize)])
+        size, rsize = concrete(data.size), concrete(data.reduction_size)
+        env = {**sizes, **grid_env([("x", size), ("r", rsize)])}
         handler = ReferenceHandler(buffers, env)
         with set_handler(handler):
             value = node.evaluate(index_vars("x", len(size)), index_vars("r", len(rsize)))
@@ -183,8 +196,8 @@ def evaluate_node(node, buffers: dict) -> torch.Tensor:
             value = value.float()
         out = REDUCE[data.reduction_type](value, dims, None)
         return out.to(node.layout.dtype)
-    size = list(data.size)
-    env = grid_env([("x", size)])
+    size = concrete(data.size)
+    env = {**sizes, **grid_env([("x", size)])}
     handler = ReferenceHandler(buffers, env)
     with set_handler(handler):
         value = node.evaluate(index_vars("x", len(size)))
@@ -194,13 +207,16 @@ def evaluate_node(node, buffers: dict) -> torch.Tensor:
 class ReferenceKernel:
     """A scheduled kernel run by the reference evaluator; called with its parameter tensors."""
 
-    def __init__(self, kernel, params: list[str], layouts):
+    def __init__(self, kernel, params: list[str], layouts, size_params=()):
         self.kernel = kernel
         self.params = params
         self.layouts = layouts
+        self.size_params = list(size_params)
         self.__name__ = kernel.name
 
-    def __call__(self, *tensors):
+    def __call__(self, *args):
+        tensors, values = args[:len(self.params)], args[len(self.params):]
+        sizes = dict(zip(self.size_params, values))
         by_name = dict(zip(self.params, tensors))
         buffers = {}
         for name, t in by_name.items():
@@ -209,6 +225,7 @@ class ReferenceKernel:
             layout = node.layout
             target = by_name.get(node.name)
             if target is None:
-                target = torch.empty_strided(layout.size, layout.stride, dtype=layout.dtype)
+                concrete = lambda dims: [int(evaluate_index(sympy.sympify(d), sizes)) for d in dims]  # noqa: E731
+                target = torch.empty_strided(concrete(layout.size), concrete(layout.stride), dtype=layout.dtype)
                 buffers[node.name] = flat_storage(target)
-            target.copy_(evaluate_node(node, buffers))
+            target.copy_(evaluate_node(node, buffers, sizes))

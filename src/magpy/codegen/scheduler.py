@@ -10,6 +10,10 @@ epilogues and sibling reductions over the same rows.
 
 After grouping, ``plan_storage`` decides where each buffer lives: memory (needed outside the
 kernel), a per-row scalar, a per-row array, or a loop-local variable.
+
+Symbolic sizes are compared structurally (two spaces fit when their sizes are the same
+expressions); scores and buffer limits count a symbolic size as ``sizes.estimate`` says, so the
+grouping depends on the graph, never on the sizes of the call that traced it.
 """
 from __future__ import annotations
 
@@ -18,23 +22,24 @@ from typing import Optional
 
 import sympy
 
-from .ir import ComputedBuffer, ExternCall, GetItem, WrapperView, index_vars, prod
+from .ir import ComputedBuffer, ExternCall, GetItem, WrapperView, index_vars, is_static, prod
 from .ops import DependencyHandler, set_handler
+from .sizes import estimate, is_size_symbol
 
 INNER, OUTER = "inner", "outer"
 # Per-row arrays larger than this go to memory instead of the stack.
 ROW_BUFFER_MAX_BYTES = 64 * 1024
 
 
-def nonone(size) -> tuple[int, ...]:
-    return tuple(int(s) for s in size if int(s) != 1)
+def nonone(size) -> tuple:
+    return tuple(s for s in size if s != 1)
 
 
 def _dims_to_vars(size, variables):
     """Index over ``size``: size-1 dims get 0, the others take ``variables`` in order."""
     out, it = [], iter(variables)
     for s in size:
-        out.append(sympy.Integer(0) if int(s) == 1 else next(it))
+        out.append(sympy.Integer(0) if s == 1 else next(it))
     return out
 
 
@@ -90,14 +95,29 @@ class Kernel:
 
 
 class KernelNames:
-    """Names in a kernel's source: fresh variables, and one pointer parameter per buffer
-    (``params`` in argument order; ``out_ptr`` for the buffers the kernel stores)."""
+    """Names in a kernel's source: fresh variables, one pointer parameter per buffer (``params``
+    in argument order; ``out_ptr`` for the buffers the kernel stores), and one size parameter
+    per size symbol (``size_params``: the graph's symbols, named ``ks0``, ``ks1``, ... in the
+    kernel in the order it first uses them, so the source is the same whatever they are called
+    in the graph)."""
 
     def __init__(self, kernel: Kernel):
         self.counter = 0
         self.params: list[str] = []
         self.param_names: dict[str, str] = {}
         self.stored = {n.name for n in kernel.nodes if kernel.storage[n.name] == "memory"}
+        self.size_params: list[sympy.Symbol] = []
+        self.size_names: dict[sympy.Symbol, sympy.Symbol] = {}
+
+    def sized(self, expr):
+        """``expr`` with the graph's size symbols replaced by the kernel's size parameters."""
+        expr = sympy.sympify(expr)
+        symbols = sorted((s for s in expr.free_symbols if is_size_symbol(s)), key=str)
+        for symbol in symbols:
+            if symbol not in self.size_names:
+                self.size_names[symbol] = sympy.Symbol(f"ks{len(self.size_params)}", integer=True, positive=True)
+                self.size_params.append(symbol)
+        return expr.xreplace({s: self.size_names[s] for s in symbols}) if symbols else expr
 
     def new_var(self, prefix: str) -> str:
         self.counter += 1
@@ -226,7 +246,7 @@ class Scheduler:
             if name in produced or name in kernel_reads:
                 layout = self.layouts.get(name)
                 if layout is not None:
-                    score += max(layout.numel, 1) * layout.dtype.itemsize
+                    score += max(estimate(layout.numel), 1) * layout.dtype.itemsize
         return score
 
     def _place(self, kernel: Kernel, node: ComputedBuffer, how):
@@ -286,6 +306,9 @@ def plan_storage(kernel: Kernel, scheduler: Scheduler) -> None:
             kernel.storage[name] = "row_scalar"
         elif readers_in_kernel.get(name, set()) <= {stage_of[name]}:
             kernel.storage[name] = "local"
+        elif not is_static(kernel.inner):
+            # A row of unknown length: the C++ kernel keeps it in one heap array per thread.
+            kernel.storage[name] = "row_array"
         elif prod(kernel.inner) * node.layout.dtype.itemsize <= ROW_BUFFER_MAX_BYTES:
             kernel.storage[name] = "row_array"
         else:

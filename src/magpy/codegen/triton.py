@@ -75,7 +75,8 @@ def print_index(expr) -> str:
     """Triton text of a sympy index expression (Triton's ``//`` and ``%`` truncate, as C's do)."""
     def division(e, a, b) -> str:
         floor = isinstance(e, FloorDiv)
-        if not (e.args[1].is_Integer and int(e.args[1]) > 0):
+        divisor = e.args[1]
+        if not (divisor.is_Integer and int(divisor) > 0 or not divisor.is_Integer and divisor.is_positive):
             raise TritonUnsupported(f"index expression {e}")
         if is_nonnegative(e.args[0]):
             return f"({a} // {b})" if floor else f"({a} % {b})"
@@ -83,8 +84,11 @@ def print_index(expr) -> str:
         mod = f"((({a} % {b}) + {b}) % {b})"
         return f"(({a} - {mod}) // {b})" if floor else mod
 
+    def extremum(name, a, b) -> str:
+        return f"tl.{name}imum({a}, {b})"
+
     try:
-        return render_index(expr, str, division)
+        return render_index(expr, str, division, extremum)
     except ValueError as e:
         raise TritonUnsupported(str(e)) from None
 
@@ -184,7 +188,7 @@ class TritonHandler:
         axes = self.printer.axes_of(expr)
         if not axes and expr.is_Integer:
             return self.constant(int(expr), dtype)
-        text = print_index(expr)
+        text = self.printer.index(expr)
         if not axes:
             text = f"tl.full([1], {text}, tl.int64)"
         return self.emit(f"({text}).to({compute_type(dtype)})", dtype, axes)
@@ -224,13 +228,14 @@ class TritonHandler:
         return self.where(mask, value, fallback)
 
     def indirect_indexing(self, x, size):
-        n = int(size)
+        n = self.printer.size(size)
+        last = max(size - 1, 0) if isinstance(size, int) else f"{n} - 1"
         x = self.as_tensor(x)
         position = self.emit(f"{x}.to(tl.int64)", torch.int64, x.axes)
         # Negative positions count from the end; out-of-range ones are clamped rather than
         # read out of bounds (eager raises for them).
         wrapped = self.emit(f"tl.where({position} < 0, {position} + {n}, {position})", torch.int64, x.axes)
-        clamped = self.emit(f"tl.minimum(tl.maximum({wrapped}, 0), {max(n - 1, 0)})", torch.int64, x.axes)
+        clamped = self.emit(f"tl.minimum(tl.maximum({wrapped}, 0), {last})", torch.int64, x.axes)
         symbol = sympy.Symbol(clamped.text, integer=True, nonnegative=True)
         self.printer.indirect_axes[symbol] = clamped.axes
         return symbol

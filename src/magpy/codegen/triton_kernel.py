@@ -19,6 +19,11 @@ The scheduler's stages carry over unchanged (the C++ printer reads the same ones
 Before printing, adjacent dims that every index walks as one are merged (a contiguous
 ``[N, C]`` is walked as ``N*C`` elements), so contiguous kernels index with one variable and
 divide nothing. Every load and store is masked by the block axes it varies along.
+
+Symbolic sizes are kernel arguments (``ks0``, ... before ``xnumel``); a kernel over a symbolic
+iteration space is pointwise or looped (a looped reduction serves rows of any length), indexes
+in int64, and takes its block config at launch from the sizes of the call (``launch_configs``),
+so its source depends on the graph alone.
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ import torch
 
 from .cpp import accumulator_dtype
 from .cpp_loops import PointwiseNest, linear_coefficients
-from .ir import prod
+from .ir import is_static, prod
 from .ops import DependencyHandler, set_handler
 from .scheduler import INNER, Kernel, KernelNames
 from .triton import (HALF_TYPES, TritonHandler, TritonUnsupported, TritonValue, compute_type, print_index,
@@ -76,12 +81,20 @@ def magpy_round_bf16(x):
 @dataclasses.dataclass
 class LaunchPlan:
     """How a kernel is launched: its shape, sizes, and the block configs to choose among
-    (``(XBLOCK, RBLOCK, num_warps)``; the first is the guess when there is no tuning)."""
+    (``(XBLOCK, RBLOCK, num_warps)``; the first is the guess when there is no tuning).
 
-    kind: str  # "pointwise" | "persistent" | "looped"
-    xnumel: int
-    rnumel: int
+    Symbolic ``xnumel``/``rnumel`` are size expressions; ``configs`` is then empty and each
+    launch takes ``launch_configs`` of its own sizes.
+    """
+
+    kind: str  # "pointwise" | "persistent" | "looped" | "tiled"
+    xnumel: object
+    rnumel: object
     configs: list
+
+    @property
+    def symbolic(self) -> bool:
+        return not is_static([self.xnumel, self.rnumel])
 
 
 def next_power_of_2(n: int) -> int:
@@ -92,7 +105,10 @@ def plan_launch(kernel: Kernel, interpret: bool, tile=None) -> LaunchPlan:
     """The kernel's shape and block configs (large blocks under the interpreter, where each
     program instance costs a millisecond or two). ``tile``: the (rows, columns) sizes of a tiled
     pointwise kernel."""
-    xnumel, rnumel = max(prod(kernel.outer), 1), prod(kernel.inner)
+    xnumel, rnumel = prod(kernel.outer), prod(kernel.inner)
+    if not is_static([xnumel, rnumel]):
+        return LaunchPlan("looped" if kernel.inner else "pointwise", xnumel, rnumel, [])
+    xnumel = max(xnumel, 1)
     if tile is not None:
         rows, columns = (max(prod(t), 1) for t in tile)
         if interpret:
@@ -129,6 +145,17 @@ def plan_launch(kernel: Kernel, interpret: bool, tile=None) -> LaunchPlan:
     if xnumel * rnumel < TUNE_MIN_ELEMENTS:
         configs = configs[:1]
     return LaunchPlan("looped", xnumel, rnumel, configs)
+
+
+def launch_configs(kind: str, xnumel: int, rnumel: int, interpret: bool) -> list:
+    """Block configs of a symbolic kernel of ``kind`` ("pointwise" or "looped") for the sizes of
+    one launch: the first of what a static kernel of these sizes would try, its rows looped."""
+    if kind == "pointwise":
+        return [(min(next_power_of_2(max(xnumel, 1)), 16384 if interpret else 1024), 1, 4)]
+    rblock = min(next_power_of_2(max(rnumel, 1)), 4096 if interpret else 2048)
+    rows = next_power_of_2(max(xnumel, 1))
+    xblock = max(1, min((16384 if interpret else 2048) // rblock, rows, 64))
+    return [(xblock, rblock, max(1, min(16, xblock * rblock // 256)))]
 
 
 class _IndexCollector(DependencyHandler):
@@ -176,7 +203,7 @@ def _walks_as_one(expr, outer, inner, inner_size) -> bool:
     if outer not in expr.free_symbols and inner not in expr.free_symbols:
         return True
     coeffs = linear_coefficients(expr, [outer, inner])
-    return coeffs is not None and coeffs[0] == coeffs[1] * inner_size
+    return coeffs is not None and sympy.expand(coeffs[0] - coeffs[1] * inner_size) == 0
 
 
 class KernelPrinter(KernelNames):
@@ -213,7 +240,7 @@ class KernelPrinter(KernelNames):
             outer = [outer[i] for i in nest.order]
             cut = nest.order.index(nest.tile) + 1 if nest.tile is not None else 0
             # Rows of tiles run along grid axis 1, which takes at most 65535 blocks.
-            if cut and prod(size for _, size in outer[:cut]) <= 65535 * TILE_ROWS_MIN:
+            if cut and is_static(k.outer) and prod([size for _, size in outer[:cut]]) <= 65535 * TILE_ROWS_MIN:
                 outer, inner = outer[:cut], outer[cut:]
                 tile = ([size for _, size in outer], [size for _, size in inner])
         groups, self.renames = merge_dims([outer, inner], exprs)
@@ -224,6 +251,8 @@ class KernelPrinter(KernelNames):
         self.wide = self._needs_int64(exprs)
 
     def _needs_int64(self, exprs) -> bool:
+        if self.plan.symbolic or not all(layout.is_static for layout in self.layouts.values()):
+            return True  # sizes of unknown magnitude
         if self.plan.xnumel * max(self.plan.rnumel, 1) > INT32_MAX:
             return True
         for layout in self.layouts.values():
@@ -235,6 +264,13 @@ class KernelPrinter(KernelNames):
 
     def rename(self, expr):
         return sympy.expand(expr.xreplace(self.renames)) if self.renames else expr
+
+    def index(self, expr) -> str:
+        """Triton text of an index or size expression, size symbols read from the arguments."""
+        return print_index(self.sized(expr))
+
+    def size(self, size) -> str:
+        return str(size) if isinstance(size, int) else self.index(size)
 
     def axes_of(self, expr) -> frozenset:
         axes = set()
@@ -264,11 +300,11 @@ class KernelPrinter(KernelNames):
         """Each dim's variable from the flat index: innermost is ``flat % size``, and so on."""
         stride = 1
         for symbol, size in reversed(dims):
-            text = flat if stride == 1 else f"({flat} // {stride})"
+            text = flat if stride == 1 else f"({flat} // {self.size(stride)})"
             if symbol is not dims[0][0]:
-                text = f"{text} % {size}"
+                text = f"{text} % {self.size(size)}"
             lines.append(f"{indent}{symbol.name} = {text}")
-            stride *= int(size)
+            stride = stride * size if isinstance(size, int) and isinstance(stride, int) else sympy.expand(stride * size)
 
     # ------------------------------------------------------------------------------------------
     # Loads and stores
@@ -283,7 +319,7 @@ class KernelPrinter(KernelNames):
         extra = handler.mask
         # A load of one element still loads a block (Triton's interpreter mishandles 0-d values).
         ptr_axes = axes | (extra.axes if extra is not None else frozenset()) or frozenset("x")
-        offset = self.spread(print_index(index), ptr_axes - axes)
+        offset = self.spread(self.index(index), ptr_axes - axes)
         mask = self.mask_text(ptr_axes, extra)
         ptr = self.param(name)
         text = f"tl.load({ptr} + ({offset}), {mask}, other=0)" if mask else f"tl.load({ptr} + ({offset}))"
@@ -312,7 +348,7 @@ class KernelPrinter(KernelNames):
     def store(self, handler, node, value: TritonValue, level_axes) -> None:
         index = self.rename(self.kernel.store_index(node))
         axes = self.axes_of(index)
-        offset = self.spread(print_index(index), level_axes - axes)
+        offset = self.spread(self.index(index), level_axes - axes)
         value = handler.as_tensor(value)
         dtype = node.layout.dtype
         text = stored(value, dtype, self.interpret)
@@ -333,7 +369,11 @@ class KernelPrinter(KernelNames):
             self._persistent(body)
         else:
             self._looped(body)
-        args = [self.param_names[b] for b in self.params] + ["xnumel"]
+        # The sizes of the launch are computed from the size arguments: every symbol of them is one.
+        self.sized(self.plan.xnumel)
+        self.sized(self.plan.rnumel)
+        args = [self.param_names[b] for b in self.params] + [str(self.size_names[s]) for s in self.size_params]
+        args.append("xnumel")
         if self.plan.kind != "pointwise":
             args.append("rnumel")
         args.append("XBLOCK: tl.constexpr")
@@ -564,7 +604,7 @@ class Accumulator:
 
 def render_kernel(kernel: Kernel, layouts, interpret: bool = False):
     """(Triton source of the kernel without the prelude, buffer names of its pointer arguments,
-    its LaunchPlan)."""
+    its LaunchPlan, graph size symbols of its size arguments)."""
     printer = KernelPrinter(kernel, layouts, interpret)
     source = printer.render(kernel.name)
-    return source, printer.params, printer.plan
+    return source, printer.params, printer.plan, printer.size_params

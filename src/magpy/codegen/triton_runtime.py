@@ -15,7 +15,8 @@ import sys
 import threading
 
 from .compile_cache import cache_dir
-from .triton_kernel import PRELUDE, LaunchPlan
+from .ir import python_size
+from .triton_kernel import PRELUDE, LaunchPlan, launch_configs
 
 _modules: dict[str, object] = {}
 _lock = threading.Lock()
@@ -66,24 +67,36 @@ class TritonLauncher:
     After the first launch on a GPU, later ones call the compiled kernel directly, skipping
     Triton's argument binding (most of a small kernel's launch cost) — as long as every
     pointer has the 16-byte alignment it had when the kernel was specialised for it.
+
+    A kernel with symbolic sizes is called ``launcher(*tensors, *sizes)`` (the values of its
+    ``size_params``); its numels and block config come from those at each launch, and it is
+    always launched through Triton's JIT entry (which specialises on the size values).
     """
 
     fast = True  # False: always launch through Triton's JIT entry (for measuring the difference)
 
-    def __init__(self, fn, plan: LaunchPlan, name: str):
+    def __init__(self, fn, plan: LaunchPlan, name: str, size_params=()):
         self.fn = fn
         self.plan = plan
         self.__name__ = name
+        self.size_params = list(size_params)
+        self.numels = None
+        if plan.symbolic:
+            names = ", ".join(str(s) for s in self.size_params)
+            body = f"({python_size(plan.xnumel)}, {python_size(plan.rnumel)})"
+            self.numels = eval(f"lambda {names}: {body}", {"max": max, "min": min})  # noqa: S307 - our text
         self.sizes = (plan.xnumel,) if plan.kind == "pointwise" else (plan.xnumel, plan.rnumel)
         self.config = plan.configs[0] if len(plan.configs) == 1 else None
         self.compiled = None
         self.alignment = None
 
-    def grid(self, config) -> tuple:
+    def grid(self, config, xnumel=None, rnumel=None) -> tuple:
         xblock, rblock, _ = config
-        rows = (self.plan.xnumel + xblock - 1) // xblock
+        xnumel = self.plan.xnumel if xnumel is None else xnumel
+        rnumel = self.plan.rnumel if rnumel is None else rnumel
+        rows = (xnumel + xblock - 1) // xblock
         if self.plan.kind == "tiled":  # columns along axis 0, which takes up to 2**31 - 1 blocks
-            return ((self.plan.rnumel + rblock - 1) // rblock, rows, 1)
+            return ((rnumel + rblock - 1) // rblock, rows, 1)
         return (rows, 1, 1)
 
     def _launch(self, config, tensors):
@@ -93,7 +106,21 @@ class TritonLauncher:
             return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, num_warps=warps)
         return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
 
+    def _launch_symbolic(self, args):
+        split = len(args) - len(self.size_params)
+        tensors, sizes = args[:split], args[split:]
+        xnumel, rnumel = self.numels(*sizes)
+        xblock, rblock, warps = launch_configs(self.plan.kind, xnumel, rnumel, interpreting())[0]
+        grid = self.grid((xblock, rblock, warps), max(xnumel, 1), rnumel)
+        if self.plan.kind == "pointwise":
+            self.fn[grid](*tensors, *sizes, xnumel, XBLOCK=xblock, num_warps=warps)
+        else:
+            self.fn[grid](*tensors, *sizes, xnumel, rnumel, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
+
     def __call__(self, *tensors):
+        if self.numels is not None:
+            self._launch_symbolic(tensors)
+            return
         compiled = self.compiled
         if compiled is not None and tuple(t.data_ptr() % 16 == 0 for t in tensors) == self.alignment:
             try:

@@ -2,16 +2,23 @@
 
 The wrapper is real, readable Python source (dumped by ``MAGPY_DEBUG_DIR``); kernels, extern ops
 and constants reach it through the namespace it is executed in.
+
+A graph with symbolic sizes reads each size symbol from the inputs first (``s0 =
+x.size(0)``), checks every input's sizes and strides and the ShapeEnv's guards over those
+symbols (any call they do not hold for runs eagerly), then computes buffer sizes, kernel size
+arguments and extern calls' size arguments from them.
 """
 from __future__ import annotations
 
 import math
 
+import sympy
 import torch
 
 from .graph import Constant
-from .ir import BufferRef, ExternCall, GetItem, WrapperView
+from .ir import BufferRef, ExternCall, GetItem, WrapperView, python_size
 from .scheduler import Kernel
+from .sizes import SizeAsFloat, SizeSource, guard_namespace
 
 
 def _empty_strided(device: torch.device):
@@ -37,10 +44,12 @@ def _empty_strided(device: torch.device):
 class WrapperWriter:
     """Builds the wrapper source; ``namespace`` holds every object the source names."""
 
-    def __init__(self, lowering, scheduler, kernel_params: dict, call_style: str = "pointer"):
+    def __init__(self, lowering, scheduler, kernel_params: dict, call_style: str = "pointer",
+                 kernel_sizes: dict = None):
         self.lowering = lowering
         self.scheduler = scheduler
         self.kernel_params = kernel_params  # kernel name -> buffer names in argument order
+        self.kernel_sizes = kernel_sizes or {}  # kernel name -> size symbols after the buffers
         self.call_style = call_style
         self.namespace: dict = {"torch": torch, "aten": torch.ops.aten, "prims": torch.ops.prims}
         self.lines: list[str] = []
@@ -54,9 +63,23 @@ class WrapperWriter:
         self.namespace[name] = value
         return name
 
+    def size(self, expr) -> str:
+        """Python text of a size (symbols are locals of the wrapper, read from the inputs)."""
+        if isinstance(expr, sympy.Basic):
+            self.lowering.sizes.check_readable(expr)
+        return python_size(expr)
+
+    def sizes(self, exprs) -> str:
+        inner = ", ".join(self.size(e) for e in exprs)
+        return f"({inner},)" if len(exprs) == 1 else f"({inner})"
+
     def render_arg(self, a) -> str:
         if isinstance(a, BufferRef):
             return a.name
+        if isinstance(a, sympy.Expr):
+            return self.size(a)
+        if isinstance(a, SizeAsFloat):
+            return f"float({self.size(a.size)})"
         if isinstance(a, list):
             return "[" + ", ".join(self.render_arg(x) for x in a) + "]"
         if isinstance(a, tuple):
@@ -98,16 +121,36 @@ class WrapperWriter:
         out.append("def call(*args):")
         if names:
             out.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
+        sources = low.sizes.sources
+        if sources:
+            out.append("    # Size symbols, read from the inputs (inputs of another rank run eagerly).")
+            out.append("    try:")
+            out.extend(f"        {line}" for line in self._size_reads(names))
+            out.append("    except (ValueError, IndexError):")
+            out.append("        return _eager(*args)")
         checks = []
-        for name in low.inputs:
+        for position, name in enumerate(low.inputs):
             if name is None:
                 continue
             layout = low.layouts[name]
-            checks.append(f"{name}.stride() != {tuple(layout.stride)!r}")
-            checks.append(f"{name}.shape != {tuple(layout.size)!r}")
+            checks.append(f"{name}.stride() != {self.sizes(layout.stride)}")
+            read = layout.size and all(sources.get(s) == SizeSource(position, "size", d)
+                                       for d, s in enumerate(layout.size))
+            if not read:  # (a shape whose every size was read from it just now needs no check)
+                checks.append(f"{name}.shape != {self.sizes(layout.size)}")
+        for position, value in low.sizes.int_inputs.items():
+            if sources.get(value) != SizeSource(position, "value"):
+                checks.append(f"{names[position]} != {self.size(value)}")
         if checks:
             out.append("    # Kernels are specialised to these sizes and strides.")
             out.append("    if " + " or ".join(checks) + ":")
+            out.append("        return _eager(*args)")
+        guards = low.sizes.guard_checks()
+        if guards:
+            for name, value in guard_namespace().items():
+                self.namespace.setdefault(name, value)
+            out.append("    # What the graph's trace assumed of its sizes (the ShapeEnv's guards).")
+            out.append("    if not (" + " and ".join(guards) + "):")
             out.append("        return _eager(*args)")
         last_use = self._last_uses()
         outputs = self._output_names()
@@ -129,6 +172,23 @@ class WrapperWriter:
                 out.append(f"    del {', '.join(dead)}")
         out.append(f"    return {self._render_outputs(low.outputs)}")
         return "\n".join(out) + "\n"
+
+    def _size_reads(self, names) -> list[str]:
+        """Statements binding each size symbol: a tensor's sizes unpacked at once."""
+        low = self.lowering
+        lines = []
+        for position, name in enumerate(low.inputs):
+            if name is None:
+                continue
+            mine = {source.dim: str(symbol) for symbol, source in low.sizes.sources.items()
+                    if source.position == position and source.kind == "size"}
+            if mine:
+                targets = [mine.get(d, "_") for d in range(len(low.layouts[name].size))]
+                lines.append(f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {name}.shape")
+        for symbol, source in low.sizes.sources.items():
+            if source.kind != "size":
+                lines.append(f"{symbol} = {source.read(names[source.position])}")
+        return lines
 
     def _output_names(self) -> list[str]:
         found = []
@@ -171,13 +231,14 @@ class WrapperWriter:
         for node in kernel.nodes:
             if kernel.storage[node.name] == "memory":
                 lay = node.layout
-                out.append(f"    {node.name} = empty_strided({tuple(lay.size)!r}, {tuple(lay.stride)!r}, "
+                out.append(f"    {node.name} = empty_strided({self.sizes(lay.size)}, {self.sizes(lay.stride)}, "
                            f"{lay.dtype})")
         if self.call_style == "pointer":
-            args = ", ".join(f"{p}.data_ptr()" for p in params)
+            args = [f"{p}.data_ptr()" for p in params]
         else:
-            args = ", ".join(params)
-        out.append(f"    {kernel.name}({args})")
+            args = list(params)
+        args += [self.size(s) for s in self.kernel_sizes.get(kernel.name, ())]
+        out.append(f"    {kernel.name}({', '.join(args)})")
 
     def _extern(self, call: ExternCall):
         out = self.lines
@@ -191,6 +252,6 @@ class WrapperWriter:
         if layout is None or not layout.is_dense():
             return
         # Kernels read this result with the strides its fake value promised.
-        self.lines.append(f"    if {name}.stride() != {tuple(layout.stride)!r}:")
-        self.lines.append(f"        {name} = empty_strided({tuple(layout.size)!r}, "
-                          f"{tuple(layout.stride)!r}, {layout.dtype}).copy_({name})")
+        self.lines.append(f"    if {name}.stride() != {self.sizes(layout.stride)}:")
+        self.lines.append(f"        {name} = empty_strided({self.sizes(layout.size)}, "
+                          f"{self.sizes(layout.stride)}, {layout.dtype}).copy_({name})")

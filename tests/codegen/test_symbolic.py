@@ -1,0 +1,269 @@
+"""Graphs traced with symbolic sizes: compiled once, right for every size the trace allows.
+
+Each test traces its function once with ``make_fx(..., tracing_mode="symbolic")`` at unusual
+sizes (37, 43, ...), compiles the graph once, then calls the same compiled callable at other
+sizes and compares with eager — with the eager fallback of the wrapper disabled, so every call
+really runs the kernels. The kernels must not name a size of the tracing call.
+"""
+import os
+import re
+
+if os.environ.get("MAGPY_TEST_DEVICE", "cpu") == "cpu":
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from codegen_check import DEVICE, assert_close, on_device  # noqa: E402
+from magpy.codegen import compile_aten_graph  # noqa: E402
+from magpy.codegen.decompositions import decomposition_table  # noqa: E402
+
+
+def _triton_runs() -> bool:
+    from magpy.codegen.devices import triton_installed
+
+    if not triton_installed():
+        return False
+    if DEVICE.type == "cuda":
+        return torch.cuda.is_available()
+    from magpy.codegen.triton_runtime import interpreting
+
+    return interpreting()
+
+
+@pytest.fixture(params=["cpp", "triton"])
+def generator(request):
+    """The C++ generator, and Triton (in its interpreter on CPU tensors, or on MAGPY_TEST_DEVICE)."""
+    if request.param == "triton" and not _triton_runs():
+        pytest.skip("Triton cannot run here")
+    return request.param
+
+
+@pytest.fixture(params=["reference", "cpp", "triton"])
+def mode(request):
+    """Both generators and the reference evaluator running the same schedule."""
+    if request.param == "triton" and not _triton_runs():
+        pytest.skip("Triton cannot run here")
+    return request.param
+
+
+def inputs_for(mode, make):
+    """``make`` with its tensors where ``mode``'s kernels run."""
+    if mode != "triton":
+        return make
+    return lambda *shape: tuple(on_device(x) for x in make(*shape))
+
+
+def trace_symbolic(fn, *inputs):
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(fn, decomposition_table=decomposition_table(), tracing_mode="symbolic")(*inputs)
+    placeholders = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
+    assert any(isinstance(s, torch.SymInt) for p in placeholders for s in p.shape)
+    return gm, placeholders[0].fake_mode.shape_env
+
+
+def refuse_eager(compiled):
+    """Make the wrapper's eager fallback fail: a call must run the compiled kernels."""
+    def ran_eagerly(*args):
+        raise AssertionError("the compiled graph ran eagerly")
+
+    compiled.__globals__["_eager"] = ran_eagerly
+
+
+def compile_once(fn, inputs, mode="cpp"):
+    """(compiled callable, report) of ``fn`` traced with symbolic sizes at ``inputs``."""
+    if mode == "triton":
+        inputs = [on_device(x) for x in inputs]
+    gm, shape_env = trace_symbolic(fn, *inputs)
+    guards = len(shape_env.guards)
+    compiled = compile_aten_graph(gm, list(inputs), mode=mode)
+    report = compiled.magpy_report
+    assert report.graph_fallback is None, report.graph_fallback
+    assert report.symbolic
+    assert len(shape_env.guards) == guards, "compiling added guards to the ShapeEnv"
+    refuse_eager(compiled)
+    return compiled, report
+
+
+def assert_no_size(report, *sizes):
+    """No kernel source names any of ``sizes`` (the symbolic sizes of the tracing call)."""
+    for name, source in report.kernel_sources.items():
+        for size in sizes:
+            assert not re.search(rf"(?<![\w.]){size}(?![\w.])", source), f"{name} names size {size}:\n{source}"
+
+
+def check_sizes(compiled, fn, make_inputs, shapes, mode="cpp"):
+    make_inputs = inputs_for(mode, make_inputs)
+    for shape in shapes:
+        inputs = make_inputs(*shape)
+        actual = compiled(*inputs)
+        expected = fn(*inputs)
+        if isinstance(expected, torch.Tensor) and isinstance(actual, (tuple, list)):
+            actual = actual[0]
+        assert_close(actual, expected, f"{fn.__name__} at {shape}")
+
+
+def test_kernels_take_sizes_as_arguments_and_serve_every_size(mode):
+    def fn(x, y, z):
+        return torch.sin(x) * y + z
+
+    make = lambda b, n: (torch.randn(b, n), torch.randn(n), torch.randn(b, 1))  # noqa: E731
+    compiled, report = compile_once(fn, make(37, 43), mode)
+    assert "in0.size(0)=" in str(report)
+    kernels = report.kernel_count
+    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (7, 33), (16, 43), (37, 2)], mode)
+    assert report.kernel_count == kernels
+    if mode != "reference":
+        assert_no_size(report, 37, 43)
+        assert "ks0" in next(iter(report.kernel_sources.values()))
+
+
+def test_symbolic_kernel_source_is_the_same_whatever_sizes_traced_it():
+    def fn(x):
+        return torch.relu(x) + 1.0
+
+    first = compile_once(fn, [torch.randn(37, 43)])[1]
+    second = compile_once(fn, [torch.randn(5, 9)])[1]
+    strip = lambda report: [re.sub(r"_\d+\b", "", s) for s in report.kernel_sources.values()]  # noqa: E731
+    assert strip(first) == strip(second)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_transpose_add(generator, dtype):
+    def fn(x, y):
+        return x + y.t()
+
+    make = lambda n, m: (torch.randn(n, m, dtype=dtype), torch.randn(m, n, dtype=dtype))  # noqa: E731
+    compiled, report = compile_once(fn, make(37, 43), generator)
+    check_sizes(compiled, fn, make, [(2, 3), (17, 33), (40, 19), (64, 64)], generator)
+    assert_no_size(report, 37, 43)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "amax", "softmax", "layer_norm", "mean"])
+def test_row_reductions_over_symbolic_rows_and_row_length(reduce, mode):
+    def fn(x, w, b):
+        if reduce == "sum":
+            return x.sum(-1)
+        if reduce == "amax":
+            return x.amax(-1)
+        if reduce == "softmax":
+            return torch.softmax(x, -1)
+        if reduce == "mean":
+            return x.mean(-1, keepdim=True) * x
+        return F.layer_norm(x, x.shape[-1:], w, b)
+
+    fn.__name__ = reduce
+    make = lambda rows, n: (torch.randn(rows, n), torch.randn(n), torch.randn(n))  # noqa: E731
+    compiled, report = compile_once(fn, make(37, 43), mode)
+    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (7, 33), (16, 2), (5, 300)], mode)
+    if mode != "reference":
+        assert_no_size(report, 37, 43)
+
+
+def test_mean_over_a_symbolic_leading_dim(generator):
+    def fn(x):
+        return x.mean(0)
+
+    make = lambda b, n: (torch.randn(b, n),)  # noqa: E731
+    compiled, report = compile_once(fn, make(37, 43), generator)
+    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (16, 33)], generator)
+    assert_no_size(report, 37, 43)
+
+
+def test_view_by_symbolic_sizes(generator):
+    def fn(x):
+        y = x.view(x.size(0), -1)
+        return torch.softmax(y, -1).reshape(x.shape) * 2
+
+    make = lambda b, t, d: (torch.randn(b, t, d),)  # noqa: E731
+    compiled, report = compile_once(fn, make(37, 5, 43), generator)
+    check_sizes(compiled, fn, make, [(2, 3, 4), (7, 9, 2), (3, 2, 33)], generator)
+    assert_no_size(report, 37, 43)
+
+
+def test_cat_along_a_symbolic_dim(generator):
+    def fn(x, y):
+        return torch.cat([torch.relu(x), y * 2], dim=1)
+
+    make = lambda b, n, m: (torch.randn(b, n), torch.randn(b, m))  # noqa: E731
+    compiled, report = compile_once(fn, make(37, 43, 53), generator)
+    check_sizes(compiled, fn, make, [(2, 3, 5), (7, 9, 2), (3, 33, 16)], generator)
+    assert_no_size(report, 37, 43, 53)
+
+
+def test_slice_by_a_symbolic_bound(generator):
+    def fn(x):
+        return x[:, : x.size(1) // 2] * 3 + x[:, -1:]
+
+    make = lambda b, n: (torch.randn(b, n),)  # noqa: E731
+    compiled, report = compile_once(fn, make(37, 43), generator)
+    # (The trace assumed x.size(1) // 2 != 1: a row of 2 or 3 would run eagerly.)
+    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (7, 33), (16, 4)], generator)
+    assert_no_size(report, 37, 43)
+
+
+def test_linear_gelu_runs_mm_as_an_extern_call_with_symbolic_batch(generator):
+    weight, bias = torch.randn(24, 16), torch.randn(24)
+
+    def fn(x, w, b):
+        return F.gelu(F.linear(x, w, b))
+
+    make = lambda b, t: (torch.randn(b, t, 16), weight, bias)  # noqa: E731
+    compiled, report = compile_once(fn, make(37, 43), generator)
+    assert report.extern_calls and not report.fallbacks
+    check_sizes(compiled, fn, make, [(2, 5), (3, 9), (16, 33)], generator)
+    assert_no_size(report, 37, 43)
+
+
+def test_a_call_outside_the_traced_relations_runs_eagerly():
+    def fn(x, y):
+        return x + y
+
+    gm, _ = trace_symbolic(fn, torch.randn(4, 5), torch.randn(4, 5))
+    compiled = compile_aten_graph(gm, [torch.randn(4, 5), torch.randn(4, 5)])
+    assert compiled.magpy_report.graph_fallback is None
+    # Both inputs were traced with the same symbolic sizes: different ones break that relation.
+    x, y = torch.randn(3, 5), torch.randn(1, 5)
+    assert_close(compiled(x, y), fn(x, y))
+
+
+def test_convolution_and_pooling_over_symbolic_batch_and_image_size():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    conv = torch.nn.Conv2d(3, 8, 3, padding=1).eval()
+
+    def fn(x):
+        return F.max_pool2d(torch.relu(conv(x)) * 2, 2)
+
+    make = lambda b, h, w: (torch.randn(b, 3, h, w),)  # noqa: E731
+    with torch.no_grad():
+        gm = make_fx(fn, decomposition_table=decomposition_table(), tracing_mode="symbolic",
+                     _allow_non_fake_inputs=True)(*make(5, 12, 10))
+        compiled = compile_aten_graph(gm, list(make(5, 12, 10)))
+        report = compiled.magpy_report
+        assert report.graph_fallback is None and not report.fallbacks, report
+        refuse_eager(compiled)
+        # (Some torch versions guard on the parity of the traced sizes: they stay even here.)
+        check_sizes(compiled, fn, make, [(2, 6, 8), (3, 16, 16), (4, 10, 4)])
+
+
+def test_torch_compile_dynamic_compiles_one_symbolic_graph_for_every_batch():
+    import magpy.backends  # noqa: F401  (registers "magpy" with torch.compile)
+    from magpy.codegen import reports
+
+    linear = torch.nn.Linear(16, 32)
+
+    def fn(x):
+        return F.layer_norm(F.gelu(linear(x)), (32,)).softmax(-1)
+
+    torch._dynamo.reset()
+    since = len(reports())
+    compiled = torch.compile(fn, backend="magpy", dynamic=True)
+    with torch.no_grad():
+        for batch in (3, 5, 9, 17):
+            x = torch.randn(batch, 7, 16)
+            assert_close(compiled(x), fn(x), f"batch {batch}")
+    graphs = reports()[since:]
+    assert len(graphs) == 1 and graphs[0].symbolic and graphs[0].graph_fallback is None, graphs
