@@ -315,9 +315,10 @@ class CompiledFunction:
         return entry
 
     def _symbolic_compile(self, cap) -> bool:
-        """Does ``cap``'s graph go to the backend with symbolic sizes? Only when the sizes of its inputs are
-        all that it reads besides tensors (no ``t.item()``, no size from data), and the backend takes them."""
-        return bool(cap.symbolic) and not cap.data_values and not cap.autograd_nodes and \
+        """Does ``cap``'s graph go to the backend with symbolic sizes? Only when its inputs' sizes and ints
+        from outside are all the Python numbers it takes or computes (no ``t.item()``, no size from data,
+        no float), and the backend takes them."""
+        return cap.host_values and not cap.data_values and not cap.autograd_nodes and \
             is_symbolic_backend(self.backend)
 
     def _compile_symbolic(self, cap, gm, backend, example):

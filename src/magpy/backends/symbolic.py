@@ -17,8 +17,8 @@ SYMBOLIC_BACKENDS = ("magpy", "inductor")
 
 
 def fake_inputs(examples, dims):
-    """Fake tensors like ``examples``, each symbolic along its ``dims`` (a set per input), in one new
-    ShapeEnv; (fakes, shape_env)."""
+    """Fake tensors like ``examples``, each symbolic along its ``dims`` (a set per input), and SymInts for
+    its ints, in one new ShapeEnv; (fakes, shape_env)."""
     from torch._dynamo.source import LocalSource
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
@@ -27,6 +27,11 @@ def fake_inputs(examples, dims):
     mode = FakeTensorMode(shape_env=env)
     fakes = []
     for k, (t, symbolic) in enumerate(zip(examples, dims)):
+        if type(t) is int:  # a number from outside the call takes as it comes (``x[:, :n]``)
+            source = LocalSource(f"in{k}")
+            symbol = env.create_unspecified_symbol(t, source=source, dynamic_dim=DimDynamic.DYNAMIC)
+            fakes.append(env.create_symintnode(symbol, hint=t, source=source))
+            continue
         sizes = [DimDynamic.DYNAMIC if d in symbolic else DimDynamic.STATIC for d in range(t.dim())]
         fakes.append(mode.from_tensor(t, symbolic_context=StatelessSymbolicContext(dynamic_sizes=sizes),
                                       source=LocalSource(f"in{k}")))
@@ -47,8 +52,8 @@ def _size_check(code: str, env, fakes) -> Optional[Callable]:
     """``code`` (over ``L['t0']``, ``L['t1']`` …, the inputs in order) as a function of the inputs; None
     when it only says that each symbolic size is at least 2 (the tensor guards do)."""
     relied = [str(g.expr) for g in env.guards if getattr(g.expr, "free_symbols", None)]
-    if not relied:
-        return None
+    if not relied and not any(type(f).__name__ == "SymInt" for f in fakes):
+        return None  # (a number's range is not in the tensor guards: with one, the code is always checked)
     checked = compile(code, "<magpy size guard>", "eval")
     names = [f"t{k}" for k in range(len(fakes))]
 

@@ -456,7 +456,9 @@ class GraphBuilding:
             self.cap.inputs.append((prov, value))
             self.scalar_inputs[prov] = known
             self.cap.host_values = True
-            self.cap.data_values = True
+            # (an int from outside is a symbolic int to a compiling backend; a float or a random draw
+            # it would take as a constant)
+            self.cap.data_values |= type(value) is not int or mentions_draw(prov)
         return known
 
     def scalar_of(self, fn, args, arg_provs, result, method=None):
