@@ -319,14 +319,19 @@ class CompiledFunction:
         from outside are all the Python numbers it takes or computes (no ``t.item()``, no size from data,
         no float), and the backend takes them."""
         return cap.host_values and not cap.data_values and not cap.autograd_nodes and \
-            is_symbolic_backend(self.backend)
+            is_symbolic_backend(self.backend, unbacked=cap.data_shapes)
 
     def _compile_symbolic(self, cap, gm, backend, example):
         """The backend compiles ``gm`` once for every size the tensor guards let through; the relations
         between sizes it relied on join the entry's guards."""
         symbolic = dict(cap.symbolic)
         dims = [symbolic.get(source, frozenset()) for source, _ in cap.inputs]
-        graph_fn, sizes_hold = compile_symbolic(backend, gm, example, dims)
+        try:
+            graph_fn, sizes_hold = compile_symbolic(backend, gm, example, dims, unbacked=cap.data_shapes)
+        except Exception:  # noqa: BLE001 - sizes from data the backend cannot trace (a count Python reads)
+            if not cap.data_shapes:
+                raise
+            return gm.forward
         if sizes_hold is not None:
             g = TruthGuard(Expr(sizes_hold, tuple(source for source, _ in cap.inputs)), True)
             cap.guards[g.key()] = g

@@ -302,3 +302,13 @@ def test_sequences_compile_twice_through_our_codegen(name, make, calls):
     reports = codegen.reports()[before:]
     assert reports and all(r.graph_fallback is None for r in reports), [str(r) for r in reports]
     assert any(r.symbolic for r in reports), [str(r) for r in reports]  # (``n``: a symbolic int input)
+
+
+def test_a_mask_over_a_symbolic_batch_compiles_once_with_unbacked_sizes_in_inductor():
+    # (the mask's count is a size from data: Inductor takes it as it comes on each run)
+    def fn(x):
+        y = x[x > 0]
+        return (y * 2).softmax(0) + y.mean()
+
+    calls = [(torch.randn(b * 4),) for b in (3, 5, 7, 5)]
+    expect(differential(plain(fn), calls, backend="inductor"), compiles=2, fallbacks=0)

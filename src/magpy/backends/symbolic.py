@@ -14,16 +14,18 @@ from typing import Callable, Optional
 
 #: backends known to compile from fake inputs with symbolic sizes (others run such graphs as captured)
 SYMBOLIC_BACKENDS = ("magpy", "inductor")
+#: … and those of them that also take sizes made from data (``nonzero``: unbacked sizes)
+UNBACKED_BACKENDS = ("inductor",)
 
 
-def fake_inputs(examples, dims):
+def fake_inputs(examples, dims, unbacked=False):
     """Fake tensors like ``examples``, each symbolic along its ``dims`` (a set per input), and SymInts for
     its ints, in one new ShapeEnv; (fakes, shape_env)."""
     from torch._dynamo.source import LocalSource
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
-    env = ShapeEnv()
+    env = ShapeEnv(allow_dynamic_output_shape_ops=unbacked)
     mode = FakeTensorMode(shape_env=env)
     fakes = []
     for k, (t, symbolic) in enumerate(zip(examples, dims)):
@@ -38,11 +40,12 @@ def fake_inputs(examples, dims):
     return fakes, env
 
 
-def compile_symbolic(backend: Callable, gm, examples, dims) -> tuple[Callable, Optional[Callable]]:
+def compile_symbolic(backend: Callable, gm, examples, dims, unbacked=False) -> tuple[Callable, Optional[Callable]]:
     """``backend`` applied to ``gm`` over fake inputs symbolic along ``dims``; (the compiled callable, a
     check of the relations it relied on — ``check(*inputs) -> bool`` — or None when it relied on none
-    beyond what the tensor guards state)."""
-    fakes, env = fake_inputs(examples, dims)
+    beyond what the tensor guards state). ``unbacked``: the graph makes sizes from data (``nonzero``):
+    sizes no input has, which the backend takes as they come on each run."""
+    fakes, env = fake_inputs(examples, dims, unbacked)
     compiled = backend(gm, fakes)
     code = env.produce_guards_expression(fakes, ignore_static=True)
     return compiled, _size_check(code, env, fakes) if code else None
@@ -65,5 +68,5 @@ def _size_check(code: str, env, fakes) -> Optional[Callable]:
     return sizes_hold
 
 
-def is_symbolic_backend(name_or_fn) -> bool:
-    return isinstance(name_or_fn, str) and name_or_fn in SYMBOLIC_BACKENDS
+def is_symbolic_backend(name_or_fn, unbacked=False) -> bool:
+    return isinstance(name_or_fn, str) and name_or_fn in (UNBACKED_BACKENDS if unbacked else SYMBOLIC_BACKENDS)

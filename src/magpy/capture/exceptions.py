@@ -101,7 +101,7 @@ class Raising:
             elif type(exc) is GeneratorExit:
                 known = (exc, True, None)  # a generator of the call closed where the program drops it
             elif opname in rules.SHAPE_ERROR_OPS and type(exc) is RuntimeError and \
-                    (not self.dynamic or not self.cap.data_values) and rules.SHAPE_ERROR.fullmatch(str(exc)):
+                    (not self.dynamic or not (self.cap.data_values or self.cap.data_shapes)) and rules.SHAPE_ERROR.fullmatch(str(exc)):
                 # tensors that do not broadcast (``try: x + pos except: x + resized``): every shape in
                 # the graph is fixed by the guards (none depends on data; symbolic sizes are pinned
                 # here), so the op raises again

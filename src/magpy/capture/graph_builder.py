@@ -264,8 +264,6 @@ class GraphBuilding:
         shape_from_data = self._shape_from_data(node, name, args, kwargs or {})
         if not shape_from_data:
             return None
-        if shape_from_data == "data":
-            self.cap.data_values = True
         tensors = _flat_tensors(result)
         every = [frozenset(range(t.dim())) for t in tensors]
         if name == "unbind" and args and _is_tensor(args[0]):
@@ -390,25 +388,35 @@ class GraphBuilding:
 
     def _shape_from_data(self, node, name, args, kwargs):
         """Does the shape of what ``node`` computes depend on tensor data (a mask's count, a length the
-        graph computes), so that reading it must happen in the graph on every call?"""
+        graph computes), so that reading it must happen in the graph on every call? "inputs" when an input
+        of it has such dims, "data" when the op itself makes one, "numbers" when a number the graph
+        computes sizes it. (An op making a size from data, whatever its inputs, sets ``data_shapes``.)"""
         inputs = node.all_input_nodes
+        data = self._makes_data_shape(name, args, kwargs)
+        if data:
+            self.cap.data_shapes = True
         if any(n in self.dynamic for n in inputs):
             return "inputs"
-        if name == "repeat_interleave":
-            # (repeats as a number: the input's size times it; as a tensor: as many as its counts say)
-            repeats = kwargs["repeats"] if "repeats" in kwargs else args[1] if len(args) > 1 else args[0]
-            return "data" if _is_tensor(repeats) and "output_size" not in kwargs else False
-        if name in rules.DATA_DEPENDENT_SHAPE and (name != "where" or len(args) == 1):
+        if data:
             return "data"
-        if name in ("getitem", "__getitem__") and len(args) == 2:
-            keys = args[1] if isinstance(args[1], tuple) else (args[1],)
-            if any(_is_tensor(k) and k.dtype in (torch.bool, torch.uint8) for k in keys):
-                return "data"  # a boolean mask selects as many elements as it holds
         numbers = [n for n in inputs if n in self.scalar_nodes]
         # (a number the graph computes: from data — then ``scalar_of`` said so — or a symbolic size)
         return "numbers" if numbers and (name not in rules.NUMBER_OPERANDS and
                                          getattr(node.target, "__module__", None) != "_operator" or
                                          node.target in (operator.getitem, operator.setitem)) else False
+
+    @staticmethod
+    def _makes_data_shape(name, args, kwargs) -> bool:
+        if name == "repeat_interleave":
+            # (repeats as a number: the input's size times it; as a tensor: as many as its counts say)
+            repeats = kwargs["repeats"] if "repeats" in kwargs else args[1] if len(args) > 1 else args[0]
+            return _is_tensor(repeats) and "output_size" not in kwargs
+        if name in rules.DATA_DEPENDENT_SHAPE and (name != "where" or len(args) == 1):
+            return True
+        if name in ("getitem", "__getitem__") and len(args) == 2:
+            keys = args[1] if isinstance(args[1], tuple) else (args[1],)
+            return any(_is_tensor(k) and k.dtype in (torch.bool, torch.uint8) for k in keys)  # (a mask's count)
+        return False
 
     def dynamic_metadata(self, tensor, name, args, result):
         """``t.shape`` / ``t.size(k)`` / ``t.numel()`` of a tensor whose shape depends on data: computed by

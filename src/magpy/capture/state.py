@@ -29,6 +29,8 @@ class Capture:
         self.op_count = 0
         self.draws = []           # (native random function, constant arguments) per draw, in order
         self.host_values = False  # the graph computes or takes Python numbers, or shapes from data
+        self.data_shapes = False  # sizes come from tensor data (``nonzero``, a mask's count): unbacked sizes
+                                  # to a compiling backend
         self.data_values = False  # … for some other reason than symbolic input sizes (a compiling backend
                                   # given symbolic inputs serves a graph whose only host values are sizes)
         self.checks = []          # (output index, truth): conditions on random data, checked after the graph
