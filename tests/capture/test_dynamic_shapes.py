@@ -6,6 +6,7 @@ size of at least 2 through (0 and 1 specialise), the graph reads the sizes, and 
 from them (a branch, a ``range``) is guarded on the sizes themselves. Every call still equals eager.
 """
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -310,5 +311,10 @@ def test_a_mask_over_a_symbolic_batch_compiles_once_with_unbacked_sizes_in_induc
         y = x[x > 0]
         return (y * 2).softmax(0) + y.mean()
 
-    calls = [(torch.randn(b * 4),) for b in (3, 5, 7, 5)]
-    expect(differential(plain(fn), calls, backend="inductor"), compiles=2, fallbacks=0)
+    compiled = magpy.compile(fn, backend="inductor")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (Inductor's own imports)
+        for b in (3, 5, 7, 5):
+            x = torch.randn(b * 4)
+            torch.testing.assert_close(compiled(x), fn(x))
+    assert compiled.stats.compiles == 2 and compiled.stats.fallbacks == 0
