@@ -305,8 +305,19 @@ def test_sequences_compile_twice_through_our_codegen(name, make, calls):
     assert any(r.symbolic for r in reports), [str(r) for r in reports]  # (``n``: a symbolic int input)
 
 
-def test_a_mask_over_a_symbolic_batch_compiles_once_with_unbacked_sizes_in_inductor():
+def test_a_mask_over_a_symbolic_batch_compiles_once_with_unbacked_sizes_in_inductor(monkeypatch):
     # (the mask's count is a size from data: Inductor takes it as it comes on each run)
+    import magpy.api
+
+    compiled_graphs = []
+
+    def spy(*args, **kwargs):
+        compiled_graphs.append(compile_symbolic(*args, **kwargs))
+        return compiled_graphs[-1]
+
+    compile_symbolic = magpy.api.compile_symbolic
+    monkeypatch.setattr(magpy.api, "compile_symbolic", spy)
+
     def fn(x):
         y = x[x > 0]
         return (y * 2).softmax(0) + y.mean()
@@ -318,3 +329,4 @@ def test_a_mask_over_a_symbolic_batch_compiles_once_with_unbacked_sizes_in_induc
             x = torch.randn(b * 4)
             torch.testing.assert_close(compiled(x), fn(x))
     assert compiled.stats.compiles == 2 and compiled.stats.fallbacks == 0
+    assert len(compiled_graphs) == 2  # (the static graph and the symbolic one, both by Inductor)
