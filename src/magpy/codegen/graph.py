@@ -331,6 +331,17 @@ class GraphLowering:
     # ------------------------------------------------------------------------------------------
     # Extern calls and wrapper views
 
+    def _view_offset(self, node, base: str) -> Optional[int]:
+        """The storage offset of view ``node`` from its base buffer's, when its meta layout is all
+        there is to it: same dtype, and the base buffer laid out as the fx graph's base (then the
+        wrapper makes the view with one ``as_strided``-like call). None otherwise."""
+        val, base_val = node.meta.get("val"), node.args[0].meta.get("val")
+        if not isinstance(base_val, torch.Tensor) or val.dtype != base_val.dtype:
+            return None
+        if self.layouts.get(base) != self._layout_of_meta(base_val):
+            return None
+        return val.storage_offset() - base_val.storage_offset()
+
     def buffer_for_extern(self, node) -> str:
         """The name of a buffer holding ``node``'s value as eager would (views stay views)."""
         value = self.env[node]
@@ -346,7 +357,8 @@ class GraphLowering:
             if base not in self.relaid:
                 name = self.new_name("view")
                 layout = self._layout_of_meta(node.meta["val"])
-                self.nodes.append(WrapperView(name, node.target, base, tuple(node.args[1:]), layout))
+                self.nodes.append(WrapperView(name, node.target, base, tuple(node.args[1:]), layout,
+                                              self._view_offset(node, base)))
                 self.layouts[name] = layout
                 self.owner[name] = node
                 self.extern_names[node] = name
