@@ -99,12 +99,16 @@ def magpy_backend(gm, example_inputs, options=None):
     GPU the first calls time the compiled graph against the captured one and keep the faster
     (``backends/choose.py``). ``options["cudagraphs"]`` replays the graph as a CUDA graph (``backends/cudagraphs.py``).
     """
-    compiled = _compile_for_device(gm, example_inputs, options or {})
-    if (options or {}).get("cudagraphs"):
-        from .cudagraphs import wrap
+    return _compile_for_device(gm, example_inputs, options or {})
 
-        return wrap(compiled, example_inputs)
-    return compiled
+
+def _replayed(fn, example_inputs, options: dict):
+    """``fn``, replayed as a CUDA graph when ``options`` ask for it."""
+    if not options.get("cudagraphs"):
+        return fn
+    from .cudagraphs import wrap
+
+    return wrap(fn, example_inputs)
 
 
 def _compile_for_device(gm, example_inputs, options: dict):
@@ -120,7 +124,7 @@ def _compile_for_device(gm, example_inputs, options: dict):
         mode = select(example_inputs, options.get("codegen"))
     except NotServed as why:
         record_fallback(gm, str(why))
-        return gm.forward
+        return _replayed(gm.forward, example_inputs, options)
     forward = []
     backend = aot_autograd(
         fw_compiler=functools.partial(_aten_compiler, mode=mode, compiled=forward),
@@ -131,10 +135,12 @@ def _compile_for_device(gm, example_inputs, options: dict):
         compiled = backend(gm, example_inputs)
     if forward and forward[0].graph_fallback:
         # The decomposed graph would run op by op: slower than the ops as captured.
-        return gm.forward
+        return _replayed(gm.forward, example_inputs, options)
     from .choose import faster_of
 
-    return faster_of(compiled, gm.forward, example_inputs, forward[0] if forward else None)
+    # Replayed before it is timed: the timing's synchronisations cannot run inside a capture.
+    return faster_of(_replayed(compiled, example_inputs, options), gm.forward, example_inputs,
+                     forward[0] if forward else None)
 
 
 def _register_with_dynamo() -> None:
