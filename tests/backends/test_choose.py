@@ -44,3 +44,20 @@ def test_a_graph_writing_its_inputs_is_never_run_twice():
         runner(x)
     assert runner.chosen is compiled and captured.calls == []
     torch.testing.assert_close(x, torch.full((2,), 4.0))
+
+
+def test_a_clearly_faster_replay_wins_and_the_losers_are_dropped():
+    compiled, captured, replayed = _slow("compiled", 0.004), _slow("captured", 0.006), _slow("replayed", 0.0)
+    runner = FasterOf(compiled, captured, sync=lambda: None, replayed=replayed)
+    results = [runner(torch.zeros(1)) for _ in range(1 + 3 * SAMPLES + 2)]
+    assert runner.chosen is replayed and results[-2:] == ["replayed"] * 2
+    assert list(runner.candidates) == ["replayed"]
+    assert len(replayed.calls) == SAMPLES + 2
+
+
+def test_a_rival_within_the_margin_leaves_the_compiled_graph():
+    compiled, captured, replayed = _slow("compiled", 0.004), _slow("captured", 0.01), _slow("replayed", 0.0039)
+    runner = FasterOf(compiled, captured, sync=lambda: None, replayed=replayed)
+    for _ in range(1 + 3 * SAMPLES):
+        runner(torch.zeros(1))
+    assert runner.chosen is compiled

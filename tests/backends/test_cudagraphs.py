@@ -46,3 +46,25 @@ def test_a_graph_writing_its_inputs_is_not_replayed():
     replay(x)
     assert replay.graph is None and len(calls) == 3
     torch.testing.assert_close(x, torch.full((4,), 3.0, device="cuda"))
+
+
+@cuda
+def test_inputs_seen_twice_are_read_in_place_and_others_copied():
+    w = torch.randn(64, device="cuda")
+    replay = cudagraphs.wrap(lambda x, w: x * w + 1, [torch.randn(64, device="cuda"), w])
+    for _ in range(4):
+        x = torch.randn(64, device="cuda")
+        torch.testing.assert_close(replay(x, w), x * w + 1)
+    assert replay.graph is not None and replay.pointers[0] is None and replay.pointers[1] == w.data_ptr()
+    w.mul_(2)  # read where it is: the replay sees the new values
+    torch.testing.assert_close(replay(x, w), x * w + 1)
+
+
+@cuda
+def test_outputs_sharing_memory_with_inputs_are_not_replayed():
+    replay = cudagraphs.wrap(lambda x: (x.view(-1), x + 1), [torch.randn(8, device="cuda")], quiet=True)
+    x = torch.randn(8, device="cuda")
+    for _ in range(3):
+        flat, _ = replay(x)
+    assert replay.graph is None and "share memory" in replay.disabled
+    assert flat.data_ptr() == x.data_ptr()

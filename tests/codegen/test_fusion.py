@@ -103,3 +103,16 @@ def test_softmax_divides_once_per_row():
     report = check(lambda x: torch.softmax(x, -1), torch.randn(16, 100), mode="cpp")
     source = next(iter(report.kernel_sources.values()))
     assert "(1.0f / red" in source
+
+
+def test_batch_norm_elu_pad_is_one_kernel():
+    """ELU uses its input three times; all three meet in one ``where``, so the batch norm before
+    it is computed in the padding kernel rather than stored first (its shape differs)."""
+
+    def fn(x, mean, var, w, b):
+        y = F.batch_norm(x, mean, var, w, b, training=False)
+        return F.pad(F.elu(y), (1, 1, 1, 1))
+
+    stats = [torch.randn(3), torch.rand(3) + 0.5, torch.randn(3), torch.randn(3)]
+    assert kernels(fn, torch.randn(2, 3, 8, 8), *stats) == 1
+    assert kernels(fn, torch.randn(2, 3, 8, 8), *stats, mode="cpp") == 1

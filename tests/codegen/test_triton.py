@@ -147,6 +147,22 @@ def test_wrapper_matmul_stays_a_library_call():
     assert any("mm" in op for op, _ in report.extern_calls) and report.kernel_count == 1
 
 
+def test_convolution_bias_is_added_in_the_kernel_that_follows():
+    import magpy
+    from magpy.codegen import last_report
+
+    def fn(x, w, b):
+        return F.elu(F.conv2d(x, w, b))
+
+    x, w, b = (torch.randn(*s, device=DEVICE) for s in [(2, 3, 10, 10), (4, 3, 3, 3), (4,)])
+    torch.testing.assert_close(magpy.compile(fn, options={"codegen": "triton"})(x, w, b), fn(x, w, b),
+                               rtol=1e-3, atol=1e-3)  # cuDNN may use TF32
+    report = last_report()
+    (conv,) = [line for line in report.wrapper.splitlines() if "convolution(" in line]
+    assert conv.split("(", 1)[1].split(", ")[2] == "None"
+    assert any("add" in k and "expm1" in k for k in report.kernels)
+
+
 def test_magpy_compile_with_the_triton_option_matches_eager():
     import magpy
 

@@ -96,15 +96,37 @@ def magpy_backend(gm, example_inputs, options=None):
     ``options["codegen"]`` ("cpp" or "triton") forces a code generator; by default the inputs'
     device picks it. A graph no generator serves, or whose forward graph would run eagerly
     after decomposition, runs as captured: the original ops, each one eager's own kernel. On a
-    GPU the first calls time the compiled graph against the captured one and keep the faster
-    (``backends/choose.py``). ``options["cudagraphs"]`` replays the graph as a CUDA graph (``backends/cudagraphs.py``).
+    GPU the first calls time the compiled graph against the captured one (and, for graphs that
+    record no autograd, against the compiled graph replayed as a CUDA graph) and keep the
+    fastest (``backends/choose.py``). ``options["cudagraphs"]`` True replays the graph as a CUDA
+    graph whenever it can, False never (``backends/cudagraphs.py``).
     """
-    compiled = _compile_for_device(gm, example_inputs, options or {})
-    if (options or {}).get("cudagraphs"):
-        from .cudagraphs import wrap
+    return _compile_for_device(gm, example_inputs, options or {})
 
-        return wrap(compiled, example_inputs)
-    return compiled
+
+def _replayed(fn, example_inputs, options: dict):
+    """``fn``, replayed as a CUDA graph when ``options`` ask for it (``cudagraphs`` True)."""
+    if not options.get("cudagraphs"):
+        return fn
+    from .cudagraphs import wrap
+
+    return wrap(fn, example_inputs)
+
+
+def _replay_candidate(fn, example_inputs, options: dict):
+    """By default (``cudagraphs`` unset), ``fn`` replayed as a CUDA graph for the faster-of
+    timing to weigh, for graphs that record no autograd; else None."""
+    import torch
+
+    from .cudagraphs import wrap
+
+    records_autograd = torch.is_grad_enabled() and any(
+        isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
+    if "cudagraphs" in options or records_autograd:
+        return None
+
+    replayed = wrap(fn, example_inputs, quiet=True)
+    return replayed if replayed is not fn else None
 
 
 def _compile_for_device(gm, example_inputs, options: dict):
@@ -120,7 +142,7 @@ def _compile_for_device(gm, example_inputs, options: dict):
         mode = select(example_inputs, options.get("codegen"))
     except NotServed as why:
         record_fallback(gm, str(why))
-        return gm.forward
+        return _replayed(gm.forward, example_inputs, options)
     forward = []
     backend = aot_autograd(
         fw_compiler=functools.partial(_aten_compiler, mode=mode, compiled=forward),
@@ -131,10 +153,12 @@ def _compile_for_device(gm, example_inputs, options: dict):
         compiled = backend(gm, example_inputs)
     if forward and forward[0].graph_fallback:
         # The decomposed graph would run op by op: slower than the ops as captured.
-        return gm.forward
+        return _replayed(gm.forward, example_inputs, options)
     from .choose import faster_of
 
-    return faster_of(compiled, gm.forward, example_inputs, forward[0] if forward else None)
+    # Replayed before it is timed: the timing's synchronisations cannot run inside a capture.
+    return faster_of(_replayed(compiled, example_inputs, options), gm.forward, example_inputs,
+                     forward[0] if forward else None, _replay_candidate(compiled, example_inputs, options))
 
 
 def _register_with_dynamo() -> None:

@@ -1,15 +1,18 @@
 """Never slower than eager on a GPU: the first calls time the compiled graph against the graph as
-captured, and keep the faster.
+captured (and, for inference, against the compiled graph replayed as a CUDA graph), and keep the
+fastest.
 
 Whether fused kernels beat eager's on a GPU depends on more than bytes moved: a graph that is
 mostly library calls (convolutions, matrix products) gains little from fusion and can lose more
-in launch overhead than it gains. So the first ``SAMPLES`` calls after the first alternate the
-two (each call returns its own, correct, result), timing each with the device synchronised, and
-every later call runs the faster: the captured graph only when its fastest call beats the
-compiled graph's by ``MARGIN`` (a few calls of a short graph are noisy, and the compiled graph
-is usually the faster). The first call only runs the compiled graph and checks that it
-leaves its inputs alone: a graph that writes to its inputs, or that records autograd, is never
-run twice for timing's sake and stays compiled.
+in launch overhead than it gains, and a graph of many small kernels can be bound by the time the
+CPU takes to launch them, which a CUDA graph replay removes. So the first ``SAMPLES`` calls of
+each candidate after the first call run them by turns (each call returns its own, correct,
+result), timing each with the device synchronised, and every later call runs the winner: the
+compiled graph unless another's fastest call beats the compiled graph's by ``MARGIN`` (a few
+calls of a short graph are noisy). The first call only runs the compiled graph and checks that
+it leaves its inputs alone: a graph that writes to its inputs, or that records autograd, is never
+run twice for timing's sake and stays compiled. Candidates that lose are dropped (a replay's
+memory with them).
 """
 from __future__ import annotations
 
@@ -22,42 +25,53 @@ SAMPLES = 5  # timed calls of each before choosing
 MARGIN = 1.1
 
 
-def faster_of(compiled: Callable, captured: Callable, example_inputs, report=None) -> Callable:
-    """``compiled`` or ``captured``, whichever runs faster (on CUDA inputs; else ``compiled``).
+def faster_of(compiled: Callable, captured: Callable, example_inputs, report=None,
+              replayed: Optional[Callable] = None) -> Callable:
+    """``compiled``, ``captured`` or ``replayed`` (optional), whichever runs faster (on CUDA
+    inputs; else ``compiled``).
 
     ``report`` (a CompileReport) gets the choice in ``report.chosen``."""
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
     if not tensors or any(t.device.type != "cuda" for t in tensors) or compiled is captured:
         return compiled
-    return FasterOf(compiled, captured, report)
+    return FasterOf(compiled, captured, report, replayed=replayed)
 
 
 class FasterOf:
-    """Runs ``compiled`` and ``captured`` by turns, timed, then only the faster."""
+    """Runs ``compiled``, ``captured`` (and ``replayed``) by turns, timed, then only the fastest."""
 
-    def __init__(self, compiled: Callable, captured: Callable, report=None, sync: Callable = None):
+    def __init__(self, compiled: Callable, captured: Callable, report=None, sync: Callable = None,
+                 replayed: Optional[Callable] = None):
         self.compiled = compiled
         self.captured = captured
+        self.candidates = {"compiled": compiled, "captured": captured}
+        if replayed is not None:
+            self.candidates["replayed"] = replayed
+        self.turns = ["captured", "compiled", "replayed"][:len(self.candidates)]
         self.report = report
         self.chosen: Optional[Callable] = None
-        self.times = {"compiled": [], "captured": []}
+        self.times = {name: [] for name in self.candidates}
         self.calls = 0
         self.sync = sync or torch.cuda.synchronize
+        self.capturing = torch.cuda.is_current_stream_capturing if torch.cuda.is_available() else bool
 
     def __call__(self, *args):
         if self.chosen is not None:
             return self.chosen(*args)
+        if self.capturing():  # inside a CUDA graph's capture: no timing (it synchronises)
+            return self.compiled(*args)
         self.calls += 1
         if self.calls == 1:
             return self._first(args)
         if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
             return self._choose("compiled", "it records autograd")(*args)
-        name = "captured" if self.calls % 2 else "compiled"
+        name = self.turns[self.calls % len(self.turns)]
         result = self._timed(name, args)
         if all(len(t) >= SAMPLES for t in self.times.values()):
-            compiled, captured = (min(self.times[k]) for k in ("compiled", "captured"))
-            winner = "captured" if captured * MARGIN < compiled else "compiled"
-            self._choose(winner, f"compiled {compiled * 1e3:.3f} ms, captured {captured * 1e3:.3f} ms per call")
+            best = {name: min(times) for name, times in self.times.items()}
+            rival = min((n for n in best if n != "compiled"), key=best.__getitem__)
+            winner = rival if best[rival] * MARGIN < best["compiled"] else "compiled"
+            self._choose(winner, ", ".join(f"{n} {t * 1e3:.3f} ms" for n, t in best.items()) + " per call")
         return result
 
     def _first(self, args):
@@ -68,7 +82,7 @@ class FasterOf:
         return result
 
     def _timed(self, name: str, args):
-        fn = self.compiled if name == "compiled" else self.captured
+        fn = self.candidates[name]
         self.sync()
         start = time.perf_counter()
         result = fn(*args)
@@ -77,7 +91,8 @@ class FasterOf:
         return result
 
     def _choose(self, name: str, why: str) -> Callable:
-        self.chosen = self.compiled if name == "compiled" else self.captured
+        self.chosen = self.candidates[name]
+        self.candidates = {name: self.chosen}  # the others, a replay's memory with them, are dropped
         if self.report is not None:
             self.report.chosen = f"{name} ({why})"
         return self.chosen

@@ -1,16 +1,21 @@
-"""CUDA graph replay of a compiled graph (``options={"cudagraphs": True}``).
+"""CUDA graph replay of a compiled graph.
 
 A call of a compiled graph is a few hundred kernel launches issued from Python; replaying them as
 one CUDA graph costs one launch. The first call runs as compiled (it compiles and tunes the
-kernels); the second captures the graph on copies of the inputs; later calls copy their inputs
-into those copies, replay, and return copies of the outputs (the next replay overwrites the
-graph's own). Parameters are used in place, not copied: a call that brings another parameter,
-or one whose storage moved, runs uncaptured.
+kernels); the second captures the graph; later calls replay it and return copies of the outputs
+(the next replay overwrites the graph's own). Inputs that were the same tensor objects in the
+first two calls (parameters, buffers) are read in place, where they are: a later call that brings
+another object there, or one whose storage moved, runs uncaptured. Other inputs are copied into
+the graph's own copies on every call, so a replay follows the data it is given.
 
 The graph runs as compiled, never replayed, when it cannot be captured (a CPU synchronisation
-inside it, say), when it writes to its inputs (a replay would write to the copies), when inputs
-require grad with grad mode on (autograd records no graph), or when its inputs are not all CUDA
-tensors. Each case warns once.
+inside it, say), when it writes to its inputs (a replay would write to the copies), when its
+outputs share memory with its inputs or with each other (copies would not), when inputs require
+grad with grad mode on (autograd records no graph), or when its inputs are not all CUDA tensors.
+
+``options={"cudagraphs": True}`` replays whenever it can, and warns when it cannot; by default a
+replay is one of the candidates ``backends/choose.py`` times for inference graphs, kept only when
+clearly faster.
 """
 from __future__ import annotations
 
@@ -20,30 +25,37 @@ from typing import Callable, Optional
 import torch
 
 
-def wrap(compiled: Callable, example_inputs) -> Callable:
-    """``compiled`` replayed as a CUDA graph where possible (see the module docstring)."""
+def wrap(compiled: Callable, example_inputs, quiet: bool = False) -> Callable:
+    """``compiled`` replayed as a CUDA graph where possible (see the module docstring); ``quiet``
+    keeps the reasons it cannot be to itself (``GraphReplay.disabled``)."""
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
     if not tensors or any(t.device.type != "cuda" for t in tensors):
-        warnings.warn("magpy: cudagraphs needs CUDA tensor inputs; the graph runs without it")
+        if not quiet:
+            warnings.warn("magpy: cudagraphs needs CUDA tensor inputs; the graph runs without it")
         return compiled
-    return GraphReplay(compiled)
+    return GraphReplay(compiled, quiet)
 
 
 class GraphReplay:
     """Runs ``compiled``; from its second call on, replays it as a CUDA graph."""
 
-    def __init__(self, compiled: Callable):
+    def __init__(self, compiled: Callable, quiet: bool = False):
         self.compiled = compiled
+        self.quiet = quiet
         self.calls = 0
         self.graph: Optional[torch.cuda.CUDAGraph] = None
         self.static_inputs: list = []
+        self.pointers: list = []  # data_ptr of each input read in place, else None
+        self.first_inputs: list = []  # the first call's inputs, until the capture (held: ids get reused)
         self.static_outputs = None
         self.disabled: Optional[str] = None
 
     def _disable(self, reason: str) -> None:
         self.disabled = reason
         self.graph = None
-        warnings.warn(f"magpy: cudagraphs off for a graph: {reason}")
+        self.static_inputs, self.static_outputs = [], None
+        if not self.quiet:
+            warnings.warn(f"magpy: cudagraphs off for a graph: {reason}")
 
     def __call__(self, *args):
         if self.disabled or (torch.is_grad_enabled() and any(
@@ -63,15 +75,19 @@ class GraphReplay:
 
     def _first(self, args):
         versions = [a._version for a in args if isinstance(a, torch.Tensor)]
+        self.first_inputs = list(args)
         result = self.compiled(*args)
         if versions != [a._version for a in args if isinstance(a, torch.Tensor)]:
             self._disable("it writes to its inputs")
         return result
 
     def _capture(self, args) -> None:
-        self.static_inputs = [a if not isinstance(a, torch.Tensor) or isinstance(a, torch.nn.Parameter)
-                              else a.detach().clone() for a in args]
-        self.pointers = [a.data_ptr() if isinstance(a, torch.nn.Parameter) else None for a in args]
+        kept = [isinstance(a, torch.Tensor) and i < len(self.first_inputs) and a is self.first_inputs[i]
+                for i, a in enumerate(args)]
+        self.first_inputs = []
+        self.static_inputs = [a if not isinstance(a, torch.Tensor) or keep else a.detach().clone()
+                              for a, keep in zip(args, kept)]
+        self.pointers = [a.data_ptr() if keep else None for a, keep in zip(args, kept)]
         graph = torch.cuda.CUDAGraph()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -86,6 +102,9 @@ class GraphReplay:
             return
         finally:
             torch.cuda.current_stream().wait_stream(side)
+        if _shares_memory(self.static_outputs, self.static_inputs):
+            self._disable("its outputs share memory with its inputs or with each other")
+            return
         self.graph = graph
 
     def _load(self, args) -> bool:
@@ -97,12 +116,29 @@ class GraphReplay:
                 if arg is not static or arg.data_ptr() != pointer:
                     return False
             elif isinstance(static, torch.Tensor):
-                if not isinstance(arg, torch.Tensor) or arg.shape != static.shape or arg.dtype != static.dtype:
+                if not isinstance(arg, torch.Tensor) or arg.shape != static.shape or arg.dtype != static.dtype \
+                        or arg.stride() != static.stride():
                     return False
                 static.copy_(arg)
             elif arg != static:
                 return False
         return True
+
+
+def _tensors(value) -> list:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    return []
+
+
+def _shares_memory(outputs, inputs) -> bool:
+    storages = [t.untyped_storage().data_ptr() for t in _tensors(outputs)]
+    inside = {t.untyped_storage().data_ptr() for t in _tensors(inputs)}
+    return len(set(storages)) != len(storages) or any(s in inside for s in storages if s)
 
 
 def _copy(value):

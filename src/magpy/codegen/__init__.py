@@ -227,9 +227,7 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
         raise ValueError(f"unknown mode {mode!r}")
     writer = WrapperWriter(lowering, scheduler, params, "pointer" if mode == "cpp" else "tensor", sizes)
     source = writer.write(callables, eager)
-    namespace = writer.namespace
-    code = compile(source, f"<magpy wrapper {report.graph_id}>", "exec")
-    exec(code, namespace)
+    call = _exec_wrapper(source, writer.namespace, report)
     report.kernels = [k.name for k in kernels]
     report.kernel_sources = bodies
     report.wrapper = source
@@ -239,6 +237,28 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
     report.fallbacks = list(lowering.fallbacks)
     report.compile_seconds = time.perf_counter() - started
     _dump(gm, report)
+    if mode != "triton" or not kernels or lowering.sizes.symbolic or lowering.sizes.shape_env is not None:
+        return call  # (direct launches write the sizes into their source: static graphs only)
+    from .triton_runtime import TritonGraph
+
+    def bind():
+        """The wrapper launching kernels directly, once every kernel can be (None before)."""
+        direct = {name: launcher.direct() for name, launcher in callables.items()}
+        if not any(direct.values()):
+            return None
+        direct = {name: launch for name, launch in direct.items() if launch is not None}
+        writer = WrapperWriter(lowering, scheduler, params, "tensor", direct=direct)
+        source = writer.write(callables, eager, general=call)
+        report.wrapper = source
+        _dump(gm, report)
+        return _exec_wrapper(source, writer.namespace, report)
+
+    return TritonGraph(call, bind)
+
+
+def _exec_wrapper(source: str, namespace: dict, report: CompileReport) -> Callable:
+    code = compile(source, f"<magpy wrapper {report.graph_id}>", "exec")
+    exec(code, namespace)
     return namespace["call"]
 
 

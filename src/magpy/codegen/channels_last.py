@@ -22,8 +22,10 @@ from .ir import BufferRef, Layout, as_size
 aten = torch.ops.aten
 
 CONVOLUTIONS = frozenset({aten.convolution.default})
-# Where the tensors that want channels-last sit among a convolution's arguments.
-OPERANDS = (0, 1)  # input, weight
+# Device type -> the positions among a convolution's arguments of the tensors made channels-last:
+# input and weight for oneDNN; the input alone for cuDNN, which then reorders the weight itself
+# inside the library call (a copy kernel of ours per weight and call costs more launch time).
+OPERANDS = {"cpu": (0, 1), "cuda": (0,)}
 DTYPES = frozenset({torch.float32, torch.bfloat16, torch.float16})
 
 
@@ -50,14 +52,15 @@ def wants_channels_last(node: torch.fx.Node) -> bool:
     return not transposed
 
 
-def preferred_operands(graph: torch.fx.Graph) -> set:
-    """Keys ``(node, item)`` of the values to store channels-last: ``item`` is None for a node's
-    single result, else the position in its tuple result (read through ``getitem``)."""
+def preferred_operands(graph: torch.fx.Graph, operands: tuple) -> set:
+    """Keys ``(node, item)`` of the values to store channels-last (the convolutions' arguments at
+    ``operands``): ``item`` is None for a node's single result, else the position in its tuple
+    result (read through ``getitem``)."""
     keys = set()
     for node in graph.nodes:
         if not wants_channels_last(node):
             continue
-        for position in OPERANDS:
+        for position in operands:
             arg = node.args[position] if position < len(node.args) else None
             if not isinstance(arg, torch.fx.Node):
                 continue

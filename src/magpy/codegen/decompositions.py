@@ -33,6 +33,19 @@ KEEP = {"addmm", "mm", "bmm", "baddbmm", "convolution", "_scaled_dot_product_fla
 CPU_ONLY_KEEP = {"addmm"}
 
 
+def convolution_then_bias(input, weight, bias, *args):
+    """A convolution with a bias as one without, then the bias added: cuDNN adds a bias in a
+    kernel of its own (torch asks it for no fused bias), where ours fuses into the next kernel."""
+    if bias is None:
+        return NotImplemented
+    out = aten.convolution.default(input, weight, None, *args)
+    return out + bias.view([1, -1] + [1] * (out.dim() - 2))
+
+
+#: the Triton generator's own decompositions of ops the C++ generator keeps whole
+TRITON_DECOMPOSITIONS = {aten.convolution.default: convolution_then_bias}
+
+
 @functools.lru_cache(maxsize=None)
 def decomposition_table(codegen: str = "cpp") -> dict:
     from torch._decomp import core_aten_decompositions, get_decompositions
@@ -45,4 +58,6 @@ def decomposition_table(codegen: str = "cpp") -> dict:
         packet = getattr(op, "overloadpacket", None)
         if packet is not None and packet.__name__ in keep:
             del table[op]
+    if codegen == "triton":
+        table.update(TRITON_DECOMPOSITIONS)
     return table

@@ -30,9 +30,10 @@ from .ir import (
     dense_layout_like,
     index_vars,
 )
-from .channels_last import DTYPES, channels_last, is_channels_last, preferred_operands, result_layout
+from .channels_last import DTYPES, OPERANDS, channels_last, is_channels_last, preferred_operands, result_layout
 from .channels_last import wants_channels_last
 from .lowering import LoweringContext, Unsupported, lookup_lowering
+from .lowering_pointwise import ELEMENTWISE
 from .lowering_view import VIEW_OPS
 from .ops import body_key, count_ops
 from .sizes import GraphSizes, UnsupportedSize, shape_env_of
@@ -47,6 +48,8 @@ TRANSCENDENTAL = frozenset(
 )
 # Any lazy value is realized when its body grows past this many ops (bounds kernel size).
 BODY_MAX_OPS = 96
+# How many elementwise users ``_uses_meet`` follows looking for the node a value's uses meet in.
+MEET_MAX_NODES = 16
 
 
 class GraphFallback(Exception):
@@ -88,6 +91,7 @@ class GraphLowering:
         self._current: Optional[torch.fx.Node] = None
         self.preferred: set = set()  # (node, item) of values to store channels-last
         self.relaid: set[str] = set()
+        self._order: Optional[dict] = None  # fx node -> position, for ``_uses_meet``
         self._channels_last_copies: dict[str, str] = {}
         self._reductions: dict = {}  # reduction_key -> buffer
         metas = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
@@ -167,9 +171,11 @@ class GraphLowering:
         graph = self.gm.graph
         output_node = next(n for n in graph.nodes if n.op == "output")
         self._output_nodes = set(output_node.all_input_nodes)
-        # oneDNN's CPU convolutions want channels-last; cuDNN takes eager's layouts as they are.
-        self.channels_last = self.device.type == "cpu"
-        self.preferred = preferred_operands(graph) if self.channels_last else set()
+        # oneDNN's and cuDNN's fast convolutions work in NHWC order, and both reorder NCHW operands
+        # on every call: the convolutions' operands are stored channels-last (``channels_last.py``).
+        self.channels_last_operands = OPERANDS.get(self.device.type, ())
+        self.channels_last = bool(self.channels_last_operands)
+        self.preferred = preferred_operands(graph, self.channels_last_operands)
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(self.example_inputs):
             raise GraphFallback("example inputs do not match the placeholders")
@@ -325,9 +331,30 @@ class GraphLowering:
         users = len(node.users)
         expensive = any(op in TRANSCENDENTAL for op in counts.op_names)
         if users > 1 and not is_view and (expensive or counts.ops > INLINE_MAX_OPS
-                                          or counts.loads > INLINE_MAX_LOADS):
+                                          or counts.loads > INLINE_MAX_LOADS) and not self._uses_meet(node):
             return self.realize(value, node)
         return value
+
+    def _uses_meet(self, node) -> bool:
+        """True when every use of ``node`` flows, through elementwise ops of its size that are
+        used nowhere else, into one node (an ELU's three uses of its input meet in a ``where``):
+        then all its uses are one kernel's, which computes it once (the kernel printers share
+        common subexpressions), so it needs no buffer of its own."""
+        order = {n: i for i, n in enumerate(node.graph.nodes)} if self._order is None else self._order
+        self._order = order
+        shape = node.meta["val"].shape
+        frontier, seen = set(node.users), 0
+        while len(frontier) > 1:
+            user = min(frontier, key=order.__getitem__)
+            meta = user.meta.get("val")
+            if (seen >= MEET_MAX_NODES or user.op != "call_function" or user in self._output_nodes
+                    or getattr(user.target, "overloadpacket", user.target) not in ELEMENTWISE
+                    or not isinstance(meta, torch.Tensor) or meta.shape != shape):
+                return False
+            frontier.remove(user)
+            frontier.update(user.users)
+            seen += 1
+        return len(frontier) == 1
 
     def _getitem(self, node):
         base, index = node.args
@@ -353,6 +380,20 @@ class GraphLowering:
     # ------------------------------------------------------------------------------------------
     # Extern calls and wrapper views
 
+    def _view_offset(self, node, base: str) -> Optional[int]:
+        """The storage offset of view ``node`` from its base buffer's, when its meta layout is all
+        there is to it: same dtype, and the base buffer laid out as the fx graph's base (then the
+        wrapper makes the view with one ``as_strided``-like call). None otherwise."""
+        val, base_val = node.meta.get("val"), node.args[0].meta.get("val")
+        if not isinstance(base_val, torch.Tensor) or val.dtype != base_val.dtype:
+            return None
+        if self.layouts.get(base) != self._layout_of_meta(base_val):
+            return None
+        offset = val.storage_offset() - base_val.storage_offset()
+        layout = self._layout_of_meta(val)
+        concrete = layout is not None and all(type(n) is int for n in (*layout.size, *layout.stride))
+        return offset if type(offset) is int and concrete else None  # (symbolic: the view op itself)
+
     def buffer_for_extern(self, node) -> str:
         """The name of a buffer holding ``node``'s value as eager would (views stay views)."""
         value = self.env[node]
@@ -368,7 +409,8 @@ class GraphLowering:
             if base not in self.relaid:
                 name = self.new_name("view")
                 layout = self._layout_of_meta(node.meta["val"])
-                self.nodes.append(WrapperView(name, node.target, base, self._view_args(node), layout))
+                self.nodes.append(WrapperView(name, node.target, base, self._view_args(node), layout,
+                                              self._view_offset(node, base)))
                 self.layouts[name] = layout
                 self.owner[name] = node
                 self.extern_names[node] = name
@@ -440,7 +482,8 @@ class GraphLowering:
         layout = self._layout_of_meta(meta)
         if self.channels_last and wants_channels_last(node):
             args = tuple(BufferRef(self._channels_last_copy(a.name))
-                         if i in (0, 1) and isinstance(a, BufferRef) else a for i, a in enumerate(args))
+                         if i in self.channels_last_operands and isinstance(a, BufferRef) else a
+                         for i, a in enumerate(args))
             fake_mode = getattr(meta, "fake_mode", None)
             size = layout.size if layout is not None else None
             layout = result_layout(target, args, kwargs, self.layouts, fake_mode, size) or layout

@@ -475,14 +475,19 @@ class BufferRef:
 
 
 class WrapperView(ScheduledNode):
-    """``name = target(base, *args)``: a torch view op run in the wrapper (no data moves)."""
+    """``name = target(base, *args)``: a torch view op run in the wrapper (no data moves).
 
-    def __init__(self, name: str, target, base: str, args, layout: Optional[Layout]):
+    ``offset``: the view's storage offset from the base's when ``layout`` describes the view
+    whole (the wrapper then makes it from the layout, without the op); None when it does not."""
+
+    def __init__(self, name: str, target, base: str, args, layout: Optional[Layout],
+                 offset: Optional[int] = None):
         self.name = name
         self.target = target
         self.base = base
         self.args = args
         self.layout = layout
+        self.offset = offset if layout is not None else None
 
     def buffer_reads(self) -> set[str]:
         return {self.base}

@@ -94,6 +94,15 @@ LOGICAL = {
 }
 
 
+# Ops whose result element i depends on their operands' elements i alone (same size in and out):
+# a value used several times through them alone can be recomputed in the one kernel they meet in.
+ELEMENTWISE = frozenset(
+    [*UNARY, *UNARY_PREDICATES, *BINARY, *COMPARISONS, *LOGICAL]
+    + [aten.add, aten.sub, aten.rsub, aten.div, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max,
+       aten.pow, aten.logical_not, aten._to_copy, prims.convert_element_type]
+)
+
+
 def _unary(name):
     def lower(ctx, x):
         return pointwise(getattr(ops, name), [x], ctx.dtype, ctx.dtype)

@@ -5,14 +5,21 @@ of the C++ kernels, mode 0700) and imported from there: Triton reads a kernel's 
 file, and Triton keeps the compiled binaries in its own cache. ``TritonLauncher`` is what the
 generated wrapper calls with the kernel's tensors; on the first call on a GPU it times each of
 the plan's block configs and keeps the fastest.
+
+Once every kernel of a graph has run on a GPU, ``TritonGraph`` swaps the graph's wrapper for one
+that calls each kernel's ``DirectLaunch``: Triton's C launcher with the grid, the kernel handle
+and the sizes written into the source, the stream read once per call, and raw pointers (a tensor
+argument would cost the launcher a method call and a CUDA driver query each).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import os
 import sys
 import threading
+from typing import Callable, Optional
 
 from .compile_cache import cache_dir
 from .ir import python_size
@@ -153,6 +160,26 @@ class TritonLauncher:
         self.alignment = tuple(t.data_ptr() % 16 == 0 for t in tensors)
         self.compiled = kernel
 
+    def direct(self) -> Optional["DirectLaunch"]:
+        """This kernel's launch with all but its pointers fixed, once it has run on a GPU with
+        every pointer 16-byte aligned; None before that, or where Triton's launcher is not the
+        one ``DirectLaunch`` knows how to call."""
+        compiled = self.compiled
+        if compiled is None or not all(self.alignment):
+            return None
+        launcher = compiled.run
+        from triton.backends.nvidia import driver as nvidia
+
+        if getattr(nvidia, "_BASE_ARGS_FORMAT", None) != DirectLaunch.FORMAT \
+                or type(launcher).__name__ != "CudaLauncher" \
+                or not callable(getattr(launcher, "launch", None)) \
+                or getattr(launcher.launch, "__name__", None) != "launch" \
+                or launcher.global_scratch_size or launcher.profile_scratch_size:
+            return None
+        return DirectLaunch(launcher.launch, self.launch_grid, compiled.function,
+                            bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl),
+                            compiled.packed_metadata, self.constants, self.device)
+
     def tune(self, tensors):
         """The fastest of the plan's configs on these tensors (the kernel only writes buffers
         it owns, so running it again is harmless)."""
@@ -187,3 +214,59 @@ def _hooked(hook) -> bool:
         return False
     calls = getattr(hook, "calls", None)
     return calls is None or bool(calls)
+
+
+@dataclasses.dataclass(frozen=True)
+class DirectLaunch:
+    """A compiled kernel's launch through Triton's C launcher (``triton/backends/nvidia/driver.py``,
+    whose argument layout is ``FORMAT`` followed by the kernel's arguments): everything but the
+    stream and the pointers is fixed. Launch hooks and scratch buffers are left out: a kernel
+    that needs scratch memory has no DirectLaunch."""
+
+    FORMAT = "iiiKKppOOOOOO"  # grid x, y, z; stream, function; cooperative, pdl; scratch x2; metadata; hooks...
+
+    launch: Callable
+    grid: tuple
+    function: int
+    cooperative: bool
+    pdl: bool
+    metadata: tuple
+    constants: tuple  # the kernel's sizes and block sizes, after its pointers
+    device: int
+
+    def namespace(self, prefix: str) -> dict:
+        """The objects ``call_source(prefix, ...)`` names."""
+        return {f"{prefix}_launch": self.launch, f"{prefix}_meta": self.metadata}
+
+    def call_source(self, prefix: str, pointers: list[str], stream: str) -> str:
+        """Python source launching the kernel on ``stream`` with ``pointers`` (expressions)."""
+        gx, gy, gz = self.grid
+        args = [str(gx), str(gy), str(gz), stream, hex(self.function), str(int(self.cooperative)),
+                str(int(self.pdl)), "None", "None", f"{prefix}_meta", "None", "None", "None",
+                *pointers, *(repr(c) for c in self.constants)]
+        return f"{prefix}_launch({', '.join(args)})"
+
+
+class TritonGraph:
+    """A compiled graph of Triton kernels: runs its wrapper, and once the wrapper has run and every
+    kernel has a ``DirectLaunch``, runs the wrapper ``bind()`` returns instead (``bind`` returns
+    None while it cannot make one; it is asked again after each of the first ``BIND_TRIES``
+    calls, then never)."""
+
+    BIND_TRIES = 3
+
+    def __init__(self, wrapper: Callable, bind: Callable[[], Optional[Callable]]):
+        self.run = wrapper
+        self.bind = bind
+        self.tries = 0
+
+    def __call__(self, *args):
+        result = self.run(*args)
+        if self.bind is not None:
+            self.tries += 1
+            direct = self.bind()
+            if direct is not None:
+                self.run = direct
+            if direct is not None or self.tries >= self.BIND_TRIES:
+                self.bind = None
+        return result

@@ -1,7 +1,10 @@
 """The generated Python wrapper: checks inputs, allocates buffers, launches kernels, frees buffers.
 
 The wrapper is real, readable Python source (dumped by ``MAGPY_DEBUG_DIR``); kernels, extern ops
-and constants reach it through the namespace it is executed in.
+and constants reach it through the namespace it is executed in. Everything it runs per call is a
+cost of every call: views are made from their layouts in one call each, library calls go through
+torch's own bindings, and on a GPU a second wrapper launches each kernel directly
+(``triton_runtime.DirectLaunch``) once the first has compiled them (static graphs only).
 
 A graph with symbolic sizes reads each size symbol from the inputs first (``s0 =
 x.size(0)``), checks every input's sizes and strides and the ShapeEnv's guards over those
@@ -11,6 +14,7 @@ arguments and extern calls' size arguments from them.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import sympy
 import torch
@@ -41,18 +45,63 @@ def _empty_strided(device: torch.device):
     return empty_strided
 
 
+def _reinterpret():
+    """``reinterpret(base, size, stride, offset)``: a view of ``base`` with that layout, ``offset``
+    elements past base's own storage offset (torch's C++ fast path where this torch has it)."""
+    fast = getattr(getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_reinterpret_tensor", None)
+    if fast is not None:
+        return fast
+
+    def reinterpret(base, size, stride, offset):
+        return base.as_strided(size, stride, base.storage_offset() + offset)
+
+    return reinterpret
+
+
+# Library calls whose torch function takes the aten overload's arguments, through a cheaper
+# binding than the overload's (a Python frame and schema-driven parsing fewer).
+TORCH_FUNCTIONS = {
+    torch.ops.aten.mm.default: "torch.mm",
+    torch.ops.aten.bmm.default: "torch.bmm",
+    torch.ops.aten.addmm.default: "torch.addmm",
+    torch.ops.aten.baddbmm.default: "torch.baddbmm",
+    torch.ops.aten.convolution.default: "torch.convolution",
+}
+
+def cuda_runtime():
+    """(the current raw CUDA stream of a device index, the current device index): C calls."""
+    return torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
+
+
+# Where a kernel argument's pointer comes from, for direct launches (see ``_pointer_roots``).
+OWN = ""  # a buffer this wrapper allocates, or a library call's fresh result: 512-byte aligned
+
+
+def _returns_alias(target) -> bool:
+    """True unless ``target`` is an aten op whose results are fresh tensors."""
+    schema = getattr(target, "_schema", None)
+    return schema is None or any(r.alias_info is not None for r in schema.returns)
+
+
 class WrapperWriter:
     """Builds the wrapper source; ``namespace`` holds every object the source names."""
 
     def __init__(self, lowering, scheduler, kernel_params: dict, call_style: str = "pointer",
-                 kernel_sizes: dict = None):
+                 kernel_sizes: dict = None, direct: Optional[dict] = None):
+        """``kernel_sizes``: kernel name -> the size symbols it takes after its buffers (symbolic
+        graphs). ``direct``: kernel name -> ``DirectLaunch`` of kernels launched directly (a GPU
+        wrapper written after the first call); they need ``general``, the first wrapper, in
+        ``write`` for calls whose inputs are not aligned as when the kernels were compiled."""
         self.lowering = lowering
         self.scheduler = scheduler
         self.kernel_params = kernel_params  # kernel name -> buffer names in argument order
         self.kernel_sizes = kernel_sizes or {}  # kernel name -> size symbols after the buffers
         self.call_style = call_style
-        self.namespace: dict = {"torch": torch, "aten": torch.ops.aten, "prims": torch.ops.prims}
+        self.direct = direct or {}
+        self.namespace: dict = {"torch": torch, "aten": torch.ops.aten, "prims": torch.ops.prims,
+                                "reinterpret": _reinterpret()}
         self.lines: list[str] = []
+        self.launched_directly: set[str] = set()
         self._constants = 0
 
     # ------------------------------------------------------------------------------------------
@@ -98,6 +147,8 @@ class WrapperWriter:
         return self.constant(a)
 
     def target_name(self, target) -> str:
+        if target in TORCH_FUNCTIONS:
+            return TORCH_FUNCTIONS[target]
         if isinstance(target, torch._ops.OpOverload):
             ns = target.namespace
             if ns in ("aten", "prims"):
@@ -106,7 +157,7 @@ class WrapperWriter:
 
     # ------------------------------------------------------------------------------------------
 
-    def write(self, kernels: dict, eager_fallback) -> str:
+    def write(self, kernels: dict, eager_fallback, general=None) -> str:
         low = self.lowering
         items = self.scheduler.items
         self.namespace["_eager"] = eager_fallback
@@ -152,6 +203,8 @@ class WrapperWriter:
             out.append("    # What the graph's trace assumed of its sizes (the ShapeEnv's guards).")
             out.append("    if not (" + " and ".join(guards) + "):")
             out.append("        return _eager(*args)")
+        if self.direct:
+            self._direct_prologue(general)
         last_use = self._last_uses()
         outputs = self._output_names()
         keep = set(outputs) | {n for n in low.inputs if n} | set(low.constants)
@@ -160,6 +213,10 @@ class WrapperWriter:
                 self._kernel(item)
             elif isinstance(item, ExternCall):
                 self._extern(item)
+            elif isinstance(item, WrapperView) and item.offset is not None:
+                lay = item.layout
+                out.append(f"    {item.name} = reinterpret({item.base}, {tuple(lay.size)!r}, "
+                           f"{tuple(lay.stride)!r}, {item.offset})")
             elif isinstance(item, WrapperView):
                 args = ", ".join(self.render_arg(a) for a in item.args)
                 sep = ", " if args else ""
@@ -233,12 +290,61 @@ class WrapperWriter:
                 lay = node.layout
                 out.append(f"    {node.name} = empty_strided({self.sizes(lay.size)}, {self.sizes(lay.stride)}, "
                            f"{lay.dtype})")
+        if kernel.name in self.launched_directly:
+            launch = self.direct[kernel.name]
+            self.namespace.update(launch.namespace(kernel.name))
+            pointers = [f"{p}.data_ptr()" for p in params]
+            out.append(f"    {launch.call_source(kernel.name, pointers, 'stream')}")
+            return
         if self.call_style == "pointer":
             args = [f"{p}.data_ptr()" for p in params]
         else:
             args = list(params)
         args += [self.size(s) for s in self.kernel_sizes.get(kernel.name, ())]
         out.append(f"    {kernel.name}({', '.join(args)})")
+
+    def _direct_prologue(self, general):
+        """Which kernels launch directly, and the lines before them: the inputs those kernels
+        read (through views too) must be 16-byte aligned and on the current device, as when the
+        kernels were compiled, or the call goes to the ``general`` wrapper; the stream is read
+        once."""
+        roots = self._pointer_roots()
+        self.launched_directly = set()
+        inputs = set()
+        for name, launch in self.direct.items():
+            found = [roots.get(p) for p in self.kernel_params[name]]
+            if None in found:
+                continue
+            self.launched_directly.add(name)
+            inputs.update(r for r in found if r != OWN)
+        if not self.launched_directly:
+            return
+        device = next(iter(self.direct.values())).device
+        self.namespace["_general"] = general
+        self.namespace["_raw_stream"], self.namespace["_current_device"] = cuda_runtime()
+        out = self.lines
+        order = [n for n in self.lowering.inputs if n in inputs]
+        out.append("    # Kernels launched directly were compiled for 16-byte aligned pointers.")
+        aligned = f"({' | '.join(f'{n}.data_ptr()' for n in order)}) & 15 or " if order else ""
+        out.append(f"    if {aligned}_current_device() != {device}:")
+        out.append("        return _general(*args)")
+        out.append(f"    stream = _raw_stream({device})")
+
+    def _pointer_roots(self) -> dict:
+        """Buffer name -> where its pointer comes from: ``OWN`` (aligned whatever the inputs),
+        the graph input it is a view of (aligned as that input is, the view's offset being fixed),
+        or None (unknown: a library call's result that may alias its arguments)."""
+        low = self.lowering
+        roots = {n: n for n in low.inputs if n}
+        roots.update((n, OWN) for n in low.constants)
+        for item in self.scheduler.items:
+            if isinstance(item, Kernel):
+                roots.update((node.name, OWN) for node in item.nodes if item.storage[node.name] == "memory")
+            elif isinstance(item, ExternCall):
+                roots[item.name] = None if _returns_alias(item.target) else OWN
+            elif isinstance(item, (WrapperView, GetItem)):
+                roots[item.name] = roots.get(item.base)
+        return roots
 
     def _extern(self, call: ExternCall):
         out = self.lines
