@@ -330,3 +330,14 @@ def test_a_mask_over_a_symbolic_batch_compiles_once_with_unbacked_sizes_in_induc
             torch.testing.assert_close(compiled(x), fn(x))
     assert compiled.stats.compiles == 2 and compiled.stats.fallbacks == 0
     assert len(compiled_graphs) == 2  # (the static graph and the symbolic one, both by Inductor)
+
+
+def test_a_relation_the_compiled_graph_relied_on_is_guarded():
+    # (compiled once for every n, the kernels rely on 48 % n == 0; n = 5 breaks it: the entry misses and
+    # the call raises as eager does, rather than running kernels planned for a whole number of rows)
+    def fn(x, n):
+        return x.reshape(n, -1).sum(1) * n
+
+    calls = [(torch.randn(12, 4), n) for n in (2, 3, 4, 6, 5, 8, 5)]
+    stats = differential(plain(fn), calls, backend="magpy", raises=True)
+    assert stats.fallbacks == 0 or all("raised" in r[0] for r in stats.reasons), stats.reasons

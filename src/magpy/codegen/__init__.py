@@ -237,7 +237,8 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
     report.fallbacks = list(lowering.fallbacks)
     report.compile_seconds = time.perf_counter() - started
     _dump(gm, report)
-    if mode != "triton" or not kernels or lowering.sizes.symbolic or lowering.sizes.shape_env is not None:
+    symbolic = lowering.sizes.symbolic or lowering.sizes.shape_env is not None
+    if mode != "triton" or not kernels or symbolic:
         return call  # (direct launches write the sizes into their source: static graphs only)
     from .triton_runtime import TritonGraph
 
