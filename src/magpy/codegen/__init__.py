@@ -271,7 +271,7 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
 def _triton_kernels(kernels, lowering):
     """(launchers, parameter buffers, sources, size symbols) of Triton kernels."""
     from .triton_kernel import render_kernel
-    from .triton_runtime import TritonLauncher, interpreting, load_kernel
+    from .triton_runtime import SymbolicLauncher, TritonLauncher, interpreting, load_kernel
 
     params, bodies, callables, sizes = {}, {}, {}, {}
     interpret = interpreting()
@@ -280,8 +280,14 @@ def _triton_kernels(kernels, lowering):
         body, kernel_params, plan, sizes[kernel.name] = render_kernel(kernel, lowering.layouts, interpret)
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
-        callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name,
-                                                sizes[kernel.name])
+        if not plan.symbolic:
+            callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name)
+            continue
+        forms = {plan.kind: load_kernel(body, kernel.name)}
+        if plan.kind == "looped":  # rows that fit run persistent: the same params, other loops
+            persistent = render_kernel(kernel, lowering.layouts, interpret, "persistent")[0]
+            forms["persistent"] = load_kernel(persistent, kernel.name)
+        callables[kernel.name] = SymbolicLauncher(forms, plan, kernel.name, sizes[kernel.name])
     return callables, params, bodies, sizes
 
 

@@ -21,9 +21,10 @@ Before printing, adjacent dims that every index walks as one are merged (a conti
 divide nothing. Every load and store is masked by the block axes it varies along.
 
 Symbolic sizes are kernel arguments (``ks0``, ... before ``xnumel``); a kernel over a symbolic
-iteration space is pointwise or looped (a looped reduction serves rows of any length), indexes
-in int64, and takes its block config at launch from the sizes of the call (``launch_configs``),
-so its source depends on the graph alone.
+iteration space indexes in int64 and is never tiled. A symbolic reduction is printed in both
+forms, persistent and looped, and each launch takes the one its rows fit (see
+``triton_runtime.SymbolicLauncher``) with a block config from the sizes of that call
+(``launch_configs``), so the sources depend on the graph alone.
 """
 from __future__ import annotations
 
@@ -101,13 +102,13 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
-def plan_launch(kernel: Kernel, interpret: bool, tile=None) -> LaunchPlan:
+def plan_launch(kernel: Kernel, interpret: bool, tile=None, kind=None) -> LaunchPlan:
     """The kernel's shape and block configs (large blocks under the interpreter, where each
     program instance costs a millisecond or two). ``tile``: the (rows, columns) sizes of a tiled
-    pointwise kernel."""
+    pointwise kernel. ``kind``: the form of a symbolic reduction ("looped" by default)."""
     xnumel, rnumel = prod(kernel.outer), prod(kernel.inner)
     if not is_static([xnumel, rnumel]):
-        return LaunchPlan("looped" if kernel.inner else "pointwise", xnumel, rnumel, [])
+        return LaunchPlan(kind or "looped" if kernel.inner else "pointwise", xnumel, rnumel, [])
     xnumel = max(xnumel, 1)
     if tile is not None:
         rows, columns = (max(prod(t), 1) for t in tile)
@@ -148,10 +149,16 @@ def plan_launch(kernel: Kernel, interpret: bool, tile=None) -> LaunchPlan:
 
 
 def launch_configs(kind: str, xnumel: int, rnumel: int, interpret: bool) -> list:
-    """Block configs of a symbolic kernel of ``kind`` ("pointwise" or "looped") for the sizes of
-    one launch: the first of what a static kernel of these sizes would try, its rows looped."""
+    """Block configs of a symbolic kernel of ``kind`` for the sizes of one launch: the first of
+    what a static kernel of these sizes would try (a looped one for rows of any length)."""
     if kind == "pointwise":
         return [(min(next_power_of_2(max(xnumel, 1)), 16384 if interpret else 1024), 1, 4)]
+    if kind == "persistent":
+        rblock, rows = next_power_of_2(max(rnumel, 1)), next_power_of_2(max(xnumel, 1))
+        if interpret:
+            return [(max(1, min(16384 // rblock, rows)), rblock, 4)]
+        xblock = max(1, min(2048 // rblock, rows, 64))
+        return [(xblock, rblock, max(1, min(16, xblock * rblock // 256)))]
     rblock = min(next_power_of_2(max(rnumel, 1)), 4096 if interpret else 2048)
     rows = next_power_of_2(max(xnumel, 1))
     xblock = max(1, min((16384 if interpret else 2048) // rblock, rows, 64))
@@ -209,8 +216,9 @@ def _walks_as_one(expr, outer, inner, inner_size) -> bool:
 class KernelPrinter(KernelNames):
     """Prints one Triton kernel; ``params`` is the buffer order of its pointer arguments."""
 
-    def __init__(self, kernel: Kernel, layouts, interpret: bool = False):
+    def __init__(self, kernel: Kernel, layouts, interpret: bool = False, kind=None):
         super().__init__(kernel)
+        self.kind = kind
         self.kernel = kernel
         self.layouts = layouts
         self.interpret = interpret
@@ -247,7 +255,7 @@ class KernelPrinter(KernelNames):
         self.x_dims, self.r_dims = groups
         self.axis_of = {s: "x" for s, _ in outer}
         self.axis_of.update({s: "r" for s, _ in inner})
-        self.plan = plan_launch(k, self.interpret, tile)
+        self.plan = plan_launch(k, self.interpret, tile, self.kind)
         self.wide = self._needs_int64(exprs)
 
     def _needs_int64(self, exprs) -> bool:
@@ -602,9 +610,10 @@ class Accumulator:
         return finish(handler, self.node, block)
 
 
-def render_kernel(kernel: Kernel, layouts, interpret: bool = False):
+def render_kernel(kernel: Kernel, layouts, interpret: bool = False, kind=None):
     """(Triton source of the kernel without the prelude, buffer names of its pointer arguments,
-    its LaunchPlan, graph size symbols of its size arguments)."""
-    printer = KernelPrinter(kernel, layouts, interpret)
+    its LaunchPlan, graph size symbols of its size arguments). ``kind`` chooses the form of a
+    symbolic reduction: "looped" (the default) or "persistent"."""
+    printer = KernelPrinter(kernel, layouts, interpret, kind)
     source = printer.render(kernel.name)
     return source, printer.params, printer.plan, printer.size_params
