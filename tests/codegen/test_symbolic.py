@@ -267,3 +267,23 @@ def test_torch_compile_dynamic_compiles_one_symbolic_graph_for_every_batch():
             assert_close(compiled(x), fn(x), f"batch {batch}")
     graphs = reports()[since:]
     assert len(graphs) == 1 and graphs[0].symbolic and graphs[0].graph_fallback is None, graphs
+
+
+def test_fake_example_inputs_keep_their_symbolic_sizes():
+    # What AOTAutograd hands a compiler: fake inputs with symbolic sizes (here on a graph whose
+    # nodes lost their metadata, so that the compiler propagates its own).
+    def fn(x):
+        return torch.softmax(x * 2, -1)
+
+    gm, shape_env = trace_symbolic(fn, torch.randn(37, 43))
+    fakes = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            node.meta.pop("val", None)
+    guards = len(shape_env.guards)
+    compiled = compile_aten_graph(gm, fakes)
+    report = compiled.magpy_report
+    assert report.graph_fallback is None and report.symbolic, report
+    assert len(shape_env.guards) == guards
+    refuse_eager(compiled)
+    check_sizes(compiled, fn, lambda b, n: (torch.randn(b, n),), [(2, 5), (16, 33)])

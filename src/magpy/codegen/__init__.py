@@ -132,10 +132,12 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
 def _ensure_meta(gm, example_inputs):
     if all("val" in n.meta for n in gm.graph.nodes if n.op in ("placeholder", "call_function")):
         return
+    from torch._guards import detect_fake_mode
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    # Fake inputs keep their own mode: a new one would make their symbolic sizes concrete.
+    mode = detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
     fake = [mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in example_inputs]
     FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fake)
 
