@@ -153,7 +153,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
     """
     from .devices import NotServed, select
     from .graph import GraphFallback, GraphLowering
-    from .cpp import CppUnsupported
+    from .cpp_ops import CppUnsupported
     from .sizes import UnsupportedSize
     from .triton import TritonUnsupported
 

@@ -35,7 +35,7 @@ from .channels_last import wants_channels_last
 from .lowering import LoweringContext, Unsupported, lookup_lowering
 from .lowering_view import VIEW_OPS
 from .ops import body_key, count_ops
-from .sizes import GraphSizes, UnsupportedSize, shape_env_of
+from .sizes import GraphSizes, shape_env_of
 
 # A lazy value used more than once is realized when recomputing it would cost more than this.
 INLINE_MAX_OPS = 8

@@ -16,7 +16,8 @@ import threading
 
 from .compile_cache import cache_dir
 from .ir import python_size
-from .triton_kernel import PERSISTENT_MAX, PRELUDE, LaunchPlan, launch_configs, next_power_of_2
+from .triton_kernel import PRELUDE
+from .triton_plan import PERSISTENT_MAX, LaunchPlan, launch_configs, next_power_of_2
 
 _modules: dict[str, object] = {}
 _lock = threading.Lock()
