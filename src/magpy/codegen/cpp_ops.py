@@ -59,10 +59,7 @@ def print_index(expr) -> str:
     def extremum(name, a, b) -> str:
         return f"({a} {'>' if name == 'max' else '<'} {b} ? {a} : {b})"
 
-    try:
-        return render_index(expr, integer, division, extremum)
-    except ValueError as e:
-        raise CppUnsupported(str(e)) from None
+    return render_index(expr, integer, division, extremum, CppUnsupported)
 
 
 # ----------------------------------------------------------------------------------------------
