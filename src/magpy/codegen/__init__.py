@@ -285,10 +285,14 @@ def _triton_kernels(kernels, lowering):
         if not plan.symbolic:
             callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name)
             continue
-        forms = {plan.kind: load_kernel(body, kernel.name)}
-        if plan.kind == "looped":  # rows that fit run persistent: the same params, other loops
-            persistent = render_kernel(kernel, lowering.layouts, interpret, "persistent")[0]
-            forms["persistent"] = load_kernel(persistent, kernel.name)
+        # Each form the launcher may take (the same parameters): persistent where rows fit, int32
+        # indexes where every index fits.
+        forms = {}
+        for kind in (plan.kind, "persistent") if plan.kind == "looped" else (plan.kind,):
+            for wide in (True, False):
+                source = body if (kind, wide) == (plan.kind, True) else \
+                    render_kernel(kernel, lowering.layouts, interpret, kind, wide)[0]
+                forms[kind, wide] = load_kernel(source, kernel.name)
         callables[kernel.name] = SymbolicLauncher(forms, plan, kernel.name, sizes[kernel.name])
     return callables, params, bodies, sizes
 

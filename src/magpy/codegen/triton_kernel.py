@@ -123,9 +123,10 @@ def _walks_as_one(expr, outer, inner, inner_size) -> bool:
 class KernelPrinter(KernelNames):
     """Prints one Triton kernel; ``params`` is the buffer order of its pointer arguments."""
 
-    def __init__(self, kernel: Kernel, layouts, interpret: bool = False, kind=None):
+    def __init__(self, kernel: Kernel, layouts, interpret: bool = False, kind=None, wide=None):
         super().__init__(kernel)
         self.kind = kind
+        self.force_wide = wide
         self.kernel = kernel
         self.layouts = layouts
         self.interpret = interpret
@@ -163,7 +164,7 @@ class KernelPrinter(KernelNames):
         self.axis_of = {s: "x" for s, _ in outer}
         self.axis_of.update({s: "r" for s, _ in inner})
         self.plan = plan_launch(k, self.interpret, tile, self.kind)
-        self.wide = self._needs_int64(exprs)
+        self.wide = self._needs_int64(exprs) if self.force_wide is None else self.force_wide
 
     def _needs_int64(self, exprs) -> bool:
         if self.plan.symbolic or not all(layout.is_static for layout in self.layouts.values()):
@@ -517,10 +518,11 @@ class Accumulator:
         return finish(handler, self.node, block)
 
 
-def render_kernel(kernel: Kernel, layouts, interpret: bool = False, kind=None):
+def render_kernel(kernel: Kernel, layouts, interpret: bool = False, kind=None, wide=None):
     """(Triton source of the kernel without the prelude, buffer names of its pointer arguments,
     its LaunchPlan, graph size symbols of its size arguments). ``kind`` chooses the form of a
-    symbolic reduction: "looped" (the default) or "persistent"."""
-    printer = KernelPrinter(kernel, layouts, interpret, kind)
+    symbolic reduction: "looped" (the default) or "persistent"; ``wide`` whether it indexes in
+    int64 (by default where its sizes are symbolic or large)."""
+    printer = KernelPrinter(kernel, layouts, interpret, kind, wide)
     source = printer.render(kernel.name)
     return source, printer.params, printer.plan, printer.size_params

@@ -161,9 +161,11 @@ class SymbolicLauncher:
     """Launches a kernel whose sizes are symbolic: ``launcher(*tensors, *sizes)``, ``sizes`` the
     values of its ``size_params``.
 
-    ``kernels`` maps each form of the kernel to its ``@triton.jit`` function: "pointwise", or a
-    reduction's "persistent" and "looped" forms; each call takes the persistent one where its
-    rows fit in ``PERSISTENT_MAX``, with a block config from its sizes (``launch_configs``). On
+    ``kernels`` maps each form of the kernel to its ``@triton.jit`` function: (kind, wide), the
+    kind "pointwise" or a reduction's "persistent" and "looped", wide for int64 indexes. Each
+    call takes the persistent form where its rows fit in ``PERSISTENT_MAX``, int32 indexes
+    where every index fits (no storage nor iteration space of 2**31 elements or more), and a
+    block config from its sizes (``launch_configs``). On
     a GPU the compiled kernel of each specialisation (what Triton specialises on: the block
     config, pointer alignment, int arguments equal to 1, divisible by 16, or past int32) is
     launched directly after its first launch, as ``TritonLauncher`` does.
@@ -178,17 +180,20 @@ class SymbolicLauncher:
         self.nsizes = len(size_params)
         self.compiled: dict = {}
 
-    def choose(self, xnumel: int, rnumel: int) -> str:
-        if "pointwise" in self.kernels:
-            return "pointwise"
-        persistent = "persistent" in self.kernels and next_power_of_2(max(rnumel, 1)) <= PERSISTENT_MAX
-        return "persistent" if persistent else "looped"
+    def choose(self, xnumel: int, rnumel: int, tensors) -> tuple:
+        """The (kind, wide) form for a launch of these sizes on these tensors."""
+        wide = xnumel * max(rnumel, 1) >= 2**31 or any(
+            t.untyped_storage().nbytes() >= 2**31 * t.element_size() for t in tensors)
+        if ("pointwise", wide) in self.kernels:
+            return "pointwise", wide
+        persistent = ("persistent", wide) in self.kernels and next_power_of_2(max(rnumel, 1)) <= PERSISTENT_MAX
+        return ("persistent" if persistent else "looped"), wide
 
     def __call__(self, *args):
         split = len(args) - self.nsizes
         tensors, sizes = args[:split], args[split:]
         xnumel, rnumel = self.numels(*sizes)
-        kind = self.choose(xnumel, rnumel)
+        kind, wide = self.choose(xnumel, rnumel, tensors)
         xblock, rblock, warps = launch_configs(kind, xnumel, rnumel, interpreting())[0]
         grid = ((max(xnumel, 1) + xblock - 1) // xblock, 1, 1)
         ints = sizes + ((xnumel,) if kind == "pointwise" else (xnumel, rnumel))
@@ -196,7 +201,7 @@ class SymbolicLauncher:
         direct = TritonLauncher.fast and tensors and tensors[0].device.type == "cuda" and not interpreting()
         key = None
         if direct:
-            key = (kind, xblock, rblock, warps, tuple(t.data_ptr() % 16 == 0 for t in tensors),
+            key = (kind, wide, xblock, rblock, warps, tuple(t.data_ptr() % 16 == 0 for t in tensors),
                    tuple((v == 1, v % 16 == 0, -2**31 <= v < 2**31) for v in ints))
             compiled = self.compiled.get(key)
             if compiled is not None:
@@ -206,7 +211,7 @@ class SymbolicLauncher:
                     return
                 except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
                     TritonLauncher.fast = False
-        fn = self.kernels[kind]
+        fn = self.kernels[kind, wide]
         if kind == "pointwise":
             kernel = fn[grid](*tensors, *ints, XBLOCK=xblock, num_warps=warps)
         else:
