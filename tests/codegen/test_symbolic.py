@@ -290,3 +290,15 @@ def test_fake_example_inputs_keep_their_symbolic_sizes():
     assert len(shape_env.guards) == guards
     refuse_eager(compiled)
     check_sizes(compiled, fn, lambda b, n: (torch.randn(b, n),), [(2, 5), (16, 33)])
+
+
+def test_a_data_dependent_size_makes_the_graph_run_eagerly_saying_why():
+    def fn(x):
+        return torch.nonzero(x > 0).float() * 2
+
+    gm, _ = trace_symbolic(fn, torch.randn(6, 7))
+    with pytest.warns(UserWarning, match="data-dependent size"):
+        compiled = compile_aten_graph(gm, [torch.randn(6, 7)])
+    assert "data-dependent size u" in compiled.magpy_report.graph_fallback
+    x = torch.randn(5, 9)
+    assert_close(compiled(x), fn(x))
