@@ -132,10 +132,12 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
 def _ensure_meta(gm, example_inputs):
     if all("val" in n.meta for n in gm.graph.nodes if n.op in ("placeholder", "call_function")):
         return
+    from torch._guards import detect_fake_mode
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    # Fake inputs keep their own mode: a new one would make their symbolic sizes concrete.
+    mode = detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
     fake = [mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in example_inputs]
     FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fake)
 
@@ -151,7 +153,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
     """
     from .devices import NotServed, select
     from .graph import GraphFallback, GraphLowering
-    from .cpp import CppUnsupported
+    from .cpp_ops import CppUnsupported
     from .sizes import UnsupportedSize
     from .triton import TritonUnsupported
 
@@ -292,7 +294,7 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
 def _triton_kernels(kernels, lowering):
     """(launchers, parameter buffers, sources, size symbols) of Triton kernels."""
     from .triton_kernel import render_kernel
-    from .triton_runtime import TritonLauncher, interpreting, load_kernel
+    from .triton_runtime import SymbolicLauncher, TritonLauncher, interpreting, load_kernel
 
     params, bodies, callables, sizes = {}, {}, {}, {}
     interpret = interpreting()
@@ -301,8 +303,18 @@ def _triton_kernels(kernels, lowering):
         body, kernel_params, plan, sizes[kernel.name] = render_kernel(kernel, lowering.layouts, interpret)
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
-        callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name,
-                                                sizes[kernel.name])
+        if not plan.symbolic:
+            callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name)
+            continue
+        # Each form the launcher may take (the same parameters): persistent where rows fit, int32
+        # indexes where every index fits.
+        forms = {}
+        for kind in (plan.kind, "persistent") if plan.kind == "looped" else (plan.kind,):
+            for wide in (True, False):
+                source = body if (kind, wide) == (plan.kind, True) else \
+                    render_kernel(kernel, lowering.layouts, interpret, kind, wide)[0]
+                forms[kind, wide] = load_kernel(source, kernel.name)
+        callables[kernel.name] = SymbolicLauncher(forms, plan, kernel.name, sizes[kernel.name])
     return callables, params, bodies, sizes
 
 

@@ -271,7 +271,7 @@ class PointwiseNest:
 
     def _declare_tile(self, printer, lines, indent, load: StagedLoad):
         """The transposed buffer of ``load``'s tile; the body reads its elements from it."""
-        from .cpp import ctype
+        from .cpp_ops import ctype
 
         d, l = self.variables[self.tile], self.variables[self.order[-1]]
         tile = printer.new_var("tile")

@@ -36,7 +36,7 @@ from .lowering import LoweringContext, Unsupported, lookup_lowering
 from .lowering_pointwise import ELEMENTWISE
 from .lowering_view import VIEW_OPS
 from .ops import body_key, count_ops
-from .sizes import GraphSizes, UnsupportedSize, shape_env_of
+from .sizes import GraphSizes, shape_env_of
 
 # A lazy value used more than once is realized when recomputing it would cost more than this.
 INLINE_MAX_OPS = 8
@@ -212,8 +212,10 @@ class GraphLowering:
             raise GraphFallback(f"device {example.device}")
         if example.layout != torch.strided or example.is_complex() or example.is_quantized:
             raise GraphFallback(f"input {example.dtype}/{example.layout}")
-        # The traced sizes: symbolic where the graph was traced so, even for real example inputs.
-        source = meta if isinstance(meta, torch.Tensor) and meta.layout == torch.strided else example
+        # The traced sizes where they are symbolic (the example may be a real tensor), else the
+        # example's.
+        symbolic = isinstance(meta, torch.Tensor) and meta.layout == torch.strided and shape_env_of([meta])
+        source = meta if symbolic else example
         name = re.sub(r"\W", "_", node.name)
         if not name.isidentifier() or name in self.layouts or re.fullmatch(r"s\d+", name):
             name = self.new_name("arg")

@@ -117,12 +117,12 @@ def is_nonnegative(expr: Expr) -> bool:
 
 
 def render_index(expr, integer: Callable[[int], str], division: Callable[[Expr, str, str], str],
-                 extremum: Optional[Callable[[str, str, str], str]] = None) -> str:
+                 extremum: Optional[Callable[[str, str, str], str]] = None, error: type = ValueError) -> str:
     """Text of a sympy index expression in a printer's language.
 
     ``integer(value)`` spells a constant; ``division(expr, a, b)`` spells ``FloorDiv(a, b)`` or
     ``ModIndex(a, b)`` from its operands' text; ``extremum("max" | "min", a, b)`` spells the
-    larger or smaller of two (sizes may hold ``Max(1, s0)``). Raises ValueError for other
+    larger or smaller of two (sizes may hold ``Max(1, s0)``). Raises ``error`` for other
     functions.
     """
     def text(e) -> str:
@@ -144,7 +144,7 @@ def render_index(expr, integer: Callable[[int], str], division: Callable[[Expr, 
             for a in e.args[1:]:
                 out = extremum(name, out, text(a))
             return out
-        raise ValueError(f"index expression {e}")
+        raise error(f"index expression {e}")
 
     return text(sympy.sympify(expr))
 

@@ -72,9 +72,6 @@ class SizeSource:
         """Python text reading the value from the input named ``name``."""
         return name if self.kind == "value" else f"{name}.{self.kind}({self.dim})"
 
-    def __str__(self):
-        return self.read(f"in{self.position}")
-
 
 # ----------------------------------------------------------------------------------------------
 # torch's sympy vocabulary <-> the IR's

@@ -87,10 +87,7 @@ def print_index(expr) -> str:
     def extremum(name, a, b) -> str:
         return f"tl.{name}imum({a}, {b})"
 
-    try:
-        return render_index(expr, str, division, extremum)
-    except ValueError as e:
-        raise TritonUnsupported(str(e)) from None
+    return render_index(expr, str, division, extremum, TritonUnsupported)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """A scheduled ``Kernel`` as one ``@triton.jit`` function: block layout, masks, stages, reductions.
 
-Three shapes of kernel, chosen by ``plan_launch``:
+Three shapes of kernel, chosen by ``triton_plan.plan_launch``:
 
 * pointwise — a 1-D block of ``XBLOCK`` elements of the flattened iteration space;
 * tiled pointwise — where a load walks memory along another dim than the store does (a
@@ -21,13 +21,13 @@ Before printing, adjacent dims that every index walks as one are merged (a conti
 divide nothing. Every load and store is masked by the block axes it varies along.
 
 Symbolic sizes are kernel arguments (``ks0``, ... before ``xnumel``); a kernel over a symbolic
-iteration space is pointwise or looped (a looped reduction serves rows of any length), indexes
-in int64, and takes its block config at launch from the sizes of the call (``launch_configs``),
-so its source depends on the graph alone.
+iteration space indexes in int64 and is never tiled. A symbolic reduction is printed in both
+forms, persistent and looped, and each launch takes the one its rows fit (see
+``triton_runtime.SymbolicLauncher``) with a block config from the sizes of that call
+(``launch_configs``), so the sources depend on the graph alone.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import sympy
@@ -40,15 +40,9 @@ from .ops import DependencyHandler, set_handler
 from .scheduler import INNER, Kernel, KernelNames
 from .triton import (HALF_TYPES, TritonHandler, TritonUnsupported, TritonValue, compute_type, print_index,
                      stored)
+from .triton_plan import TILE_ROWS_MIN, plan_launch
 
-# Rows up to this long are reduced in registers (persistent); longer ones in a loop. (Softmax
-# over 8192 x 8192 float32 on an H200: 4.0 TB/s persistent, 3.8 looped in 2048-element chunks.)
-PERSISTENT_MAX = 8192
-# Kernels at least this large (elements) try several block shapes on their first call.
-TUNE_MIN_ELEMENTS = 1 << 22
 INT32_MAX = 2**31 - 1
-# The fewest rows a tile of a tiled pointwise kernel has (in every config).
-TILE_ROWS_MIN = 32
 
 PRELUDE = '''import triton
 import triton.language as tl
@@ -76,86 +70,6 @@ def magpy_round_bf16(x):
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & -65536
     return tl.where(x != x, x, rounded.to(tl.float32, bitcast=True))
 '''
-
-
-@dataclasses.dataclass
-class LaunchPlan:
-    """How a kernel is launched: its shape, sizes, and the block configs to choose among
-    (``(XBLOCK, RBLOCK, num_warps)``; the first is the guess when there is no tuning).
-
-    Symbolic ``xnumel``/``rnumel`` are size expressions; ``configs`` is then empty and each
-    launch takes ``launch_configs`` of its own sizes.
-    """
-
-    kind: str  # "pointwise" | "persistent" | "looped" | "tiled"
-    xnumel: object
-    rnumel: object
-    configs: list
-
-    @property
-    def symbolic(self) -> bool:
-        return not is_static([self.xnumel, self.rnumel])
-
-
-def next_power_of_2(n: int) -> int:
-    return 1 << max(int(n) - 1, 0).bit_length()
-
-
-def plan_launch(kernel: Kernel, interpret: bool, tile=None) -> LaunchPlan:
-    """The kernel's shape and block configs (large blocks under the interpreter, where each
-    program instance costs a millisecond or two). ``tile``: the (rows, columns) sizes of a tiled
-    pointwise kernel."""
-    xnumel, rnumel = prod(kernel.outer), prod(kernel.inner)
-    if not is_static([xnumel, rnumel]):
-        return LaunchPlan("looped" if kernel.inner else "pointwise", xnumel, rnumel, [])
-    xnumel = max(xnumel, 1)
-    if tile is not None:
-        rows, columns = (max(prod(t), 1) for t in tile)
-        if interpret:
-            return LaunchPlan("tiled", rows, columns,
-                              [(min(next_power_of_2(rows), 128), min(next_power_of_2(columns), 128), 4)])
-        configs = [(64, 64, 4), (TILE_ROWS_MIN, 128, 4), (128, 32, 4)]
-        if rows * columns < TUNE_MIN_ELEMENTS:
-            configs = configs[:1]
-        return LaunchPlan("tiled", rows, columns, configs)
-    if not kernel.inner:
-        if interpret:
-            return LaunchPlan("pointwise", xnumel, 1, [(min(next_power_of_2(xnumel), 16384), 1, 4)])
-        if xnumel < TUNE_MIN_ELEMENTS:
-            block = min(next_power_of_2(xnumel), 1024)
-            return LaunchPlan("pointwise", xnumel, 1, [(block, 1, max(1, min(4, block // 128)))])
-        return LaunchPlan("pointwise", xnumel, 1, [(1024, 1, 4), (2048, 1, 8), (512, 1, 4)])
-    rblock = next_power_of_2(rnumel)
-    rows = next_power_of_2(xnumel)
-    if rblock <= PERSISTENT_MAX:
-        if interpret:
-            return LaunchPlan("persistent", xnumel, rnumel, [(max(1, min(16384 // rblock, rows)), rblock, 4)])
-        configs = []
-        for elements in (2048, 4096):
-            xblock = max(1, min(elements // rblock, rows, 64))
-            warps = max(1, min(16, xblock * rblock // 256))
-            configs.append((xblock, rblock, warps))
-        configs = list(dict.fromkeys(configs))
-        if xnumel * rnumel < TUNE_MIN_ELEMENTS:
-            configs = configs[:1]
-        return LaunchPlan("persistent", xnumel, rnumel, configs)
-    if interpret:
-        return LaunchPlan("looped", xnumel, rnumel, [(min(rows, 8), 4096, 4)])
-    configs = [(1, 2048, 8), (1, 1024, 4), (1, 4096, 16)]
-    if xnumel * rnumel < TUNE_MIN_ELEMENTS:
-        configs = configs[:1]
-    return LaunchPlan("looped", xnumel, rnumel, configs)
-
-
-def launch_configs(kind: str, xnumel: int, rnumel: int, interpret: bool) -> list:
-    """Block configs of a symbolic kernel of ``kind`` ("pointwise" or "looped") for the sizes of
-    one launch: the first of what a static kernel of these sizes would try, its rows looped."""
-    if kind == "pointwise":
-        return [(min(next_power_of_2(max(xnumel, 1)), 16384 if interpret else 1024), 1, 4)]
-    rblock = min(next_power_of_2(max(rnumel, 1)), 4096 if interpret else 2048)
-    rows = next_power_of_2(max(xnumel, 1))
-    xblock = max(1, min((16384 if interpret else 2048) // rblock, rows, 64))
-    return [(xblock, rblock, max(1, min(16, xblock * rblock // 256)))]
 
 
 class _IndexCollector(DependencyHandler):
@@ -209,8 +123,10 @@ def _walks_as_one(expr, outer, inner, inner_size) -> bool:
 class KernelPrinter(KernelNames):
     """Prints one Triton kernel; ``params`` is the buffer order of its pointer arguments."""
 
-    def __init__(self, kernel: Kernel, layouts, interpret: bool = False):
+    def __init__(self, kernel: Kernel, layouts, interpret: bool = False, kind=None, wide=None):
         super().__init__(kernel)
+        self.kind = kind
+        self.force_wide = wide
         self.kernel = kernel
         self.layouts = layouts
         self.interpret = interpret
@@ -247,8 +163,8 @@ class KernelPrinter(KernelNames):
         self.x_dims, self.r_dims = groups
         self.axis_of = {s: "x" for s, _ in outer}
         self.axis_of.update({s: "r" for s, _ in inner})
-        self.plan = plan_launch(k, self.interpret, tile)
-        self.wide = self._needs_int64(exprs)
+        self.plan = plan_launch(k, self.interpret, tile, self.kind)
+        self.wide = self._needs_int64(exprs) if self.force_wide is None else self.force_wide
 
     def _needs_int64(self, exprs) -> bool:
         if self.plan.symbolic or not all(layout.is_static for layout in self.layouts.values()):
@@ -602,9 +518,11 @@ class Accumulator:
         return finish(handler, self.node, block)
 
 
-def render_kernel(kernel: Kernel, layouts, interpret: bool = False):
+def render_kernel(kernel: Kernel, layouts, interpret: bool = False, kind=None, wide=None):
     """(Triton source of the kernel without the prelude, buffer names of its pointer arguments,
-    its LaunchPlan, graph size symbols of its size arguments)."""
-    printer = KernelPrinter(kernel, layouts, interpret)
+    its LaunchPlan, graph size symbols of its size arguments). ``kind`` chooses the form of a
+    symbolic reduction: "looped" (the default) or "persistent"; ``wide`` whether it indexes in
+    int64 (by default where its sizes are symbolic or large)."""
+    printer = KernelPrinter(kernel, layouts, interpret, kind, wide)
     source = printer.render(kernel.name)
     return source, printer.params, printer.plan, printer.size_params

@@ -23,7 +23,8 @@ from typing import Callable, Optional
 
 from .compile_cache import cache_dir
 from .ir import python_size
-from .triton_kernel import PRELUDE, LaunchPlan, launch_configs
+from .triton_kernel import PRELUDE
+from .triton_plan import PERSISTENT_MAX, LaunchPlan, launch_configs, next_power_of_2
 
 _modules: dict[str, object] = {}
 _lock = threading.Lock()
@@ -75,35 +76,25 @@ class TritonLauncher:
     Triton's argument binding (most of a small kernel's launch cost) — as long as every
     pointer has the 16-byte alignment it had when the kernel was specialised for it.
 
-    A kernel with symbolic sizes is called ``launcher(*tensors, *sizes)`` (the values of its
-    ``size_params``); its numels and block config come from those at each launch, and it is
-    always launched through Triton's JIT entry (which specialises on the size values).
+    A kernel with symbolic sizes has a ``SymbolicLauncher`` instead.
     """
 
     fast = True  # False: always launch through Triton's JIT entry (for measuring the difference)
 
-    def __init__(self, fn, plan: LaunchPlan, name: str, size_params=()):
+    def __init__(self, fn, plan: LaunchPlan, name: str):
         self.fn = fn
         self.plan = plan
         self.__name__ = name
-        self.size_params = list(size_params)
-        self.numels = None
-        if plan.symbolic:
-            names = ", ".join(str(s) for s in self.size_params)
-            body = f"({python_size(plan.xnumel)}, {python_size(plan.rnumel)})"
-            self.numels = eval(f"lambda {names}: {body}", {"max": max, "min": min})  # noqa: S307 - our text
         self.sizes = (plan.xnumel,) if plan.kind == "pointwise" else (plan.xnumel, plan.rnumel)
         self.config = plan.configs[0] if len(plan.configs) == 1 else None
         self.compiled = None
         self.alignment = None
 
-    def grid(self, config, xnumel=None, rnumel=None) -> tuple:
+    def grid(self, config) -> tuple:
         xblock, rblock, _ = config
-        xnumel = self.plan.xnumel if xnumel is None else xnumel
-        rnumel = self.plan.rnumel if rnumel is None else rnumel
-        rows = (xnumel + xblock - 1) // xblock
+        rows = (self.plan.xnumel + xblock - 1) // xblock
         if self.plan.kind == "tiled":  # columns along axis 0, which takes up to 2**31 - 1 blocks
-            return ((rnumel + rblock - 1) // rblock, rows, 1)
+            return ((self.plan.rnumel + rblock - 1) // rblock, rows, 1)
         return (rows, 1, 1)
 
     def _launch(self, config, tensors):
@@ -113,21 +104,7 @@ class TritonLauncher:
             return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, num_warps=warps)
         return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
 
-    def _launch_symbolic(self, args):
-        split = len(args) - len(self.size_params)
-        tensors, sizes = args[:split], args[split:]
-        xnumel, rnumel = self.numels(*sizes)
-        xblock, rblock, warps = launch_configs(self.plan.kind, xnumel, rnumel, interpreting())[0]
-        grid = self.grid((xblock, rblock, warps), max(xnumel, 1), rnumel)
-        if self.plan.kind == "pointwise":
-            self.fn[grid](*tensors, *sizes, xnumel, XBLOCK=xblock, num_warps=warps)
-        else:
-            self.fn[grid](*tensors, *sizes, xnumel, rnumel, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
-
     def __call__(self, *tensors):
-        if self.numels is not None:
-            self._launch_symbolic(tensors)
-            return
         compiled = self.compiled
         if compiled is not None and tuple(t.data_ptr() % 16 == 0 for t in tensors) == self.alignment:
             try:
@@ -147,10 +124,9 @@ class TritonLauncher:
     def _remember(self, kernel, tensors):
         """Keep the compiled kernel for direct launches, unless someone hooks Triton's launches
         (a profiler): direct launches would skip the hooks."""
-        from triton import knobs
         from triton.runtime import driver
 
-        if _hooked(knobs.runtime.launch_enter_hook) or _hooked(knobs.runtime.launch_exit_hook):
+        if _launch_hooked():
             return
         self.launch_grid = self.grid(self.config)
         xblock, rblock, _ = self.config
@@ -206,6 +182,81 @@ class TritonLauncher:
         if best is None:
             raise RuntimeError(f"no block config of {self.__name__} compiles")
         return best
+
+
+class SymbolicLauncher:
+    """Launches a kernel whose sizes are symbolic: ``launcher(*tensors, *sizes)``, ``sizes`` the
+    values of its ``size_params``.
+
+    ``kernels`` maps each form of the kernel to its ``@triton.jit`` function: (kind, wide), the
+    kind "pointwise" or a reduction's "persistent" and "looped", wide for int64 indexes. Each
+    call takes the persistent form where its rows fit in ``PERSISTENT_MAX``, int32 indexes
+    where every index fits (no storage nor iteration space of 2**31 elements or more), and a
+    block config from its sizes (``launch_configs``). On
+    a GPU the compiled kernel of each specialisation (what Triton specialises on: the block
+    config, pointer alignment, int arguments equal to 1, divisible by 16, or past int32) is
+    launched directly after its first launch, as ``TritonLauncher`` does.
+    """
+
+    def __init__(self, kernels: dict, plan: LaunchPlan, name: str, size_params):
+        self.kernels = kernels
+        self.__name__ = name
+        names = ", ".join(str(s) for s in size_params)
+        body = f"({python_size(plan.xnumel)}, {python_size(plan.rnumel)})"
+        self.numels = eval(f"lambda {names}: {body}", {"max": max, "min": min})  # noqa: S307 - our text
+        self.nsizes = len(size_params)
+        self.compiled: dict = {}
+
+    def choose(self, xnumel: int, rnumel: int, tensors) -> tuple:
+        """The (kind, wide) form for a launch of these sizes on these tensors."""
+        wide = xnumel * max(rnumel, 1) >= 2**31 or any(
+            t.untyped_storage().nbytes() >= 2**31 * t.element_size() for t in tensors)
+        if ("pointwise", wide) in self.kernels:
+            return "pointwise", wide
+        persistent = ("persistent", wide) in self.kernels and next_power_of_2(max(rnumel, 1)) <= PERSISTENT_MAX
+        return ("persistent" if persistent else "looped"), wide
+
+    def __call__(self, *args):
+        split = len(args) - self.nsizes
+        tensors, sizes = args[:split], args[split:]
+        xnumel, rnumel = self.numels(*sizes)
+        kind, wide = self.choose(xnumel, rnumel, tensors)
+        xblock, rblock, warps = launch_configs(kind, xnumel, rnumel, interpreting())[0]
+        grid = ((max(xnumel, 1) + xblock - 1) // xblock, 1, 1)
+        ints = sizes + ((xnumel,) if kind == "pointwise" else (xnumel, rnumel))
+        blocks = (xblock,) if kind == "pointwise" else (xblock, rblock)
+        direct = TritonLauncher.fast and tensors and tensors[0].device.type == "cuda" and not interpreting()
+        key = None
+        if direct:
+            key = (kind, wide, xblock, rblock, warps, tuple(t.data_ptr() % 16 == 0 for t in tensors),
+                   tuple((v == 1, v % 16 == 0, -2**31 <= v < 2**31) for v in ints))
+            compiled = self.compiled.get(key)
+            if compiled is not None:
+                try:
+                    compiled.run(*grid, _stream(tensors[0].device.index), compiled.function,
+                                 compiled.packed_metadata, None, None, None, *tensors, *ints, *blocks)
+                    return
+                except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
+                    TritonLauncher.fast = False
+        fn = self.kernels[kind, wide]
+        if kind == "pointwise":
+            kernel = fn[grid](*tensors, *ints, XBLOCK=xblock, num_warps=warps)
+        else:
+            kernel = fn[grid](*tensors, *ints, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
+        if key is not None and kernel is not None and not _launch_hooked():
+            self.compiled[key] = kernel
+
+
+def _stream(device):
+    from triton.runtime import driver
+
+    return driver.active.get_current_stream(device)
+
+
+def _launch_hooked() -> bool:
+    from triton import knobs
+
+    return _hooked(knobs.runtime.launch_enter_hook) or _hooked(knobs.runtime.launch_exit_hook)
 
 
 def _hooked(hook) -> bool:

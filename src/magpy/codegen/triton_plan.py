@@ -1,0 +1,104 @@
+"""How a Triton kernel is launched: its shape (pointwise, tiled, persistent or looped), its sizes
+and the block configs to try — fixed when the kernel's sizes are, chosen at each launch from the
+launch's sizes when they are symbolic (``launch_configs``).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from .ir import is_static, prod
+from .scheduler import Kernel
+
+# Rows up to this long are reduced in registers (persistent); longer ones in a loop. (Softmax
+# over 8192 x 8192 float32 on an H200: 4.0 TB/s persistent, 3.8 looped in 2048-element chunks.)
+PERSISTENT_MAX = 8192
+# Kernels at least this large (elements) try several block shapes on their first call.
+TUNE_MIN_ELEMENTS = 1 << 22
+# The fewest rows a tile of a tiled pointwise kernel has (in every config).
+TILE_ROWS_MIN = 32
+
+
+@dataclasses.dataclass
+class LaunchPlan:
+    """How a kernel is launched: its shape, sizes, and the block configs to choose among
+    (``(XBLOCK, RBLOCK, num_warps)``; the first is the guess when there is no tuning).
+
+    Symbolic ``xnumel``/``rnumel`` are size expressions; ``configs`` is then empty and each
+    launch takes ``launch_configs`` of its own sizes.
+    """
+
+    kind: str  # "pointwise" | "persistent" | "looped" | "tiled"
+    xnumel: object
+    rnumel: object
+    configs: list
+
+    @property
+    def symbolic(self) -> bool:
+        return not is_static([self.xnumel, self.rnumel])
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def plan_launch(kernel: Kernel, interpret: bool, tile=None, kind=None) -> LaunchPlan:
+    """The kernel's shape and block configs (large blocks under the interpreter, where each
+    program instance costs a millisecond or two). ``tile``: the (rows, columns) sizes of a tiled
+    pointwise kernel. ``kind``: the form of a symbolic reduction ("looped" by default)."""
+    xnumel, rnumel = prod(kernel.outer), prod(kernel.inner)
+    if not is_static([xnumel, rnumel]):
+        return LaunchPlan(kind or "looped" if kernel.inner else "pointwise", xnumel, rnumel, [])
+    xnumel = max(xnumel, 1)
+    if tile is not None:
+        rows, columns = (max(prod(t), 1) for t in tile)
+        if interpret:
+            return LaunchPlan("tiled", rows, columns,
+                              [(min(next_power_of_2(rows), 128), min(next_power_of_2(columns), 128), 4)])
+        configs = [(64, 64, 4), (TILE_ROWS_MIN, 128, 4), (128, 32, 4)]
+        if rows * columns < TUNE_MIN_ELEMENTS:
+            configs = configs[:1]
+        return LaunchPlan("tiled", rows, columns, configs)
+    if not kernel.inner:
+        if interpret:
+            return LaunchPlan("pointwise", xnumel, 1, [(min(next_power_of_2(xnumel), 16384), 1, 4)])
+        if xnumel < TUNE_MIN_ELEMENTS:
+            block = min(next_power_of_2(xnumel), 1024)
+            return LaunchPlan("pointwise", xnumel, 1, [(block, 1, max(1, min(4, block // 128)))])
+        return LaunchPlan("pointwise", xnumel, 1, [(1024, 1, 4), (2048, 1, 8), (512, 1, 4)])
+    rblock = next_power_of_2(rnumel)
+    rows = next_power_of_2(xnumel)
+    if rblock <= PERSISTENT_MAX:
+        if interpret:
+            return LaunchPlan("persistent", xnumel, rnumel, [(max(1, min(16384 // rblock, rows)), rblock, 4)])
+        configs = []
+        for elements in (2048, 4096):
+            xblock = max(1, min(elements // rblock, rows, 64))
+            warps = max(1, min(16, xblock * rblock // 256))
+            configs.append((xblock, rblock, warps))
+        configs = list(dict.fromkeys(configs))
+        if xnumel * rnumel < TUNE_MIN_ELEMENTS:
+            configs = configs[:1]
+        return LaunchPlan("persistent", xnumel, rnumel, configs)
+    if interpret:
+        return LaunchPlan("looped", xnumel, rnumel, [(min(rows, 8), 4096, 4)])
+    configs = [(1, 2048, 8), (1, 1024, 4), (1, 4096, 16)]
+    if xnumel * rnumel < TUNE_MIN_ELEMENTS:
+        configs = configs[:1]
+    return LaunchPlan("looped", xnumel, rnumel, configs)
+
+
+def launch_configs(kind: str, xnumel: int, rnumel: int, interpret: bool) -> list:
+    """Block configs of a symbolic kernel of ``kind`` for the sizes of one launch: the first of
+    what a static kernel of these sizes would try (a looped one for rows of any length)."""
+    if kind == "pointwise":
+        return [(min(next_power_of_2(max(xnumel, 1)), 16384 if interpret else 1024), 1, 4)]
+    if kind == "persistent":
+        rblock, rows = next_power_of_2(max(rnumel, 1)), next_power_of_2(max(xnumel, 1))
+        if interpret:
+            return [(max(1, min(16384 // rblock, rows)), rblock, 4)]
+        xblock = max(1, min(2048 // rblock, rows, 64))
+        return [(xblock, rblock, max(1, min(16, xblock * rblock // 256)))]
+    rblock = min(next_power_of_2(max(rnumel, 1)), 4096 if interpret else 2048)
+    rows = next_power_of_2(max(xnumel, 1))
+    xblock = max(1, min((16384 if interpret else 2048) // rblock, rows, 64))
+    return [(xblock, rblock, max(1, min(16, xblock * rblock // 256)))]
