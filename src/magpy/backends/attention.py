@@ -12,6 +12,7 @@ import operator
 
 import torch
 import torch.nn.functional as F
+from torch._guards import detect_fake_mode
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
@@ -27,9 +28,13 @@ def fuse_attention(gm: torch.fx.GraphModule, example_inputs) -> int:
     if not any(_is_softmax(n) for n in gm.graph.nodes):
         return 0
     try:  # (on fake tensors: running the graph for real would repeat its writes into its inputs)
-        mode = FakeTensorMode(allow_non_fake_inputs=True)
-        FakeTensorProp(gm, mode).propagate(*[mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
-                                             for x in example_inputs])
+        given = detect_fake_mode(example_inputs)
+        if given is not None:  # (fake inputs with symbolic sizes: a mode of our own would make them concrete)
+            FakeTensorProp(gm, given).propagate_dont_convert_inputs(*example_inputs)
+        else:
+            mode = FakeTensorMode(allow_non_fake_inputs=True)
+            FakeTensorProp(gm, mode).propagate(*[mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
+                                                 for x in example_inputs])
     except Exception:  # noqa: BLE001 - a graph the shape pass cannot run: left as it is
         return 0
     count = 0
