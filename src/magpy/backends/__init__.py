@@ -105,12 +105,20 @@ def magpy_backend(gm, example_inputs, options=None):
 
 
 def _replayed(fn, example_inputs, options: dict):
-    """``fn``, replayed as a CUDA graph when ``options`` ask for it (``cudagraphs`` True)."""
-    if not options.get("cudagraphs"):
+    """``fn``, replayed as a CUDA graph when ``options`` ask for it (``cudagraphs`` True) — never for a
+    graph with symbolic sizes (a replay's buffers have the sizes of the call it recorded)."""
+    if not options.get("cudagraphs") or _has_symbolic_sizes(example_inputs):
         return fn
     from .cudagraphs import wrap
 
     return wrap(fn, example_inputs)
+
+
+def _has_symbolic_sizes(example_inputs) -> bool:
+    import torch
+
+    return any(isinstance(x, torch.SymInt) or isinstance(x, torch.Tensor) and
+               any(isinstance(n, torch.SymInt) for n in x.shape) for x in example_inputs)
 
 
 def _replay_candidate(fn, example_inputs, options: dict):
@@ -122,7 +130,7 @@ def _replay_candidate(fn, example_inputs, options: dict):
 
     records_autograd = torch.is_grad_enabled() and any(
         isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
-    if "cudagraphs" in options or records_autograd:
+    if "cudagraphs" in options or records_autograd or _has_symbolic_sizes(example_inputs):
         return None
 
     replayed = wrap(fn, example_inputs, quiet=True)
@@ -154,6 +162,11 @@ def _compile_for_device(gm, example_inputs, options: dict):
     if forward and forward[0].graph_fallback:
         # The decomposed graph would run op by op: slower than the ops as captured.
         return _replayed(gm.forward, example_inputs, options)
+    if forward and _has_symbolic_sizes(example_inputs) and not forward[0].symbolic:
+        # asked for every size, the trace came out for this one (a size it fixed without saying so):
+        # the ops as captured serve every size
+        record_fallback(gm, "the trace fixed the symbolic sizes it was given")
+        return gm.forward
     from .choose import faster_of
 
     # Replayed before it is timed: the timing's synchronisations cannot run inside a capture.

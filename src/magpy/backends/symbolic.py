@@ -48,15 +48,14 @@ def compile_symbolic(backend: Callable, gm, examples, dims, unbacked=False) -> t
     fakes, env = fake_inputs(examples, dims, unbacked)
     compiled = backend(gm, fakes)
     code = env.produce_guards_expression(fakes, ignore_static=True)
-    return compiled, _size_check(code, env, fakes) if code else None
+    return compiled, _size_check(code, env, fakes) if code and code != "True" else None
 
 
 def _size_check(code: str, env, fakes) -> Optional[Callable]:
-    """``code`` (over ``L['t0']``, ``L['t1']`` …, the inputs in order) as a function of the inputs; None
-    when it only says that each symbolic size is at least 2 (the tensor guards do)."""
+    """``code`` (over ``L['t0']``, ``L['t1']`` …, the inputs in order) as a function of the inputs."""
+    # (always checked: besides the guards it lists, a symbol the trace replaced by a number — a size it
+    # specialised — shows only in the code)
     relied = [str(g.expr) for g in env.guards if getattr(g.expr, "free_symbols", None)]
-    if not relied and not any(type(f).__name__ == "SymInt" for f in fakes):
-        return None  # (a number's range is not in the tensor guards: with one, the code is always checked)
     checked = compile(code, "<magpy size guard>", "eval")
     names = [f"t{k}" for k in range(len(fakes))]
 
