@@ -5,7 +5,6 @@ import operator
 import sys
 
 import torch
-import numpy as np
 
 from . import rules
 from ..interp.protocols import lookup
