@@ -274,7 +274,7 @@ class GraphBuilding:
         if sized is not False:
             return sized
         if name in rules.SPLITS:
-            kept = self._split_across(name, args, kwargs or {}, tensors)
+            kept = self._split_across(node, name, args, kwargs or {}, tensors)
             if kept is not None:
                 return kept
             every = None  # (``unbind``/``split``/``chunk``: how many tensors come out may be data)
@@ -289,6 +289,14 @@ class GraphBuilding:
         if method is None and not _is_torch_callable(fn) and fn not in rules.TENSOR_BUILTINS:
             return self._every(every)  # (the program's own code, a custom autograd.Function: not run twice)
         found = [set() for _ in tensors]
+        if self._takes_numbers(node):
+            # numbers the graph computes size it too (``x[:, :n]`` of an x with dynamic dims): a rerun
+            # cannot move them, so the dims they decide must be known another way
+            dims = _index_dims(args[1], node.args[1]) if name in ("getitem", "__getitem__") and \
+                len(args) == 2 and len(node.args) == 2 and len(tensors) == 1 else None
+            if dims is None:
+                return self._every(every)
+            found[0].update(dims)
         for delta in (3, 11):
             try:
                 meta_args = [self._meta(a, delta) for a in args]
@@ -305,6 +313,12 @@ class GraphBuilding:
             for dims, real, meta in zip(found, tensors, outs):
                 dims.update(k for k, (a, b) in enumerate(zip(real.shape, meta.shape)) if a != b)
         return [frozenset(d) for d in found] if any(found) else None
+
+    def _takes_numbers(self, node) -> bool:
+        """Does ``node`` take a number the graph computes (directly, or inside a shape it builds)?"""
+        return any(n in self.scalar_nodes or (n.target is torch.Size and
+                                              any(m in self.scalar_nodes for m in n.all_input_nodes))
+                   for n in node.all_input_nodes)
 
     def _sized_dims(self, node, name, tensors):
         """An op given its result's sizes (``x.view(b, t, 4, c // 4)``, ``x.new_zeros(size)``) where some are
@@ -333,7 +347,7 @@ class GraphBuilding:
             return False
         return [dims] if dims else None
 
-    def _split_across(self, name, args, kwargs, tensors):
+    def _split_across(self, node, name, args, kwargs, tensors):
         """``split``/``chunk`` along a dim whose size the guards fix (GPT-2's ``qkv.split(768, dim=2)`` of a
         tensor whose sequence length is symbolic): as many tensors on every call, each with the input's
         dynamic dims. None when the split dim itself is dynamic (or the call is not read here)."""
@@ -348,6 +362,8 @@ class GraphBuilding:
         dims = self.dynamic.get(entry[1], frozenset())
         if dim % max(source.dim(), 1) in dims or dims is _ALL:
             return None
+        if any(n is not entry[1] for n in node.all_input_nodes):
+            return None  # (a split size the graph computes: how many come out may change)
         return [dims for _ in tensors]
 
     def _pinned_unbind(self, args, kwargs, tensors):
@@ -463,6 +479,7 @@ class GraphBuilding:
             known.meta["source"] = prov.render()
             self.cap.inputs.append((prov, value))
             self.scalar_inputs[prov] = known
+            self.scalar_nodes.add(known)  # (a size or bound it gives is read from the graph, as sizes are)
             self.cap.host_values = True
             # (an int from outside is a symbolic int to a compiling backend; a float or a random draw
             # it would take as a constant)
