@@ -1,4 +1,4 @@
-"""``python -m fuzz capture --minutes N``: run the capture fuzzer for a while, report what it found.
+"""``python -m fuzz capture|shapes --minutes N``: run a capture fuzzer for a while, report what it found.
 
 Each failure is printed with its program and changes between calls (ready to paste into
 ``prop_capture.FOUND``); the run goes on to the next program. The closing line counts the programs
@@ -50,6 +50,35 @@ def capture(minutes, seed):
     return 1 if failures else 0
 
 
+def shapes(minutes, seed):
+    """The dynamic-shapes fuzzer (``prop_shapes``): programs reading sizes, called at changing sizes."""
+    import random
+
+    import prop_shapes
+
+    rng = random.Random(seed)
+    deadline = time.monotonic() + 60 * minutes
+    tried = failures = 0
+    totals = collections.Counter()
+    while time.monotonic() < deadline:
+        source = prop_shapes.program(rng)
+        tried += 1
+        for kw in ({}, {"dynamic": True}):
+            try:
+                stats = prop_shapes.check(source, **kw)
+            except AssertionError as err:
+                failures += 1
+                print(f"--- FAILURE {failures} ({kw or 'automatic'}): {err}\n{source}", flush=True)
+                break
+            except Exception:  # noqa: BLE001 - a crash of the harness or of ours: report it too
+                failures += 1
+                print(f"--- CRASH {failures}:\n{traceback.format_exc()}\n{source}", flush=True)
+                break
+            totals.update(compiles=stats.compiles, fallbacks=stats.fallbacks, calls=stats.calls)
+    print(f"{tried} programs, {failures} failures; compiled side: {dict(totals)}")
+    return 1 if failures else 0
+
+
 def _draw(rng):
     """A list of 1–8 statements drawn with ``rng`` (reproducible by seed, unlike ``.example()``)."""
     from capture_programs import STATEMENTS, TENSOR_LISTS, INT_LISTS, TENSOR_DICTS, KEYS
@@ -72,8 +101,11 @@ def main(argv=None):
     cap = sub.add_parser("capture", help="compiled vs eager on programs that change outside state")
     cap.add_argument("--minutes", type=float, default=5.0)
     cap.add_argument("--seed", type=int, default=0)
+    shp = sub.add_parser("shapes", help="compiled vs eager on programs reading sizes that change between calls")
+    shp.add_argument("--minutes", type=float, default=5.0)
+    shp.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    return capture(args.minutes, args.seed)
+    return (capture if args.what == "capture" else shapes)(args.minutes, args.seed)
 
 
 if __name__ == "__main__":

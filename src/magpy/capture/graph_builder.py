@@ -42,8 +42,9 @@ def _index_dims(key, graph_key):
             dims.add(position)
             position += 1
         elif isinstance(k, slice) or k is None:
-            if isinstance(g, fx.Node):
-                dims.add(position)
+            if isinstance(g, fx.Node) or isinstance(g, slice) and any(
+                    isinstance(b, fx.Node) for b in (g.start, g.stop, g.step)):
+                dims.add(position)  # (a slice the graph builds, or one with a bound it computes)
             position += 1
         elif type(k) is not int:
             return None
@@ -348,9 +349,11 @@ class GraphBuilding:
         return [dims] if dims else None
 
     def _split_across(self, node, name, args, kwargs, tensors):
-        """``split``/``chunk`` along a dim whose size the guards fix (GPT-2's ``qkv.split(768, dim=2)`` of a
-        tensor whose sequence length is symbolic): as many tensors on every call, each with the input's
-        dynamic dims. None when the split dim itself is dynamic (or the call is not read here)."""
+        """``split``/``chunk`` of a tensor with dynamic dims by sizes the program gives: along a dim whose
+        size the guards fix (GPT-2's ``qkv.split(768, dim=2)`` of a tensor whose sequence length is
+        symbolic) as many tensors on every call, each with the input's dynamic dims; along a dynamic
+        dim the same, once its size is pinned. None when the graph computes the split sizes (or the
+        call is not read here)."""
         source = args[0] if args else None
         entry = self.nodes.get(id(source)) if _is_tensor(source) else None
         if entry is None or entry[0] is not source or name not in ("split", "chunk", "split_with_sizes",
@@ -360,10 +363,14 @@ class GraphBuilding:
         if type(dim) is not int or not -source.dim() <= dim < max(source.dim(), 1):
             return None
         dims = self.dynamic.get(entry[1], frozenset())
-        if dim % max(source.dim(), 1) in dims or dims is _ALL:
-            return None
-        if any(n is not entry[1] for n in node.all_input_nodes):
+        if any(n is not entry[1] for n in node.all_input_nodes) or dims is _ALL:
             return None  # (a split size the graph computes: how many come out may change)
+        dim %= max(source.dim(), 1)
+        if dim in dims:
+            # along a dim whose size moves: how many come out depends on it (``chunk(2)`` of a size 1
+            # gives one), so that size is pinned — another size is another entry
+            size = self.cap.graph.call_method("size", (entry[1], dim))
+            self.pin(self.host_value(size), source.shape[dim])
         return [dims for _ in tensors]
 
     def _pinned_unbind(self, args, kwargs, tensors):
