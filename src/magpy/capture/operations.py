@@ -21,9 +21,9 @@ from .iteration import _elements, _op_for_iter, _op_for_iter_end, _op_get_iter, 
 def _op_binary(obs, k, inputs, provs, outputs):
     a, b = inputs
     fn = NATIVE_BINARY[k]
-    if fn in (operator.add, operator.iadd) and (type(a) is list and type(b) is list or
-                                                 type(a) in _TUPLES and type(b) in _TUPLES):
-        return _op_concat(obs, fn, inputs, provs, outputs[0])  # (``x.size()[:-1] + (nf,)``: a shape)
+    if fn in (operator.add, operator.iadd) and (type(a) is list and type(b) is list or type(a) is tuple and
+                                                 type(b) is tuple or _shape_of_graph_sizes(obs, a, b)):
+        return _op_concat(obs, fn, inputs, provs, outputs[0])
     if k >= 13 and type(a) in _IN_PLACE_CONTAINERS and outputs[0] is a:
         return [_op_in_place(obs, fn, a, b, provs)]
     provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
@@ -36,6 +36,12 @@ def _op_binary(obs, k, inputs, provs, outputs):
 
 
 _TUPLES = (tuple, torch.Size)
+
+
+def _shape_of_graph_sizes(obs, a, b):
+    """``x.size()[:-1] + (nf,)`` where the graph computes some of the sizes: the elements of both, as
+    tuples are concatenated (other shapes are values like any other: ``sample_shape + batch_shape``)."""
+    return type(a) in _TUPLES and type(b) in _TUPLES and (obs.holds_traced(a) or obs.holds_traced(b))
 _IN_PLACE_CONTAINERS = (list, dict, set, collections.deque, collections.OrderedDict, collections.defaultdict)
 
 
