@@ -389,6 +389,8 @@ class GraphLowering:
         val, base_val = node.meta.get("val"), node.args[0].meta.get("val")
         if not isinstance(base_val, torch.Tensor) or val.dtype != base_val.dtype:
             return None
+        if not getattr(node.target, "is_view", False):
+            return None  # (``flip``: a view in our IR, a new tensor to torch — its meta layout is a copy's)
         if self.layouts.get(base) != self._layout_of_meta(base_val):
             return None
         offset = val.storage_offset() - base_val.storage_offset()
