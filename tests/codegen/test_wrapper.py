@@ -31,6 +31,14 @@ def test_a_view_of_an_input_starting_mid_storage_keeps_its_offset():
     assert "reinterpret(" in report.wrapper
 
 
+def test_a_flip_returned_as_it_is_stays_a_flip():
+    # (a view in our IR, a new tensor to torch: made from its meta layout it was the identity)
+    def fn(x, y):
+        return x.flip(-1), y.flip(0) + 1
+
+    check(fn, torch.randn(3, 5), torch.randn(4, 2), mode="cpp")
+
+
 triton = pytest.importorskip("triton")
 
 
