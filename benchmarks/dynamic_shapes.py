@@ -97,13 +97,19 @@ def _same(a, b):
     return a == b
 
 
-def run_magpy(make, backend):
+def _run(make, compile_fn):
+    """Build the sequence's function twice alike (one to compile, one as the reference) and make its calls:
+    (the compiled function, whether every call equalled the reference)."""
     torch.manual_seed(0)
     fn, calls = make()
     torch.manual_seed(0)
     reference, _ = make()
-    compiled = magpy.compile(fn, backend=backend)
-    ok = all(_same(reference(*a), compiled(*a)) for a in calls)
+    compiled = compile_fn(fn)
+    return compiled, all(_same(reference(*a), compiled(*a)) for a in calls)
+
+
+def run_magpy(make, backend):
+    compiled, ok = _run(make, lambda fn: magpy.compile(fn, backend=backend))
     stats = compiled._magpy_compiled.stats if isinstance(compiled, nn.Module) else compiled.stats
     return stats.graphs, stats.eager_calls + stats.fallbacks, ok
 
@@ -114,12 +120,7 @@ def run_dynamo(make, backend):
 
     torch._dynamo.reset()
     counters.clear()
-    torch.manual_seed(0)
-    fn, calls = make()
-    torch.manual_seed(0)
-    reference, _ = make()
-    compiled = torch.compile(fn, backend=backend)
-    ok = all(_same(reference(*a), compiled(*a)) for a in calls)
+    _, ok = _run(make, lambda fn: torch.compile(fn, backend=backend))
     graphs = counters["stats"]["unique_graphs"]
     # (past the recompile limit Dynamo runs the function eagerly for good: it says so once)
     limit = any("recompile limit" in k for k in counters["unimplemented"])
@@ -145,8 +146,8 @@ def main(argv=None):
         pass
     dynamo_backend = "inductor" if args.backend == "magpy" else args.backend
     print(f"torch {torch.__version__}; magpy backend {args.backend!r}, torch.compile backend {dynamo_backend!r}")
-    print(f"| sequence | calls | magpy graphs (time) | magpy calls run eagerly | torch.compile graphs (time) "
-          f"| torch.compile calls run eagerly | both equal eager |")
+    print("| sequence | calls | magpy graphs (time) | magpy calls run eagerly | torch.compile graphs (time) "
+          "| torch.compile calls run eagerly | both equal eager |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, make in sequences.items():
         calls = len(make()[1])

@@ -210,9 +210,8 @@ class GraphBuilding:
             # ``t.type(torch.FloatTensor)``: the same as by name (fx code cannot spell the class)
             self.need(args[1], arg_provs[1])
             args, arg_provs = (args[0], f"{args[1].__module__}.{args[1].__name__}"), (arg_provs[0], None)
-        name = method or getattr(fn, "__name__", "")
-        gargs = tuple(self._operand(a, p, name) for a, p in zip(args, arg_provs))
-        gkwargs = {k: self._operand(v, (kw_provs or {}).get(k), name) for k, v in (kwargs or {}).items()}
+        gargs = tuple(self.to_graph_arg(a, p) for a, p in zip(args, arg_provs))
+        gkwargs = {k: self.to_graph_arg(v, (kw_provs or {}).get(k)) for k, v in (kwargs or {}).items()}
         graph = self.cap.graph
         if method is not None:
             node = graph.call_method(method, gargs, gkwargs)
@@ -235,10 +234,6 @@ class GraphBuilding:
                 self.dynamic.setdefault(node, _ALL)  # (the tuple node itself; its items are marked above)
             self.cap.host_values = True  # (compiling backends plan buffers from the first call's shapes)
         return node
-
-    def _operand(self, value, prov, name):
-        """An argument of the op ``name`` as an fx argument (``to_graph_arg``)."""
-        return self.to_graph_arg(value, prov)
 
     def _dynamic_number(self, value, prov):
         """A Python number from outside that the call takes as it comes (``dynamic_numbers``: a miss showed
