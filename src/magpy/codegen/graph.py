@@ -64,7 +64,8 @@ class GraphLowering:
     ``nodes``    ScheduledNodes in program order
     ``layouts``  buffer name -> Layout of every buffer
     ``fallbacks`` [(op, reason)] of every counted ExternCall
-    ``relaid``   extern results laid out unlike the fx graph says (channels-last convolutions)
+    ``relaid``   buffers laid out unlike the fx graph says (channels-last convolutions, their operands and
+                 the elementwise values that follow them)
     ``device``   where every tensor of the graph lives
     ``sizes``    the graph's sizes (``sizes.GraphSizes``): where each size symbol is read, what
                  the ShapeEnv knows of them
@@ -123,18 +124,34 @@ class GraphLowering:
         if isinstance(value, BufferValue):
             return value
         node = node if node is not None else self._current
+        relaid = False
         if layout is None:
             layout = self._meta_layout(node, value.size, item)
             if layout is None or layout.dtype != value.dtype:
                 layout = self.sizes.contiguous(value.size, value.dtype)
-            if ((node, item) in self.preferred and node not in self._output_nodes
-                    and value.ndim == 4 and value.dtype in DTYPES):
+            if ((node, item) in self.preferred or self._follows_channels_last(value)) and \
+                    node not in self._output_nodes and value.ndim == 4 and value.dtype in DTYPES:
+                relaid = not is_channels_last(layout)
                 layout = channels_last(value.size, value.dtype)
         name = self.new_name()
         self.nodes.append(ComputedBuffer(name, layout, value))
         self.layouts[name] = layout
         self.owner[name] = node
+        if relaid:
+            self.relaid.add(name)
         return BufferValue(name, layout)
+
+    def _follows_channels_last(self, value: TensorValue) -> bool:
+        """True for an elementwise value over a channels-last buffer of its own size (batch norm, an
+        activation, a residual add after a convolution): stored channels-last too, as eager's
+        elementwise ops keep their input's memory format, so that neither it nor the convolution
+        that may read it next walks a transpose."""
+        if not self.channels_last or not isinstance(value, Pointwise) or value.ndim != 4:
+            return False
+        probe = ComputedBuffer("probe", self.sizes.contiguous(value.size, value.dtype), value)
+        return any(not indirect and is_channels_last(self.layouts.get(name))
+                   and tuple(self.layouts[name].size) == tuple(value.size)
+                   for name, _, indirect in probe.reads())
 
     def realize_reduction(self, reduction: Reduction) -> BufferValue:
         """A buffer holding ``reduction`` — the buffer of an identical earlier one if any (a
@@ -488,6 +505,9 @@ class GraphLowering:
             args = tuple(BufferRef(self._channels_last_copy(a.name))
                          if i in self.channels_last_operands and isinstance(a, BufferRef) else a
                          for i, a in enumerate(args))
+        if self.channels_last and (wants_channels_last(node) or any(
+                isinstance(a, BufferRef) and a.name in self.relaid for a in args)):
+            # (a library op given operands laid out unlike the graph says lays its result out from them)
             fake_mode = getattr(meta, "fake_mode", None)
             size = layout.size if layout is not None else None
             layout = result_layout(target, args, kwargs, self.layouts, fake_mode, size) or layout

@@ -58,47 +58,34 @@ def plan_launch(kernel: Kernel, interpret: bool, tile=None, kind=None) -> Launch
         if rows * columns < TUNE_MIN_ELEMENTS:
             configs = configs[:1]
         return LaunchPlan("tiled", rows, columns, configs)
-    if not kernel.inner:
+    kind = "pointwise" if not kernel.inner else \
+        "persistent" if next_power_of_2(rnumel) <= PERSISTENT_MAX else "looped"
+    return LaunchPlan(kind, xnumel, rnumel, candidate_configs(kind, xnumel, rnumel, interpret))
+
+
+def candidate_configs(kind: str, xnumel: int, rnumel: int, interpret: bool) -> list:
+    """The block configs worth timing for a kernel of ``kind`` over these sizes, the best guess
+    first (one config where the kernel is too small for the choice to matter). Static kernels
+    take them once; symbolic ones for each launch's sizes (``triton_runtime.SymbolicLauncher``)."""
+    xnumel, rnumel = max(xnumel, 1), max(rnumel, 1)
+    if kind == "pointwise":
         if interpret:
-            return LaunchPlan("pointwise", xnumel, 1, [(min(next_power_of_2(xnumel), 16384), 1, 4)])
+            return [(min(next_power_of_2(xnumel), 16384), 1, 4)]
         if xnumel < TUNE_MIN_ELEMENTS:
             block = min(next_power_of_2(xnumel), 1024)
-            return LaunchPlan("pointwise", xnumel, 1, [(block, 1, max(1, min(4, block // 128)))])
-        return LaunchPlan("pointwise", xnumel, 1, [(1024, 1, 4), (2048, 1, 8), (512, 1, 4)])
-    rblock = next_power_of_2(rnumel)
-    rows = next_power_of_2(xnumel)
-    if rblock <= PERSISTENT_MAX:
+            return [(block, 1, max(1, min(4, block // 128)))]
+        return [(1024, 1, 4), (2048, 1, 8), (512, 1, 4)]
+    rblock, rows = next_power_of_2(rnumel), next_power_of_2(xnumel)
+    if kind == "persistent":
         if interpret:
-            return LaunchPlan("persistent", xnumel, rnumel, [(max(1, min(16384 // rblock, rows)), rblock, 4)])
+            return [(max(1, min(16384 // rblock, rows)), rblock, 4)]
         configs = []
         for elements in (2048, 4096):
             xblock = max(1, min(elements // rblock, rows, 64))
-            warps = max(1, min(16, xblock * rblock // 256))
-            configs.append((xblock, rblock, warps))
+            configs.append((xblock, rblock, max(1, min(16, xblock * rblock // 256))))
         configs = list(dict.fromkeys(configs))
-        if xnumel * rnumel < TUNE_MIN_ELEMENTS:
-            configs = configs[:1]
-        return LaunchPlan("persistent", xnumel, rnumel, configs)
-    if interpret:
-        return LaunchPlan("looped", xnumel, rnumel, [(min(rows, 8), 4096, 4)])
-    configs = [(1, 2048, 8), (1, 1024, 4), (1, 4096, 16)]
-    if xnumel * rnumel < TUNE_MIN_ELEMENTS:
-        configs = configs[:1]
-    return LaunchPlan("looped", xnumel, rnumel, configs)
-
-
-def launch_configs(kind: str, xnumel: int, rnumel: int, interpret: bool) -> list:
-    """Block configs of a symbolic kernel of ``kind`` for the sizes of one launch: the first of
-    what a static kernel of these sizes would try (a looped one for rows of any length)."""
-    if kind == "pointwise":
-        return [(min(next_power_of_2(max(xnumel, 1)), 16384 if interpret else 1024), 1, 4)]
-    if kind == "persistent":
-        rblock, rows = next_power_of_2(max(rnumel, 1)), next_power_of_2(max(xnumel, 1))
-        if interpret:
-            return [(max(1, min(16384 // rblock, rows)), rblock, 4)]
-        xblock = max(1, min(2048 // rblock, rows, 64))
-        return [(xblock, rblock, max(1, min(16, xblock * rblock // 256)))]
-    rblock = min(next_power_of_2(max(rnumel, 1)), 4096 if interpret else 2048)
-    rows = next_power_of_2(max(xnumel, 1))
-    xblock = max(1, min((16384 if interpret else 2048) // rblock, rows, 64))
-    return [(xblock, rblock, max(1, min(16, xblock * rblock // 256)))]
+    elif interpret:
+        return [(min(rows, 8), 4096, 4)]
+    else:
+        configs = [(1, 2048, 8), (1, 1024, 4), (1, 4096, 16)]
+    return configs if xnumel * rnumel >= TUNE_MIN_ELEMENTS else configs[:1]

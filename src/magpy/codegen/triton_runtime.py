@@ -24,7 +24,7 @@ from typing import Callable, Optional
 from .compile_cache import cache_dir
 from .ir import python_size
 from .triton_kernel import PRELUDE
-from .triton_plan import PERSISTENT_MAX, LaunchPlan, launch_configs, next_power_of_2
+from .triton_plan import PERSISTENT_MAX, LaunchPlan, candidate_configs, next_power_of_2
 
 _modules: dict[str, object] = {}
 _lock = threading.Lock()
@@ -157,31 +157,38 @@ class TritonLauncher:
                             compiled.packed_metadata, self.constants, self.device)
 
     def tune(self, tensors):
-        """The fastest of the plan's configs on these tensors (the kernel only writes buffers
-        it owns, so running it again is harmless)."""
-        import torch
-
+        """The fastest of the plan's configs on these tensors."""
         if interpreting() or not tensors or tensors[0].device.type != "cuda":
             return self.plan.configs[0]
-        best, best_time = None, float("inf")
-        for config in self.plan.configs:
-            try:
-                self._launch(config, tensors)  # compiles
-            except Exception:  # noqa: BLE001 - a config that does not compile (resources) is skipped
-                continue
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            self._launch(config, tensors)
-            start.record()
-            for _ in range(TUNE_RUNS):
-                self._launch(config, tensors)
-            end.record()
-            end.synchronize()
-            elapsed = start.elapsed_time(end)
-            if elapsed < best_time:
-                best, best_time = config, elapsed
-        if best is None:
-            raise RuntimeError(f"no block config of {self.__name__} compiles")
-        return best
+        return fastest(self.plan.configs, lambda config: self._launch(config, tensors), self.__name__)
+
+
+def fastest(configs, launch, name: str):
+    """The config of ``configs`` whose ``launch(config)`` runs fastest on the GPU (the kernel only
+    writes buffers it owns, so running it again is harmless)."""
+    import torch
+
+    if len(configs) == 1:
+        return configs[0]
+    best, best_time = None, float("inf")
+    for config in configs:
+        try:
+            launch(config)  # compiles
+        except Exception:  # noqa: BLE001 - a config that does not compile (resources) is skipped
+            continue
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        launch(config)
+        start.record()
+        for _ in range(TUNE_RUNS):
+            launch(config)
+        end.record()
+        end.synchronize()
+        elapsed = start.elapsed_time(end)
+        if elapsed < best_time:
+            best, best_time = config, elapsed
+    if best is None:
+        raise RuntimeError(f"no block config of {name} compiles")
+    return best
 
 
 class SymbolicLauncher:
@@ -191,11 +198,13 @@ class SymbolicLauncher:
     ``kernels`` maps each form of the kernel to its ``@triton.jit`` function: (kind, wide), the
     kind "pointwise" or a reduction's "persistent" and "looped", wide for int64 indexes. Each
     call takes the persistent form where its rows fit in ``PERSISTENT_MAX``, int32 indexes
-    where every index fits (no storage nor iteration space of 2**31 elements or more), and a
-    block config from its sizes (``launch_configs``). On
-    a GPU the compiled kernel of each specialisation (what Triton specialises on: the block
-    config, pointer alignment, int arguments equal to 1, divisible by 16, or past int32) is
-    launched directly after its first launch, as ``TritonLauncher`` does.
+    where every index fits (no storage nor iteration space of 2**31 elements or more), and the
+    block config a static kernel of its sizes would take: the fastest of ``candidate_configs``,
+    timed once per form and power-of-two size class on a GPU. What a launch of given sizes
+    needs is worked out once (``_Launch``). On a GPU the compiled kernel of each specialisation
+    (what Triton specialises on: the block config, pointer alignment, int arguments equal to 1,
+    divisible by 16, or past int32) is launched directly after its first launch, as
+    ``TritonLauncher`` does.
     """
 
     def __init__(self, kernels: dict, plan: LaunchPlan, name: str, size_params):
@@ -205,7 +214,8 @@ class SymbolicLauncher:
         body = f"({python_size(plan.xnumel)}, {python_size(plan.rnumel)})"
         self.numels = eval(f"lambda {names}: {body}", {"max": max, "min": min})  # noqa: S307 - our text
         self.nsizes = len(size_params)
-        self.compiled: dict = {}
+        self.launches: dict = {}  # (sizes, pointer alignments) -> _Launch
+        self.configs: dict = {}  # (kind, wide, size classes) -> the block config timed fastest
 
     def choose(self, xnumel: int, rnumel: int, tensors) -> tuple:
         """The (kind, wide) form for a launch of these sizes on these tensors."""
@@ -219,32 +229,61 @@ class SymbolicLauncher:
     def __call__(self, *args):
         split = len(args) - self.nsizes
         tensors, sizes = args[:split], args[split:]
+        on_gpu = tensors and tensors[0].device.type == "cuda" and not interpreting()
+        key = (sizes, tuple(t.data_ptr() % 16 == 0 for t in tensors)) if on_gpu else None
+        launch = self.launches.get(key) if on_gpu else None
+        if launch is None:
+            launch = self._plan(sizes, tensors, on_gpu)
+            if on_gpu and len(self.launches) < 4096:
+                self.launches[key] = launch
+        launch(tensors)
+
+    def _plan(self, sizes, tensors, on_gpu) -> "_Launch":
         xnumel, rnumel = self.numels(*sizes)
         kind, wide = self.choose(xnumel, rnumel, tensors)
-        xblock, rblock, warps = launch_configs(kind, xnumel, rnumel, interpreting())[0]
-        grid = ((max(xnumel, 1) + xblock - 1) // xblock, 1, 1)
-        ints = sizes + ((xnumel,) if kind == "pointwise" else (xnumel, rnumel))
-        blocks = (xblock,) if kind == "pointwise" else (xblock, rblock)
-        direct = TritonLauncher.fast and tensors and tensors[0].device.type == "cuda" and not interpreting()
-        key = None
-        if direct:
-            key = (kind, wide, xblock, rblock, warps, tuple(t.data_ptr() % 16 == 0 for t in tensors),
-                   tuple((v == 1, v % 16 == 0, -2**31 <= v < 2**31) for v in ints))
-            compiled = self.compiled.get(key)
-            if compiled is not None:
-                try:
-                    compiled.run(*grid, _stream(tensors[0].device.index), compiled.function,
-                                 compiled.packed_metadata, None, None, None, *tensors, *ints, *blocks)
-                    return
-                except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
-                    TritonLauncher.fast = False
         fn = self.kernels[kind, wide]
-        if kind == "pointwise":
-            kernel = fn[grid](*tensors, *ints, XBLOCK=xblock, num_warps=warps)
+        ints = sizes + ((xnumel,) if kind == "pointwise" else (xnumel, rnumel))
+        configs = candidate_configs(kind, xnumel, rnumel, interpreting())
+        if on_gpu and len(configs) > 1:
+            size_class = (kind, wide, next_power_of_2(xnumel), next_power_of_2(rnumel))
+            config = self.configs.get(size_class)
+            if config is None:
+                config = self.configs[size_class] = fastest(
+                    configs, lambda c: _Launch(fn, kind, xnumel, c, ints, False)(tensors), self.__name__)
         else:
-            kernel = fn[grid](*tensors, *ints, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
-        if key is not None and kernel is not None and not _launch_hooked():
-            self.compiled[key] = kernel
+            config = configs[0]
+        return _Launch(fn, kind, xnumel, config, ints, on_gpu and TritonLauncher.fast)
+
+
+class _Launch:
+    """One kernel form launched over given sizes with one block config; on a GPU, after its first
+    launch, through the compiled kernel directly."""
+
+    __slots__ = ("fn", "grid", "ints", "blocks", "warps", "direct", "compiled")
+
+    def __init__(self, fn, kind, xnumel, config, ints, direct):
+        xblock, rblock, self.warps = config
+        self.fn = fn
+        self.grid = ((max(xnumel, 1) + xblock - 1) // xblock, 1, 1)
+        self.ints = ints
+        self.blocks = {"XBLOCK": xblock} if kind == "pointwise" else {"XBLOCK": xblock, "RBLOCK": rblock}
+        self.direct = direct
+        self.compiled = None
+
+    def __call__(self, tensors):
+        compiled = self.compiled
+        if compiled is not None:
+            try:
+                compiled.run(*self.grid, _stream(tensors[0].device.index), compiled.function,
+                             compiled.packed_metadata, None, None, None, *tensors, *self.ints,
+                             *self.blocks.values())
+                return
+            except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
+                TritonLauncher.fast = False
+                self.direct = False
+        kernel = self.fn[self.grid](*tensors, *self.ints, **self.blocks, num_warps=self.warps)
+        if self.direct and kernel is not None and not _launch_hooked():
+            self.compiled = kernel
 
 
 def _stream(device):
