@@ -144,6 +144,23 @@ def test_transpose_add(generator, dtype):
     assert_no_size(report, 37, 43)
 
 
+@pytest.mark.parametrize("tiles", [True, False], ids=["tiled", "rows past the grid"])
+def test_a_symbolic_transpose_is_tiled_on_triton_with_an_untiled_form_for_too_many_rows(tiles, monkeypatch):
+    if not _triton_runs():
+        pytest.skip("Triton cannot run here")
+    import magpy.codegen.triton_runtime as runtime
+
+    def fn(x, y):
+        return x + y.t()
+
+    make = lambda n, m: (torch.randn(n, m), torch.randn(m, n))  # noqa: E731
+    compiled, report = compile_once(fn, make(37, 43), "triton")
+    assert any("tl.program_id(1)" in source for source in report.kernel_sources.values())
+    if not tiles:  # (as if every launch had more rows of tiles than grid axis 1 takes)
+        monkeypatch.setattr(runtime, "TILE_ROWS_MIN", 0)
+    check_sizes(compiled, fn, make, [(2, 3), (17, 33), (40, 19), (64, 130)], "triton")
+
+
 @pytest.mark.parametrize("reduce", ["sum", "amax", "softmax", "layer_norm", "mean"])
 def test_row_reductions_over_symbolic_rows_and_row_length(reduce, mode):
     def fn(x, w, b):

@@ -294,7 +294,8 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
 def _triton_kernels(kernels, lowering):
     """(launchers, parameter buffers, sources, size symbols) of Triton kernels."""
     from .triton_kernel import render_kernel
-    from .triton_runtime import SymbolicLauncher, TritonLauncher, interpreting, load_kernel
+    from .triton import TritonUnsupported
+    from .triton_runtime import ALTERNATIVE, SymbolicLauncher, TritonLauncher, interpreting, load_kernel
 
     params, bodies, callables, sizes = {}, {}, {}, {}
     interpret = interpreting()
@@ -306,13 +307,17 @@ def _triton_kernels(kernels, lowering):
         if not plan.symbolic:
             callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name)
             continue
-        # Each form the launcher may take (the same parameters): persistent where rows fit, int32
-        # indexes where every index fits.
+        # Each form the launcher may take (the same parameters): persistent where rows fit, tiled
+        # where the tiles' rows fit the grid, int32 indexes where every index fits.
         forms = {}
-        for kind in (plan.kind, "persistent") if plan.kind == "looped" else (plan.kind,):
+        for kind in (plan.kind, ALTERNATIVE[plan.kind]) if plan.kind in ALTERNATIVE else (plan.kind,):
             for wide in (True, False):
-                source = body if (kind, wide) == (plan.kind, True) else \
-                    render_kernel(kernel, lowering.layouts, interpret, kind, wide)[0]
+                if (kind, wide) == (plan.kind, True):
+                    source = body
+                else:
+                    source, form_params, _, form_sizes = render_kernel(kernel, lowering.layouts, interpret, kind, wide)
+                    if (form_params, form_sizes) != (kernel_params, sizes[kernel.name]):
+                        raise TritonUnsupported(f"the {kind} form of {kernel.name} takes other arguments")
                 forms[kind, wide] = load_kernel(source, kernel.name)
         callables[kernel.name] = SymbolicLauncher(forms, plan, kernel.name, sizes[kernel.name])
     return callables, params, bodies, sizes

@@ -155,8 +155,10 @@ class KernelPrinter(KernelNames):
             nest = PointwiseNest.plan(k, set(self.produced))
             outer = [outer[i] for i in nest.order]
             cut = nest.order.index(nest.tile) + 1 if nest.tile is not None else 0
-            # Rows of tiles run along grid axis 1, which takes at most 65535 blocks.
-            if cut and is_static(k.outer) and prod([size for _, size in outer[:cut]]) <= 65535 * TILE_ROWS_MIN:
+            # Rows of tiles run along grid axis 1, which takes at most 65535 blocks (symbolic sizes:
+            # each launch checks, and takes the untiled form past it).
+            rows = prod([size for _, size in outer[:cut]])
+            if cut and self.kind != "pointwise" and (not is_static([rows]) or rows <= 65535 * TILE_ROWS_MIN):
                 outer, inner = outer[:cut], outer[cut:]
                 tile = ([size for _, size in outer], [size for _, size in inner])
         groups, self.renames = merge_dims([outer, inner], exprs)

@@ -47,19 +47,15 @@ def plan_launch(kernel: Kernel, interpret: bool, tile=None, kind=None) -> Launch
     pointwise kernel. ``kind``: the form of a symbolic reduction ("looped" by default)."""
     xnumel, rnumel = prod(kernel.outer), prod(kernel.inner)
     if not is_static([xnumel, rnumel]):
-        return LaunchPlan(kind or "looped" if kernel.inner else "pointwise", xnumel, rnumel, [])
+        if tile is not None:
+            return LaunchPlan("tiled", prod(tile[0]), prod(tile[1]), [])
+        return LaunchPlan((kind or "looped") if kernel.inner else "pointwise", xnumel, rnumel, [])
     xnumel = max(xnumel, 1)
     if tile is not None:
-        rows, columns = (max(prod(t), 1) for t in tile)
-        if interpret:
-            return LaunchPlan("tiled", rows, columns,
-                              [(min(next_power_of_2(rows), 128), min(next_power_of_2(columns), 128), 4)])
-        configs = [(64, 64, 4), (TILE_ROWS_MIN, 128, 4), (128, 32, 4)]
-        if rows * columns < TUNE_MIN_ELEMENTS:
-            configs = configs[:1]
-        return LaunchPlan("tiled", rows, columns, configs)
-    kind = "pointwise" if not kernel.inner else \
-        "persistent" if next_power_of_2(rnumel) <= PERSISTENT_MAX else "looped"
+        kind, (xnumel, rnumel) = "tiled", (max(prod(t), 1) for t in tile)
+    else:
+        kind = "pointwise" if not kernel.inner else \
+            "persistent" if next_power_of_2(rnumel) <= PERSISTENT_MAX else "looped"
     return LaunchPlan(kind, xnumel, rnumel, candidate_configs(kind, xnumel, rnumel, interpret))
 
 
@@ -68,6 +64,11 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int, interpret: bool) -> l
     first (one config where the kernel is too small for the choice to matter). Static kernels
     take them once; symbolic ones for each launch's sizes (``triton_runtime.SymbolicLauncher``)."""
     xnumel, rnumel = max(xnumel, 1), max(rnumel, 1)
+    if kind == "tiled":  # (xnumel, rnumel: the rows and columns of the tiles' grid)
+        if interpret:
+            return [(min(next_power_of_2(xnumel), 128), min(next_power_of_2(rnumel), 128), 4)]
+        configs = [(64, 64, 4), (TILE_ROWS_MIN, 128, 4), (128, 32, 4)]
+        return configs if xnumel * rnumel >= TUNE_MIN_ELEMENTS else configs[:1]
     if kind == "pointwise":
         if interpret:
             return [(min(next_power_of_2(xnumel), 16384), 1, 4)]

@@ -24,9 +24,11 @@ from typing import Callable, Optional
 from .compile_cache import cache_dir
 from .ir import python_size
 from .triton_kernel import PRELUDE
-from .triton_plan import PERSISTENT_MAX, LaunchPlan, candidate_configs, next_power_of_2
+from .triton_plan import PERSISTENT_MAX, TILE_ROWS_MIN, LaunchPlan, candidate_configs, next_power_of_2
 
 _modules: dict[str, object] = {}
+# The other form a symbolic kernel of a kind is also printed in, for launches the first cannot serve.
+ALTERNATIVE = {"looped": "persistent", "tiled": "pointwise"}
 _lock = threading.Lock()
 # Timed launches per config when tuning (after one untimed launch that compiles it).
 TUNE_RUNS = 10
@@ -160,12 +162,34 @@ class TritonLauncher:
         """The fastest of the plan's configs on these tensors."""
         if interpreting() or not tensors or tensors[0].device.type != "cuda":
             return self.plan.configs[0]
-        return fastest(self.plan.configs, lambda config: self._launch(config, tensors), self.__name__)
+        return fastest(self.plan.configs, lambda config: self._trial(config, tensors), self.__name__)
+
+    def _trial(self, config, tensors):
+        kernel = self._launch(config, tensors)
+        xblock, rblock, _ = config
+        blocks = (xblock,) if self.plan.kind == "pointwise" else (xblock, rblock)
+        if kernel is None or _launch_hooked():
+            return None
+        from triton.runtime import driver
+
+        stream = driver.active.get_current_stream(tensors[0].device.index)
+        grid, args = self.grid(config), [t.data_ptr() for t in tensors] + list(self.sizes + blocks)
+
+        def again():
+            kernel.run(*grid, stream, kernel.function, kernel.packed_metadata, None, None, None, *args)
+
+        try:
+            again()
+        except TypeError:  # this Triton's launcher takes other arguments
+            return None
+        return again
 
 
-def fastest(configs, launch, name: str):
-    """The config of ``configs`` whose ``launch(config)`` runs fastest on the GPU (the kernel only
-    writes buffers it owns, so running it again is harmless)."""
+def fastest(configs, trial, name: str):
+    """The config of ``configs`` that runs fastest on the GPU. ``trial(config)`` launches the kernel
+    once (compiling it) and returns a callable launching it again directly, or None when only
+    ``trial`` can: the JIT entry costs more CPU time than a short kernel takes, and the timing would
+    measure that. (The kernel only writes buffers it owns, so running it again is harmless.)"""
     import torch
 
     if len(configs) == 1:
@@ -173,14 +197,15 @@ def fastest(configs, launch, name: str):
     best, best_time = None, float("inf")
     for config in configs:
         try:
-            launch(config)  # compiles
+            again = trial(config)  # compiles
         except Exception:  # noqa: BLE001 - a config that does not compile (resources) is skipped
             continue
+        again = again or (lambda: trial(config))
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        launch(config)
+        again()
         start.record()
         for _ in range(TUNE_RUNS):
-            launch(config)
+            again()
         end.record()
         end.synchronize()
         elapsed = start.elapsed_time(end)
@@ -210,6 +235,7 @@ class SymbolicLauncher:
     def __init__(self, kernels: dict, plan: LaunchPlan, name: str, size_params):
         self.kernels = kernels
         self.__name__ = name
+        self.tiled = plan.kind == "tiled"
         names = ", ".join(str(s) for s in size_params)
         body = f"({python_size(plan.xnumel)}, {python_size(plan.rnumel)})"
         self.numels = eval(f"lambda {names}: {body}", {"max": max, "min": min})  # noqa: S307 - our text
@@ -221,6 +247,8 @@ class SymbolicLauncher:
         """The (kind, wide) form for a launch of these sizes on these tensors."""
         wide = xnumel * max(rnumel, 1) >= 2**31 or any(
             t.untyped_storage().nbytes() >= 2**31 * t.element_size() for t in tensors)
+        if self.tiled:  # (the tiles' rows run along grid axis 1, which takes at most 65535 blocks)
+            return ("tiled" if xnumel <= 65535 * TILE_ROWS_MIN else "pointwise"), wide
         if ("pointwise", wide) in self.kernels:
             return "pointwise", wide
         persistent = ("persistent", wide) in self.kernels and next_power_of_2(max(rnumel, 1)) <= PERSISTENT_MAX
@@ -229,10 +257,19 @@ class SymbolicLauncher:
     def __call__(self, *args):
         split = len(args) - self.nsizes
         tensors, sizes = args[:split], args[split:]
-        on_gpu = tensors and tensors[0].device.type == "cuda" and not interpreting()
-        key = (sizes, tuple(t.data_ptr() % 16 == 0 for t in tensors)) if on_gpu else None
-        launch = self.launches.get(key) if on_gpu else None
-        if launch is None:
+        on_gpu = tensors and tensors[0].is_cuda and not interpreting()
+        if on_gpu:
+            pointers = tuple(t.data_ptr() for t in tensors)
+            key = (sizes, tuple(p % 16 == 0 for p in pointers))
+            launch = self.launches.get(key)
+            if launch is not None and launch.compiled is not None:
+                try:
+                    launch.run(tensors[0].device.index, pointers)
+                    return
+                except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
+                    TritonLauncher.fast = launch.direct = False
+                    launch.compiled = None
+        if not on_gpu or launch is None:
             launch = self._plan(sizes, tensors, on_gpu)
             if on_gpu and len(self.launches) < 4096:
                 self.launches[key] = launch
@@ -241,6 +278,8 @@ class SymbolicLauncher:
     def _plan(self, sizes, tensors, on_gpu) -> "_Launch":
         xnumel, rnumel = self.numels(*sizes)
         kind, wide = self.choose(xnumel, rnumel, tensors)
+        if self.tiled and kind == "pointwise":  # (one run of every element, untiled)
+            xnumel, rnumel = xnumel * rnumel, 1
         fn = self.kernels[kind, wide]
         ints = sizes + ((xnumel,) if kind == "pointwise" else (xnumel, rnumel))
         configs = candidate_configs(kind, xnumel, rnumel, interpreting())
@@ -249,7 +288,7 @@ class SymbolicLauncher:
             config = self.configs.get(size_class)
             if config is None:
                 config = self.configs[size_class] = fastest(
-                    configs, lambda c: _Launch(fn, kind, xnumel, c, ints, False)(tensors), self.__name__)
+                    configs, lambda c: _Launch(fn, kind, xnumel, c, ints, True).trial(tensors), self.__name__)
         else:
             config = configs[0]
         return _Launch(fn, kind, xnumel, config, ints, on_gpu and TritonLauncher.fast)
@@ -259,37 +298,46 @@ class _Launch:
     """One kernel form launched over given sizes with one block config; on a GPU, after its first
     launch, through the compiled kernel directly."""
 
-    __slots__ = ("fn", "grid", "ints", "blocks", "warps", "direct", "compiled")
+    __slots__ = ("fn", "grid", "ints", "blocks", "warps", "direct", "compiled", "stream")
 
     def __init__(self, fn, kind, xnumel, config, ints, direct):
         xblock, rblock, self.warps = config
         self.fn = fn
         self.grid = ((max(xnumel, 1) + xblock - 1) // xblock, 1, 1)
+        if kind == "tiled":  # (columns along axis 0, which takes up to 2**31 - 1 blocks)
+            self.grid = ((max(ints[-1], 1) + rblock - 1) // rblock, self.grid[0], 1)
         self.ints = ints
         self.blocks = {"XBLOCK": xblock} if kind == "pointwise" else {"XBLOCK": xblock, "RBLOCK": rblock}
         self.direct = direct
         self.compiled = None
 
     def __call__(self, tensors):
-        compiled = self.compiled
-        if compiled is not None:
-            try:
-                compiled.run(*self.grid, _stream(tensors[0].device.index), compiled.function,
-                             compiled.packed_metadata, None, None, None, *tensors, *self.ints,
-                             *self.blocks.values())
-                return
-            except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
-                TritonLauncher.fast = False
-                self.direct = False
         kernel = self.fn[self.grid](*tensors, *self.ints, **self.blocks, num_warps=self.warps)
         if self.direct and kernel is not None and not _launch_hooked():
+            from triton.runtime import driver
+
+            self.stream = driver.active.get_current_stream
             self.compiled = kernel
 
+    def trial(self, tensors):
+        """Launch once, then a callable launching again directly (None when it cannot)."""
+        self(tensors)
+        if self.compiled is None:
+            return None
+        device, pointers = tensors[0].device.index, tuple(t.data_ptr() for t in tensors)
+        try:
+            self.run(device, pointers)
+        except TypeError:  # this Triton's launcher takes other arguments
+            return None
+        return lambda: self.run(device, pointers)
 
-def _stream(device):
-    from triton.runtime import driver
+    def run(self, device: int, pointers: tuple):
+        """Launch the compiled kernel on raw pointers (once ``__call__`` has compiled it)."""
+        compiled = self.compiled
+        compiled.run(*self.grid, self.stream(device), compiled.function, compiled.packed_metadata,
+                     None, None, None, *pointers, *self.ints, *self.blocks.values())
 
-    return driver.active.get_current_stream(device)
+
 
 
 def _launch_hooked() -> bool:
