@@ -265,7 +265,7 @@ def test_explain_shows_symbolic_dims_and_size_guards():
 
     text = str(magpy.explain(fn, x))
     assert "symbolic" in text and "x.size(0)" in text
-    assert "x.shape[0] > 4" in text
+    assert "x.shape[0] >= 5" in text  # (the branch's condition, as the bound it sets: sizes are ints)
 
 
 def test_a_tensor_method_on_the_stack_at_a_graph_break_is_the_calls_own():

@@ -99,6 +99,11 @@ def _rewrite(graph, softmax):
         wanted = (torch.bool,) if keep else (metas[0].dtype,)
         if m is None or m.dtype not in wanted or m.requires_grad or len(m.shape) > len(metas[0].shape):
             return False
+        if m.device.type == "cuda" and any(isinstance(s, torch.SymInt) and s.node.maybe_as_int() is None
+                                           for s in m.shape):
+            # (CUDA's memory-efficient attention aligns a mask's rows by fixing the size it is given:
+            # a graph traced for every length would serve one)
+            return False
     with graph.inserting_before(out):
         attn_mask = graph.call_function(torch.logical_not, (mask,)) if keep else mask
         fused = graph.call_function(F.scaled_dot_product_attention, (q, k, v),

@@ -8,6 +8,7 @@ one Python expression over the inputs' sizes that the entry's guard checks.
 """
 from __future__ import annotations
 
+import re
 from typing import Callable, Optional
 
 
@@ -56,14 +57,12 @@ def _size_check(code: str, env, fakes) -> Optional[Callable]:
     # (always checked: besides the guards it lists, a symbol the trace replaced by a number — a size it
     # specialised — shows only in the code)
     relied = [str(g.expr) for g in env.guards if getattr(g.expr, "free_symbols", None)]
-    checked = compile(code, "<magpy size guard>", "eval")
-    names = [f"t{k}" for k in range(len(fakes))]
-
-    def sizes_hold(*inputs):
-        return bool(eval(checked, {"L": dict(zip(names, inputs))}))  # noqa: S307 - our own generated code
-
+    names = ", ".join(f"t{k}" for k in range(len(fakes)))
+    body = re.sub(r"L\['(t\d+)'\]", r"\1", code)
+    sizes_hold = eval(f"lambda {names}: bool({body})", {})  # noqa: S307 - torch's printed guards
     sizes_hold.__qualname__ = sizes_hold.__name__ = "sizes_hold"
     sizes_hold.relations = relied  # (for explanations)
+    sizes_hold.guard_code = code  # (``capture.size_guards`` folds it into the entry's other size conditions)
     return sizes_hold
 
 

@@ -202,6 +202,8 @@ class Expr:
     def render(self):
         args = [_render(a) for a in self.args]
         spelling = _SPELLING.get(self.fn, {}).get(len(args))
+        if spelling is None and type(self.fn) is types.FunctionType:  # (one of ours may say how it reads)
+            spelling = getattr(self.fn, "spelling", None)
         if spelling is not None:
             return spelling.format(*args)
         if self.fn is getattr and len(args) == 2 and type(self.args[1]) is Const and \

@@ -14,8 +14,10 @@ import collections
 import itertools
 import math
 import operator
+import os
 import random
 import types
+import warnings
 
 import numpy as np
 import torch
@@ -389,6 +391,15 @@ def build_entry(cap, graph_fn, name="entry", filename="<magpy>"):
     """Emit the guard + mock program of a capture whose graph compiled to ``graph_fn``."""
     em = _Emitter(name)
     a = em.asm
+    if cap.symbolic or any(type(example) is int for _, example in cap.inputs):
+        from ..capture.size_guards import combine  # (sympy, only for entries over sizes)
+
+        try:
+            combine(cap)
+        except Exception as e:  # noqa: BLE001 - the conditions stay the separate guards they were
+            if os.environ.get("MAGPY_STRICT") == "1":
+                raise
+            warnings.warn(f"magpy: size guards not combined ({type(e).__name__}: {e})")
     guards = order(cap.guards.values())
     mock = _emit_guards(em, cap, guards)
     a.place(mock)
