@@ -70,7 +70,8 @@ def load_kernel(body: str, name: str):
 
 
 class TritonLauncher:
-    """Calls a kernel over its grid: ``launcher(*tensors)`` in the kernel's parameter order.
+    """Calls a kernel over its grid: ``launcher(*tensors, *numbers)`` in the kernel's parameter
+    order (``numbers``: the last ``nnumbers`` arguments, its float inputs' values).
 
     After the first launch on a GPU, later ones call the compiled kernel directly, skipping
     Triton's argument binding (most of a small kernel's launch cost) — as long as every
@@ -81,10 +82,11 @@ class TritonLauncher:
 
     fast = True  # False: always launch through Triton's JIT entry (for measuring the difference)
 
-    def __init__(self, fn, plan: LaunchPlan, name: str):
+    def __init__(self, fn, plan: LaunchPlan, name: str, nnumbers: int = 0):
         self.fn = fn
         self.plan = plan
         self.__name__ = name
+        self.nnumbers = nnumbers
         self.sizes = (plan.xnumel,) if plan.kind == "pointwise" else (plan.xnumel, plan.rnumel)
         self.config = plan.configs[0] if len(plan.configs) == 1 else None
         self.compiled = None
@@ -97,26 +99,28 @@ class TritonLauncher:
             return ((self.plan.rnumel + rblock - 1) // rblock, rows, 1)
         return (rows, 1, 1)
 
-    def _launch(self, config, tensors):
+    def _launch(self, config, tensors, numbers=()):
         xblock, rblock, warps = config
         grid = self.grid(config)
         if self.plan.kind == "pointwise":
-            return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, num_warps=warps)
-        return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
+            return self.fn[grid](*tensors, *numbers, *self.sizes, XBLOCK=xblock, num_warps=warps)
+        return self.fn[grid](*tensors, *numbers, *self.sizes, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
 
-    def __call__(self, *tensors):
+    def __call__(self, *args):
+        split = len(args) - self.nnumbers
+        tensors, numbers = args[:split], args[split:]
         compiled = self.compiled
         if compiled is not None and tuple(t.data_ptr() % 16 == 0 for t in tensors) == self.alignment:
             try:
                 compiled.run(*self.launch_grid, self.stream(self.device), compiled.function,
-                             compiled.packed_metadata, None, None, None, *tensors, *self.constants)
+                             compiled.packed_metadata, None, None, None, *tensors, *numbers, *self.constants)
                 return
             except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
                 self.compiled = None
                 TritonLauncher.fast = False
         if self.config is None:
-            self.config = self.tune(tensors)
-        kernel = self._launch(self.config, tensors)
+            self.config = self.tune(tensors, numbers)
+        kernel = self._launch(self.config, tensors, numbers)
         if self.fast and kernel is not None and tensors and tensors[0].device.type == "cuda" \
                 and not interpreting():
             self._remember(kernel, tensors)
@@ -141,8 +145,8 @@ class TritonLauncher:
         every pointer 16-byte aligned; None before that, or where Triton's launcher is not the
         one ``DirectLaunch`` knows how to call."""
         compiled = self.compiled
-        if compiled is None or not all(self.alignment):
-            return None
+        if compiled is None or not all(self.alignment) or self.nnumbers:
+            return None  # (numbers change from call to call: they are not the launch's constants)
         launcher = compiled.run
         from triton.backends.nvidia import driver as nvidia
 
@@ -156,7 +160,7 @@ class TritonLauncher:
                             bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl),
                             compiled.packed_metadata, self.constants, self.device)
 
-    def tune(self, tensors):
+    def tune(self, tensors, numbers=()):
         """The fastest of the plan's configs on these tensors (the kernel only writes buffers
         it owns, so running it again is harmless)."""
         import torch
@@ -166,14 +170,14 @@ class TritonLauncher:
         best, best_time = None, float("inf")
         for config in self.plan.configs:
             try:
-                self._launch(config, tensors)  # compiles
+                self._launch(config, tensors, numbers)  # compiles
             except Exception:  # noqa: BLE001 - a config that does not compile (resources) is skipped
                 continue
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            self._launch(config, tensors)
+            self._launch(config, tensors, numbers)
             start.record()
             for _ in range(TUNE_RUNS):
-                self._launch(config, tensors)
+                self._launch(config, tensors, numbers)
             end.record()
             end.synchronize()
             elapsed = start.elapsed_time(end)
