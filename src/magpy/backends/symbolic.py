@@ -5,12 +5,15 @@ that reads those sizes itself. The backend gets, as ``torch.compile``'s backends
 symbolic dims are SymInts of one ShapeEnv; what the backend's tracing relied on about them (``s0 == s1``
 where two inputs broadcast, ``s0 % 4 == 0`` where a view needed it) is recorded there, and comes back as
 one Python expression over the inputs' sizes that the entry's guard checks.
+
+Ints and floats from outside the call that change (``dynamic_numbers``) come as SymInts and SymFloats of
+the same ShapeEnv; a float the trace fixed to its value anyway (a fake kernel read it) makes the graph run
+as captured, right for every value, instead of being compiled for one.
 """
 from __future__ import annotations
 
 import contextlib
 import math
-import os
 from typing import Callable, Optional
 
 
@@ -101,24 +104,31 @@ def floats_kept(example_inputs):
     """While AOTAutograd traces a graph over ``example_inputs``: where they hold SymFloats, without torch's
     pass that turns ops on them into ops on tensors (``tensorify_python_scalars``, made for Dynamo's
     floats passed as tensors): it would fix to its traced value every float that reaches an op it does
-    not turn (``clamp``, ``pow``), where our code generator takes each as it is."""
+    not turn (``clamp``, ``pow``), and make the others 0-d float32 tensors, where our code generator takes
+    each as the number it is. (Swapped out of AOTAutograd's module while the caller holds the lock; its
+    on/off switch is read once per process, so it cannot be used.)"""
     import torch
 
-    if not any(isinstance(x, torch.SymFloat) for x in example_inputs):
+    try:
+        from torch._functorch._aot_autograd import graph_compile
+    except ImportError:  # (a torch without the pass)
+        graph_compile = None
+    apply = getattr(graph_compile, _TENSORIFY, None)
+    if apply is None or not any(isinstance(x, torch.SymFloat) for x in example_inputs):
         yield
         return
-    before = os.environ.get(_TENSORIFY)
-    os.environ[_TENSORIFY] = "0"  # (the switch torch reads on each trace; set while holding the lock)
+    setattr(graph_compile, _TENSORIFY, _leave_floats)
     try:
         yield
     finally:
-        if before is None:
-            del os.environ[_TENSORIFY]
-        else:
-            os.environ[_TENSORIFY] = before
+        setattr(graph_compile, _TENSORIFY, apply)
 
 
-_TENSORIFY = "TENSORIFY_PYTHON_SCALARS"
+_TENSORIFY = "_apply_tensorify_python_scalars"
+
+
+def _leave_floats(module) -> None:
+    """(AOTAutograd's tensorify pass, left out)"""
 
 
 def is_symbolic_backend(name_or_fn, unbacked=False, floats=False) -> bool:
