@@ -221,3 +221,21 @@ def test_a_float_a_fake_kernel_reads_runs_as_captured_for_every_value():
     assert compiled.stats.compiles == 2 and compiled.stats.fallbacks == 0
     assert any(r.graph_fallback and "fixed" in r.graph_fallback for r in reports)
     assert any("runs as captured" in str(w.message) for w in caught)
+
+
+def test_floats_stay_numbers_after_torch_compile_has_run():
+    # (torch reads its tensorify switch once per process: the pass itself is set aside while we trace,
+    # and put back for torch.compile's own floats)
+    from torch._functorch._aot_autograd import graph_compile
+
+    pass_before = getattr(graph_compile, "_apply_tensorify_python_scalars", None)
+    torch.compile(lambda x: torch.sin(x) * 2, backend="magpy")(torch.randn(4))
+
+    def fn(x, f):
+        return x * f, x / f
+
+    calls = [(torch.randn(6, 5).bfloat16(), s) for s in (1.1, 2.7, -0.3, 3.3, 0.1)]
+    stats, reports = compiled_reports(lambda: differential(plain(fn), calls, backend="magpy"))
+    expect(stats, compiles=2, cache_hits=3, fallbacks=0)
+    expect_float_kernels(reports)
+    assert getattr(graph_compile, "_apply_tensorify_python_scalars", None) is pass_before
