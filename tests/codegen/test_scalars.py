@@ -15,33 +15,16 @@ import math  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from codegen_check import DEVICE, assert_close, on_device  # noqa: E402
+from codegen_check import assert_close, on_device  # noqa: E402
 from magpy.backends.symbolic import fake_inputs, floats_kept  # noqa: E402
 from magpy.codegen import compile_aten_graph  # noqa: E402
 from magpy.codegen.decompositions import decomposition_table  # noqa: E402
+import test_symbolic  # noqa: E402
+
+mode = test_symbolic.mode  # the fixture: the reference evaluator, C++ and Triton (where it runs)
 
 # (0.5 and -0.5 are pow's special exponents, 0 and 1 those of sizes; 1e30 overflows a float32)
 VALUES = (2.5, 0.1, -1.7, 0.5, -0.5, 2.0, 0.0, 1.0, 1e-3, 1e30, -math.inf)
-
-
-def _triton_runs() -> bool:
-    from magpy.codegen.devices import triton_installed
-
-    if not triton_installed():
-        return False
-    if DEVICE.type == "cuda":
-        return torch.cuda.is_available()
-    from magpy.codegen.triton_runtime import interpreting
-
-    return interpreting()
-
-
-@pytest.fixture(params=["reference", "cpp", "triton"])
-def mode(request):
-    """Both generators and the reference evaluator running the same schedule."""
-    if request.param == "triton" and not _triton_runs():
-        pytest.skip("Triton cannot run here")
-    return request.param
 
 
 def trace(fn, inputs):
