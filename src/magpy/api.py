@@ -315,11 +315,11 @@ class CompiledFunction:
         return entry
 
     def _symbolic_compile(self, cap) -> bool:
-        """Does ``cap``'s graph go to the backend with symbolic sizes? Only when its inputs' sizes and ints
-        from outside are all the Python numbers it takes or computes (no ``t.item()``, no size from data,
-        no float), and the backend takes them."""
+        """Does ``cap``'s graph go to the backend with symbolic sizes? Only when its inputs' sizes and the
+        numbers from outside are all the Python numbers it takes or computes (no ``t.item()``, no random
+        draw, no size from data), and the backend takes them (floats too, where there are some)."""
         return cap.host_values and not cap.data_values and not cap.autograd_nodes and \
-            is_symbolic_backend(self.backend, unbacked=cap.data_shapes)
+            is_symbolic_backend(self.backend, unbacked=cap.data_shapes, floats=cap.float_inputs)
 
     def _compile_symbolic(self, cap, gm, backend, example):
         """The backend compiles ``gm`` once for every size the tensor guards let through; the relations

@@ -115,9 +115,10 @@ def _replayed(fn, example_inputs, options: dict):
 
 
 def _has_symbolic_sizes(example_inputs) -> bool:
+    """Symbolic sizes or numbers (a replay would keep the sizes and numbers of the call it recorded)."""
     import torch
 
-    return any(isinstance(x, torch.SymInt) or isinstance(x, torch.Tensor) and
+    return any(isinstance(x, (torch.SymInt, torch.SymFloat)) or isinstance(x, torch.Tensor) and
                any(isinstance(n, torch.SymInt) for n in x.shape) for x in example_inputs)
 
 
@@ -142,6 +143,7 @@ def _compile_for_device(gm, example_inputs, options: dict):
 
     from ..codegen import record_fallback
     from .attention import fuse_attention
+    from .symbolic import floats_kept
     from ..codegen.decompositions import decomposition_table
     from ..codegen.devices import NotServed, select
 
@@ -157,15 +159,15 @@ def _compile_for_device(gm, example_inputs, options: dict):
         bw_compiler=functools.partial(_aten_compiler, mode=mode),
         decompositions=decomposition_table(mode),
     )
-    with LOCK:
+    with LOCK, floats_kept(example_inputs):
         compiled = backend(gm, example_inputs)
     if forward and forward[0].graph_fallback:
         # The decomposed graph would run op by op: slower than the ops as captured.
         return _replayed(gm.forward, example_inputs, options)
     if forward and _has_symbolic_sizes(example_inputs) and not forward[0].symbolic:
-        # asked for every size, the trace came out for this one (a size it fixed without saying so):
-        # the ops as captured serve every size
-        record_fallback(gm, "the trace fixed the symbolic sizes it was given")
+        # asked for every size, the trace came out for this one (a size it fixed without saying so, a
+        # float a fake kernel read): the ops as captured serve every size and value
+        record_fallback(gm, "the trace fixed the symbolic sizes or floats it was given")
         return gm.forward
     from .choose import faster_of
 

@@ -483,9 +483,10 @@ class GraphBuilding:
             self.scalar_inputs[prov] = known
             self.scalar_nodes.add(known)  # (a size or bound it gives is read from the graph, as sizes are)
             self.cap.host_values = True
-            # (an int from outside is a symbolic int to a compiling backend; a float or a random draw
+            # (a number from outside is a symbolic int or float to a compiling backend; a random draw
             # it would take as a constant)
-            self.cap.data_values |= type(value) is not int or mentions_draw(prov)
+            self.cap.data_values |= type(value) not in (int, float) or mentions_draw(prov)
+            self.cap.float_inputs |= type(value) is float
         return known
 
     def scalar_of(self, fn, args, arg_provs, result, method=None):

@@ -33,6 +33,8 @@ class Capture:
                                   # to a compiling backend
         self.data_values = False  # … for some other reason than symbolic input sizes (a compiling backend
                                   # given symbolic inputs serves a graph whose only host values are sizes)
+        self.float_inputs = False  # floats from outside are graph inputs (symbolic floats to a backend
+                                   # that takes them, ``backends.symbolic.FLOAT_BACKENDS``)
         self.checks = []          # (output index, truth): conditions on random data, checked after the graph
         self.symbolic = []        # (Source, dims) of graph inputs with symbolic sizes (``dynamic_dims``)
         self.autograd_nodes = False  # side effects act on the autograd nodes of graph tensors: the graph

@@ -271,6 +271,7 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
     from .compile_cache import WIDE_VECTORS, compile_sources, load_function
     from .cpp import kernel_source, render_kernel
     from .reference import ReferenceKernel
+    from .sizes import is_float_symbol
 
     params, bodies, callables, sizes = {}, {}, {}, {}
     for kernel in kernels:
@@ -283,7 +284,7 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
         paths = compile_sources(sources, extra_flags=extra)
         for kernel, path in zip(kernels, paths):
             callables[kernel.name] = load_function(path, kernel.name, len(params[kernel.name]),
-                                                   len(sizes[kernel.name]))
+                                                   [float if is_float_symbol(s) else int for s in sizes[kernel.name]])
     else:
         for kernel in kernels:
             callables[kernel.name] = ReferenceKernel(kernel, params[kernel.name], lowering.layouts,
@@ -304,8 +305,9 @@ def _triton_kernels(kernels, lowering):
         body, kernel_params, plan, sizes[kernel.name] = render_kernel(kernel, lowering.layouts, interpret)
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
-        if not plan.symbolic:
-            callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name)
+        if not plan.symbolic:  # (its numbers, if any, are float inputs)
+            callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name,
+                                                    len(sizes[kernel.name]))
             continue
         # Each form the launcher may take (the same parameters): persistent where rows fit, tiled
         # where the tiles' rows fit the grid, int32 indexes where every index fits.

@@ -138,14 +138,14 @@ _libraries: dict[Path, ctypes.CDLL] = {}
 _lock = threading.Lock()
 
 
-def load_function(path: Path, name: str, nargs: int, nsizes: int = 0):
+def load_function(path: Path, name: str, nargs: int, scalars: Sequence[type] = ()):
     """The ``extern "C"`` function ``name`` of the library at ``path``, taking ``nargs`` pointers
-    then ``nsizes`` int64 sizes."""
+    then one number per item of ``scalars``: an int64 for ``int``, a double for ``float``."""
     with _lock:
         lib = _libraries.get(path)
         if lib is None:
             lib = _libraries[path] = ctypes.CDLL(str(path))
     fn = getattr(lib, name)
-    fn.argtypes = [ctypes.c_void_p] * nargs + [ctypes.c_int64] * nsizes
+    fn.argtypes = [ctypes.c_void_p] * nargs + [ctypes.c_double if t is float else ctypes.c_int64 for t in scalars]
     fn.restype = None
     return fn

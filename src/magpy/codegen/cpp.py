@@ -5,7 +5,8 @@ innermost loop, reductions as OpenMP reduction clauses; ``cpp_ops.CppHandler`` p
 bodies (with common subexpressions shared).
 
 Symbolic sizes are ``int64_t`` arguments after the pointers (``ks0``, ``ks1``, ... in the order
-the kernel first uses them), so the source names no size of any call. Where a static kernel
+the kernel first uses them), so the source names no size of any call; float inputs are ``double``
+arguments among them (``kf0``: ``x * scale``), cast to the type each op computes in. Where a static kernel
 decides by a size (run in parallel or not, full tiles or not, a row on the stack or not), a
 symbolic one decides at run time: an OpenMP ``if(parallel: ...)`` clause, both loop forms
 behind an ``if``, tail handling, or a row array on the heap once per thread.
@@ -23,7 +24,7 @@ from .cpp_prelude import PRELUDE
 from .ir import is_static, prod
 from .ops import set_handler
 from .scheduler import OUTER, ROW_BUFFER_MAX_BYTES, Kernel, KernelNames
-from .sizes import at_least
+from .sizes import at_least, is_float_symbol
 
 THREADS = os.cpu_count() or 1
 
@@ -143,7 +144,7 @@ class KernelPrinter(KernelNames):
             t = ctype(self.layouts[buf].dtype, storage=True)
             const = "" if buf in self.stored else "const "
             args.append(f"{const}{t}* __restrict__ {self.param_names[buf]}")
-        args += [f"int64_t {self.size_names[s]}" for s in self.size_params]
+        args += [f"{'double' if is_float_symbol(s) else 'int64_t'} {self.size_names[s]}" for s in self.size_params]
         signature = f'extern "C" void {name}({", ".join(args)})'
         return "\n".join([signature, "{"] + body + ["}"]) + "\n"
 
@@ -372,7 +373,7 @@ def _parallel_pragma(pragma: str, parallel):
 
 def render_kernel(kernel: Kernel, layouts, graph_outputs) -> tuple[str, list[str], list]:
     """(C++ source of the kernel function without the prelude, buffer names of its pointer
-    arguments, graph size symbols of its ``int64_t`` arguments)."""
+    arguments, graph symbols of its ``int64_t`` and ``double`` arguments)."""
     printer = KernelPrinter(kernel, layouts, graph_outputs)
     # Stored buffers are parameters even if nothing in the kernel reads them back.
     for node in kernel.nodes:

@@ -1,8 +1,8 @@
 """Which code generator serves a graph: C++ for CPU tensors, Triton for CUDA tensors.
 
 ``select(example_inputs, requested)`` names the generator, or raises ``NotServed`` saying why
-none can (a device without a generator, tensors on two devices, a symbolic float input). Sizes
-that are symbolic are served (``sizes.py``): one compiled graph for every size. The
+none can (a device without a generator, tensors on two devices, a symbolic bool input). Sizes
+and float inputs that are symbolic are served (``sizes.py``): one compiled graph for every value. The
 "magpy" backend asks before it decomposes a graph: a graph no generator serves runs as it was
 captured, so it costs what eager costs, never the decomposed ops one by one.
 """
@@ -53,8 +53,8 @@ def select(example_inputs: Sequence, requested: Optional[str] = None) -> str:
     """
     if requested is not None and requested not in CODEGENS:
         raise ValueError(f"unknown codegen {requested!r}; choose one of {', '.join(CODEGENS)}")
-    if any(isinstance(x, (torch.SymFloat, torch.SymBool)) for x in example_inputs):
-        raise NotServed("symbolic float or bool inputs")
+    if any(isinstance(x, torch.SymBool) for x in example_inputs):
+        raise NotServed("symbolic bool inputs")
     device = graph_device(example_inputs)
     kind = device.type if device is not None else "cpu"
     if kind == "cpu":

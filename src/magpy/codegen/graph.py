@@ -219,6 +219,12 @@ class GraphLowering:
             self.env[node] = value
             self.inputs.append(None)
             return
+        if isinstance(meta, torch.SymFloat) or isinstance(example, torch.SymFloat):
+            value = self.sizes.scalar(meta if isinstance(meta, torch.SymFloat) else example)
+            self.sizes.add_float_input(position, value)
+            self.env[node] = value
+            self.inputs.append(None)
+            return
         if not isinstance(example, torch.Tensor):
             if isinstance(example, (int, float, bool)):
                 self.env[node] = example

@@ -23,7 +23,7 @@ import torch
 
 from .ir import BufferValue, Pointwise, TensorValue, is_static
 from .ops import AnalysisHandler, Opaque, ops, set_handler
-from .sizes import SizeAsFloat
+from .sizes import SizeAsFloat, is_float_symbol
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -144,9 +144,13 @@ def _probe(x):
 
 
 def scalar(value, dtype: torch.dtype):
-    """The ops value of a Python number or a symbolic int (a size), as ``dtype``."""
+    """The ops value of a Python number, a symbolic int (a size) or a float input, as ``dtype``."""
     if isinstance(value, SizeAsFloat):
         value = value.size
+        if any(is_float_symbol(s) for s in value.free_symbols):
+            # a float input: the kernel's double argument, cast to the type ``dtype`` computes in
+            # (float for half and bfloat16, as eager casts a number operand to its opmath type)
+            return ops.index_expr(value, dtype)
     if isinstance(value, sympy.Expr):
         if not value.is_integer:
             raise Unsupported(f"symbolic scalar {value}")

@@ -20,6 +20,7 @@ from .lowering import (
     scalar,
 )
 from .ops import ops
+from .sizes import SizeAsFloat
 
 # aten op -> ops name. Computed in the result dtype (inputs converted to it first).
 UNARY = {
@@ -229,6 +230,14 @@ def lower_pow(ctx, base, exponent):
             return pointwise(lambda x: ops.mul(ops.mul(x, x), x), [base], dtype, dtype)
     if not dtype.is_floating_point and isinstance(exponent, (int, float)) and exponent < 0:
         raise Unsupported("negative integer power")
+    if isinstance(exponent, SizeAsFloat) and dtype.is_floating_point:
+        # a float input as exponent: eager takes sqrt and rsqrt for 0.5 and -0.5, which differ from
+        # pow at -0.0 and -inf
+        def fn(x, e):
+            pow_ = ops.where(ops.eq(e, ops.constant(-0.5, dtype)), ops.rsqrt(x), ops.pow(x, e))
+            return ops.where(ops.eq(e, ops.constant(0.5, dtype)), ops.sqrt(x), pow_)
+
+        return pointwise(fn, [base, exponent], dtype, dtype)
     return pointwise(ops.pow, [base, exponent], dtype, dtype)
 
 

@@ -103,6 +103,8 @@ class ReferenceHandler:
 
     def index_expr(self, expr, dtype):
         value = evaluate_index(sympy.expand(sympy.sympify(expr)), self.env)
+        if isinstance(value, float):  # a float input (all its digits: as_tensor would make it a float32)
+            value = torch.tensor(value, dtype=torch.float64)
         return torch.as_tensor(value).to(dtype)
 
     def to_dtype(self, x, dtype):

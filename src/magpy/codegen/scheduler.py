@@ -24,7 +24,7 @@ import sympy
 
 from .ir import ComputedBuffer, ExternCall, GetItem, WrapperView, index_vars, is_static, prod
 from .ops import DependencyHandler, set_handler
-from .sizes import estimate, is_size_symbol
+from .sizes import estimate, is_float_symbol, is_size_symbol
 
 INNER, OUTER = "inner", "outer"
 # Per-row arrays larger than this go to memory instead of the stack.
@@ -99,7 +99,8 @@ class KernelNames:
     in argument order; ``out_ptr`` for the buffers the kernel stores), and one size parameter
     per size symbol (``size_params``: the graph's symbols, named ``ks0``, ``ks1``, ... in the
     kernel in the order it first uses them, so the source is the same whatever they are called
-    in the graph)."""
+    in the graph). A float input's symbol (``index_expr`` of ``zf0``: ``x * scale``) is a
+    parameter too, named ``kf0``, ``kf1``, ... (a ``double``)."""
 
     def __init__(self, kernel: Kernel):
         self.counter = 0
@@ -112,10 +113,12 @@ class KernelNames:
     def sized(self, expr):
         """``expr`` with the graph's size symbols replaced by the kernel's size parameters."""
         expr = sympy.sympify(expr)
-        symbols = sorted((s for s in expr.free_symbols if is_size_symbol(s)), key=str)
+        symbols = sorted((s for s in expr.free_symbols if is_size_symbol(s) or is_float_symbol(s)), key=str)
         for symbol in symbols:
             if symbol not in self.size_names:
-                self.size_names[symbol] = sympy.Symbol(f"ks{len(self.size_params)}", integer=True, positive=True)
+                floats = sum(map(is_float_symbol, self.size_params))
+                self.size_names[symbol] = sympy.Symbol(f"kf{floats}", real=True) if is_float_symbol(symbol) else \
+                    sympy.Symbol(f"ks{len(self.size_params) - floats}", integer=True, positive=True)
                 self.size_params.append(symbol)
         return expr.xreplace({s: self.size_names[s] for s in symbols}) if symbols else expr
 

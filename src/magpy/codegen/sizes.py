@@ -49,7 +49,9 @@ def at_least(size, bound: int):
 
 @dataclasses.dataclass(frozen=True)
 class SizeAsFloat:
-    """A symbolic int used as a Python float (torch's ``sym_float(s0)``, as in ``x.sum() / n``)."""
+    """A Python float the graph takes at run time: a symbolic int used as a float (torch's
+    ``sym_float(s0)``, as in ``x.sum() / n``), or a float input itself (``zf0``: a number from
+    outside the call, as in ``x * scale``), which kernels take as a ``double`` argument."""
 
     size: sympy.Expr
 
@@ -57,6 +59,11 @@ class SizeAsFloat:
 def is_size_symbol(symbol) -> bool:
     """True for a size symbol of torch's ShapeEnv (``s0``, ``s1``, ...; never a loop variable)."""
     return symbol.name[:1] == "s" and symbol.name[1:].isdigit()
+
+
+def is_float_symbol(symbol) -> bool:
+    """True for a float input's symbol of torch's ShapeEnv (``zf0``, ``zf1``, ...)."""
+    return symbol.name[:2] == "zf" and symbol.name[2:].isdigit()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,8 +162,8 @@ def shape_env_of(values):
 
 class GraphSizes:
     """The sizes of one graph. ``sources`` maps each symbol to where the wrapper reads it;
-    ``symbolic`` lists the inputs' symbolic sizes for the report (``in0.size(0)=s0``);
-    ``int_inputs`` the symbolic int inputs (position -> expression)."""
+    ``symbolic`` lists the inputs' symbolic sizes and numbers for the report (``in0.size(0)=s0``,
+    ``in1=zf0``); ``int_inputs`` the symbolic int inputs (position -> expression)."""
 
     def __init__(self, shape_env=None):
         self.shape_env = shape_env
@@ -174,6 +181,8 @@ class GraphSizes:
             expr = value.node.expr
             if isinstance(expr, _torch_functions().ToFloat):
                 return SizeAsFloat(self.expr(expr.args[0]))
+            if isinstance(expr, sympy.Symbol) and is_float_symbol(expr):
+                return SizeAsFloat(expr)
             raise UnsupportedSize(f"symbolic float {expr}")
         return self.expr(value)
 
@@ -216,6 +225,13 @@ class GraphSizes:
             self.int_inputs[position] = value
             self.symbolic.append(f"in{position}={value}")
             self._source(value, SizeSource(position, "value"))
+
+    def add_float_input(self, position: int, value) -> None:
+        """Note the float input at ``position``: a ``SizeAsFloat`` of its symbol, or a number
+        (the trace fixed it)."""
+        if isinstance(value, SizeAsFloat):
+            self.symbolic.append(f"in{position}={value.size}")
+            self._source(value.size, SizeSource(position, "value"))
 
     def _source(self, expr, source: SizeSource) -> None:
         if isinstance(expr, sympy.Symbol) and expr not in self.sources:
@@ -309,7 +325,7 @@ class GraphSizes:
 
         printer = PythonPrinter()
         hints = getattr(self.shape_env, "backed_var_to_val", None) or getattr(self.shape_env, "var_to_val", {})
-        values = {str(s): int(hints[s]) for s in self.sources if s in hints}
+        values = {str(s): (float if is_float_symbol(s) else int)(hints[s]) for s in self.sources if s in hints}
         texts = []
         for guard in self.guards():
             text = printer.doprint(guard)

@@ -17,6 +17,7 @@ import torch
 
 from .ir import FloorDiv, is_nonnegative, render_index
 from .ops import result_dtype, set_handler
+from .sizes import is_float_symbol
 
 TL_TYPES = {
     torch.float32: "tl.float32",
@@ -187,7 +188,8 @@ class TritonHandler:
             return self.constant(int(expr), dtype)
         text = self.printer.index(expr)
         if not axes:
-            text = f"tl.full([1], {text}, tl.int64)"
+            floating = any(is_float_symbol(s) for s in expr.free_symbols)  # (a float input's argument)
+            text = f"tl.full([1], {text}, {'tl.float64' if floating else 'tl.int64'})"
         return self.emit(f"({text}).to({compute_type(dtype)})", dtype, axes)
 
     def to_dtype(self, x: TritonValue, dtype) -> TritonValue:

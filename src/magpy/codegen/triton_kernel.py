@@ -38,6 +38,7 @@ from .cpp_loops import PointwiseNest, linear_coefficients
 from .ir import is_static, prod
 from .ops import DependencyHandler, set_handler
 from .scheduler import INNER, Kernel, KernelNames
+from .sizes import is_float_symbol
 from .triton import (HALF_TYPES, TritonHandler, TritonUnsupported, TritonValue, compute_type, print_index,
                      stored)
 from .triton_plan import TILE_ROWS_MIN, plan_launch
@@ -290,7 +291,9 @@ class KernelPrinter(KernelNames):
         # The sizes of the launch are computed from the size arguments: every symbol of them is one.
         self.sized(self.plan.xnumel)
         self.sized(self.plan.rnumel)
-        args = [self.param_names[b] for b in self.params] + [str(self.size_names[s]) for s in self.size_params]
+        # (a float input is a float64 argument: Triton would take a Python float as a float32)
+        args = [self.param_names[b] for b in self.params] + \
+            [f'{self.size_names[s]}: "fp64"' if is_float_symbol(s) else str(self.size_names[s]) for s in self.size_params]
         args.append("xnumel")
         if self.plan.kind != "pointwise":
             args.append("rnumel")

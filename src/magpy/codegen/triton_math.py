@@ -203,8 +203,10 @@ def pow_(h, d, a, b):
     r = _v(h, f"tl.exp2({b} * tl.log2(tl.abs({a})))", d, a, b)
     whole = _v(h, f"({b} == tl.floor({b}))", torch.bool, b)
     odd = _v(h, f"({whole} & (tl.abs({b} % 2.0) == 1.0))", torch.bool, b)
-    signed = _v(h, f"tl.where(({a} < 0) & {odd}, -{r}, {r})", d, a, b)
-    nan = f"tl.where(({a} < 0) & ~{whole}, float('nan'), {signed})"
+    negative = _v(h, f"(({a} < 0) | (1.0 / {a} < 0))", torch.bool, a)  # (-0.0 too: odd powers keep its sign)
+    signed = _v(h, f"tl.where({negative} & {odd}, -{r}, {r})", d, a, b)
+    # (a negative base to a fraction is NaN, but -inf's powers are infinities or zeros, as C's pow says)
+    nan = f"tl.where(({a} < 0) & ({a} != float('-inf')) & ~{whole}, float('nan'), {signed})"
     return f"tl.where(({b} == 0) | ({a} == 1.0), 1.0, {nan})"
 
 

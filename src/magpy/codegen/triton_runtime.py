@@ -72,7 +72,8 @@ def load_kernel(body: str, name: str):
 
 
 class TritonLauncher:
-    """Calls a kernel over its grid: ``launcher(*tensors)`` in the kernel's parameter order.
+    """Calls a kernel over its grid: ``launcher(*tensors, *numbers)`` in the kernel's parameter
+    order (``numbers``: the last ``nnumbers`` arguments, its float inputs' values).
 
     After the first launch on a GPU, later ones call the compiled kernel directly, skipping
     Triton's argument binding (most of a small kernel's launch cost) — as long as every
@@ -83,10 +84,11 @@ class TritonLauncher:
 
     fast = True  # False: always launch through Triton's JIT entry (for measuring the difference)
 
-    def __init__(self, fn, plan: LaunchPlan, name: str):
+    def __init__(self, fn, plan: LaunchPlan, name: str, nnumbers: int = 0):
         self.fn = fn
         self.plan = plan
         self.__name__ = name
+        self.nnumbers = nnumbers
         self.sizes = (plan.xnumel,) if plan.kind == "pointwise" else (plan.xnumel, plan.rnumel)
         self.config = plan.configs[0] if len(plan.configs) == 1 else None
         self.compiled = None
@@ -99,26 +101,28 @@ class TritonLauncher:
             return ((self.plan.rnumel + rblock - 1) // rblock, rows, 1)
         return (rows, 1, 1)
 
-    def _launch(self, config, tensors):
+    def _launch(self, config, tensors, numbers=()):
         xblock, rblock, warps = config
         grid = self.grid(config)
         if self.plan.kind == "pointwise":
-            return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, num_warps=warps)
-        return self.fn[grid](*tensors, *self.sizes, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
+            return self.fn[grid](*tensors, *numbers, *self.sizes, XBLOCK=xblock, num_warps=warps)
+        return self.fn[grid](*tensors, *numbers, *self.sizes, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
 
-    def __call__(self, *tensors):
+    def __call__(self, *args):
+        split = len(args) - self.nnumbers
+        tensors, numbers = args[:split], args[split:]
         compiled = self.compiled
         if compiled is not None and tuple(t.data_ptr() % 16 == 0 for t in tensors) == self.alignment:
             try:
                 compiled.run(*self.launch_grid, self.stream(self.device), compiled.function,
-                             compiled.packed_metadata, None, None, None, *tensors, *self.constants)
+                             compiled.packed_metadata, None, None, None, *tensors, *numbers, *self.constants)
                 return
             except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
                 self.compiled = None
                 TritonLauncher.fast = False
         if self.config is None:
-            self.config = self.tune(tensors)
-        kernel = self._launch(self.config, tensors)
+            self.config = self.tune(tensors, numbers)
+        kernel = self._launch(self.config, tensors, numbers)
         if self.fast and kernel is not None and tensors and tensors[0].device.type == "cuda" \
                 and not interpreting():
             self._remember(kernel, tensors)
@@ -143,8 +147,8 @@ class TritonLauncher:
         every pointer 16-byte aligned; None before that, or where Triton's launcher is not the
         one ``DirectLaunch`` knows how to call."""
         compiled = self.compiled
-        if compiled is None or not all(self.alignment):
-            return None
+        if compiled is None or not all(self.alignment) or self.nnumbers:
+            return None  # (numbers change from call to call: they are not the launch's constants)
         launcher = compiled.run
         from triton.backends.nvidia import driver as nvidia
 
@@ -158,14 +162,14 @@ class TritonLauncher:
                             bool(launcher.launch_cooperative_grid), bool(launcher.launch_pdl),
                             compiled.packed_metadata, self.constants, self.device)
 
-    def tune(self, tensors):
+    def tune(self, tensors, numbers=()):
         """The fastest of the plan's configs on these tensors."""
         if interpreting() or not tensors or tensors[0].device.type != "cuda":
             return self.plan.configs[0]
-        return fastest(self.plan.configs, lambda config: self._trial(config, tensors), self.__name__)
+        return fastest(self.plan.configs, lambda config: self._trial(config, tensors, numbers), self.__name__)
 
-    def _trial(self, config, tensors):
-        kernel = self._launch(config, tensors)
+    def _trial(self, config, tensors, numbers):
+        kernel = self._launch(config, tensors, numbers)
         xblock, rblock, _ = config
         blocks = (xblock,) if self.plan.kind == "pointwise" else (xblock, rblock)
         if kernel is None or _launch_hooked():
@@ -173,7 +177,7 @@ class TritonLauncher:
         from triton.runtime import driver
 
         stream = driver.active.get_current_stream(tensors[0].device.index)
-        grid, args = self.grid(config), [t.data_ptr() for t in tensors] + list(self.sizes + blocks)
+        grid, args = self.grid(config), [t.data_ptr() for t in tensors] + [*numbers, *self.sizes, *blocks]
 
         def again():
             kernel.run(*grid, stream, kernel.function, kernel.packed_metadata, None, None, None, *args)
