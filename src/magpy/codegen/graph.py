@@ -36,7 +36,7 @@ from .lowering import LoweringContext, Unsupported, lookup_lowering
 from .lowering_pointwise import ELEMENTWISE
 from .lowering_view import VIEW_OPS
 from .ops import body_key, count_ops
-from .sizes import GraphSizes, shape_env_of
+from .sizes import GraphSizes, made_sizes, shape_env_of
 
 # A lazy value used more than once is realized when recomputing it would cost more than this.
 INLINE_MAX_OPS = 8
@@ -217,7 +217,7 @@ class GraphLowering:
         symbolic = isinstance(meta, torch.Tensor) and meta.layout == torch.strided and shape_env_of([meta])
         source = meta if symbolic else example
         name = re.sub(r"\W", "_", node.name)
-        if not name.isidentifier() or name in self.layouts or re.fullmatch(r"s\d+", name):
+        if not name.isidentifier() or name in self.layouts or re.fullmatch(r"[su]\d+", name):
             name = self.new_name("arg")
         layout = Layout(self.sizes.shape(source), self.sizes.strides(source), example.dtype)
         self.sizes.add_tensor_input(position, layout.size, layout.stride)
@@ -251,13 +251,31 @@ class GraphLowering:
 
     def _call_function(self, node):
         meta = node.meta.get("val")
+        made = made_sizes(node, self.sizes.shape_env)  # (raises for a number from data: ``.item()``)
         if isinstance(meta, (torch.SymInt, torch.SymFloat)):
             # Size arithmetic (sym_size, s0 * s1, ...): its value is the expression torch traced.
             self.env[node] = self.sizes.scalar(meta)
             return
+        if isinstance(meta, torch.SymBool):  # (a relation between sizes, for an assertion)
+            self.env[node] = SizeRelation(self.sizes.torch_expr(meta))
+            return
+        if node.target in SIZE_ASSERTIONS:
+            args, kwargs = self._torch_relations(node.args), self._torch_relations(node.kwargs)
+            for relation in SIZE_ASSERTIONS[node.target](*args, **kwargs):
+                self.sizes.add_assertion(relation)
+            return
         self._check_sizes(meta)
         if node.target is operator.getitem:
             self._getitem(node)
+            return
+        if made:
+            # A size from data (a mask's count): the op runs as a library call, the wrapper reads
+            # the size from its result.
+            self._extern(node, "makes sizes from data: " + ", ".join(map(str, made)), counted=False)
+            call = self.nodes[-1]
+            call.makes_sizes = tuple(made)
+            for symbol, path in made.items():
+                self.sizes.add_output_size(symbol, call.name, path)
             return
         lowering = lookup_lowering(node.target)
         if lowering is None:
@@ -276,6 +294,25 @@ class GraphLowering:
             self._extern(node, f"unsupported: {e}")
             return
         self.env[node] = self._maybe_realize(node, value)
+
+    def _torch_relations(self, args):
+        """``args`` of a size assertion in torch's vocabulary (sizes and relations as torch
+        expressions, numbers as they are)."""
+        def convert(a):
+            if isinstance(a, torch.fx.Node):
+                value, meta = self.env.get(a), a.meta.get("val")
+                if isinstance(value, SizeRelation):
+                    return value.expr
+                if isinstance(meta, torch.SymInt):
+                    return self.sizes.torch_expr(meta)
+                if isinstance(value, (bool, int)):
+                    return value
+                raise GraphFallback(f"{a.name} in a size assertion")
+            return a
+
+        if isinstance(args, dict):
+            return {k: convert(v) for k, v in args.items()}
+        return tuple(convert(a) for a in args)
 
     def _check_sizes(self, meta):
         """Refuse results the compiler cannot express (symbolic floats and bools; sizes in
@@ -296,7 +333,7 @@ class GraphLowering:
             if isinstance(a, (list, tuple)):
                 for x in a:
                     visit(x)
-            elif isinstance(a, torch.fx.Node) or isinstance(a, (ExternResult,)):
+            elif isinstance(a, (torch.fx.Node, ExternResult, SizeRelation)):
                 ok = False
 
         visit(args)
@@ -461,7 +498,7 @@ class GraphLowering:
 
         return tuple(convert(a) for a in node.args[1:])
 
-    def _extern(self, node, reason: str):
+    def _extern(self, node, reason: str, counted: bool = True):
         target = node.target
         schema = getattr(target, "_schema", None)
         if schema is not None and schema.is_mutable:
@@ -475,6 +512,8 @@ class GraphLowering:
                     return BufferRef(self.buffer_for_extern(a))
                 if isinstance(value, tuple):
                     raise GraphFallback("tuple argument to an extern call")
+                if isinstance(value, SizeRelation):
+                    raise GraphFallback(f"a relation between sizes as an argument of {node.name}")
                 return value
             if isinstance(a, (list, tuple)):
                 return type(a)(convert(x) for x in a)
@@ -498,7 +537,7 @@ class GraphLowering:
         expected = _expected_extern(target)
         if expected:
             reason = "library kernel"
-        call = ExternCall(name, target, args, kwargs, meta, reason, counted=not expected)
+        call = ExternCall(name, target, args, kwargs, meta, reason, counted=counted and not expected)
         self.nodes.append(call)
         self.owner[name] = node
         if call.counted:
@@ -585,6 +624,36 @@ class Constant:
 
     def __init__(self, value):
         self.value = value
+
+
+class SizeRelation:
+    """A relation between sizes computed in the graph (a SymBool), in torch's vocabulary: what a
+    size assertion checks."""
+
+    def __init__(self, expr):
+        self.expr = expr
+
+
+def _asserted(condition, message=None) -> list:
+    return [condition]
+
+
+def _in_range(size, min=None, max=None) -> list:  # noqa: A002 - the schema's names
+    return ([sympy.Ge(size, min)] if min is not None else []) + ([sympy.Le(size, max)] if max is not None else [])
+
+
+def _in_size_range(size, min=None, max=None) -> list:  # noqa: A002 - the schema's names
+    return _in_range(size, 0 if min is None else min, max)
+
+
+# Ops that only check sizes (torch's run-time asserts, mostly on sizes from data) -> the relations
+# they check: the wrapper checks each once the sizes in it are read (a call they fail runs eagerly,
+# where the op raises as it would have).
+SIZE_ASSERTIONS = {
+    torch.ops.aten._assert_scalar.default: _asserted,
+    torch.ops.aten.sym_constrain_range.default: _in_range,
+    torch.ops.aten.sym_constrain_range_for_size.default: _in_size_range,
+}
 
 
 # Ops we never intend to compile ourselves (matmul, convolution, attention, randomness):

@@ -22,9 +22,9 @@ from typing import Optional
 
 import sympy
 
-from .ir import ComputedBuffer, ExternCall, GetItem, WrapperView, index_vars, is_static, prod
+from .ir import ComputedBuffer, ExternCall, index_vars, is_static, prod
 from .ops import DependencyHandler, set_handler
-from .sizes import estimate, is_size_symbol
+from .sizes import estimate, is_size_symbol, is_unbacked
 
 INNER, OUTER = "inner", "outer"
 # Per-row arrays larger than this go to memory instead of the stack.
@@ -115,7 +115,9 @@ class KernelNames:
         symbols = sorted((s for s in expr.free_symbols if is_size_symbol(s)), key=str)
         for symbol in symbols:
             if symbol not in self.size_names:
-                self.size_names[symbol] = sympy.Symbol(f"ks{len(self.size_params)}", integer=True, positive=True)
+                # (a size from data may be 0)
+                sign = {"nonnegative": True} if is_unbacked(symbol) else {"positive": True}
+                self.size_names[symbol] = sympy.Symbol(f"ks{len(self.size_params)}", integer=True, **sign)
                 self.size_params.append(symbol)
         return expr.xreplace({s: self.size_names[s] for s in symbols}) if symbols else expr
 
@@ -192,7 +194,9 @@ class Scheduler:
         if not isinstance(node, ComputedBuffer):
             self.items.append(node)
             self.producer[node.name] = len(self.items) - 1
-            if isinstance(node, ExternCall) and node.is_mutating:
+            # (nothing moves before an op that may change what it reads, nor before one making
+            # sizes: a later node of such a size may read nothing of it)
+            if isinstance(node, ExternCall) and (node.is_mutating or node.makes_sizes):
                 self.barrier = len(self.items) - 1
             return
         best, best_score, best_fit = None, 0, None
