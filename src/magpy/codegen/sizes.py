@@ -362,19 +362,25 @@ class GraphSizes:
         ours = {symbol for symbol, source in self.sources.items() if source.kind != "output"}
         if self.shape_env is None or not ours:
             return []
-        found = []
-        for symbol in sorted(ours, key=str):
-            bounds = self.shape_env.var_to_range.get(symbol)
-            if bounds is None:
-                continue
-            if bounds.lower.is_finite and bounds.lower > -(2**63):
-                found.append(sympy.Ge(symbol, bounds.lower))
-            if bounds.upper.is_finite and bounds.upper < 2**63:
-                found.append(sympy.Le(symbol, bounds.upper))
+        found = [relation for symbol in sorted(ours, key=str) for relation in self._range(symbol)]
         for guard in self.shape_env.guards:
             expr = guard.expr
             if expr.free_symbols and expr.free_symbols <= ours:
                 found.append(expr)
+        return found
+
+    def _range(self, symbol) -> list:
+        """The ShapeEnv's range of ``symbol`` as relations, less what every size of its kind
+        satisfies (one from data: 0 to sys.maxsize - 1, torch's default range for it)."""
+        bounds = self.shape_env.var_to_range.get(symbol)
+        if bounds is None:
+            return []
+        least, most = (0, sys.maxsize - 1) if is_unbacked(symbol) else (-(2**63), 2**63)
+        found = []
+        if bounds.lower.is_finite and bounds.lower > least:
+            found.append(sympy.Ge(symbol, bounds.lower))
+        if bounds.upper.is_finite and bounds.upper < most:
+            found.append(sympy.Le(symbol, bounds.upper))
         return found
 
     def guard_checks(self) -> list[str]:
@@ -384,11 +390,17 @@ class GraphSizes:
         from torch.utils._sympy.printers import PythonPrinter
 
         printer = PythonPrinter()
-        hints = getattr(self.shape_env, "backed_var_to_val", None) or getattr(self.shape_env, "var_to_val", {})
+        hints = getattr(self.shape_env, "backed_var_to_val", None)
+        if hints is None:
+            hints = getattr(self.shape_env, "var_to_val", {})
         values = {str(s): int(hints[s]) for s in self.sources if s in hints and not is_unbacked(s)}
         texts = []
         for guard in self.guards():
             text = printer.doprint(guard)
+            if not {str(s) for s in guard.free_symbols} <= set(values):
+                # (a size from data, an input of this graph — a backward's — has no traced value)
+                texts.append(self.check_text(guard))
+                continue
             try:
                 holds = eval(text, guard_namespace(), dict(values))  # noqa: S307 - torch's printer's text
             except Exception as e:  # noqa: BLE001 - any failure means the text cannot check it
@@ -406,16 +418,7 @@ class GraphSizes:
         made = set(self.made())
         if self.shape_env is None or not made:
             return list(self.assertions)
-        found = []
-        for symbol in sorted(made, key=str):
-            bounds = self.shape_env.var_to_range.get(symbol)
-            if bounds is None:
-                continue
-            if bounds.lower.is_finite and bounds.lower > 0:
-                found.append(sympy.Ge(symbol, bounds.lower))
-            # (torch's default range for a size from data ends at sys.maxsize - 1: no check)
-            if bounds.upper.is_finite and bounds.upper < sys.maxsize - 1:
-                found.append(sympy.Le(symbol, bounds.upper))
+        found = [relation for symbol in sorted(made, key=str) for relation in self._range(symbol)]
         for asserts in self.shape_env.deferred_runtime_asserts.values():
             found.extend(ra.expr for ra in asserts)
         # (an assert over a symbol this graph never reads is about another graph of the ShapeEnv)
