@@ -359,6 +359,19 @@ def test_a_tensor_of_a_size_from_data_made_from_nothing_of_it(mode):
     check_sizes(compiled, fn, one_input, [(8, 0), (8, 1), (9, 4)], mode)
 
 
+def test_a_relation_between_counts_is_returned_as_its_value():
+    def fn(x):
+        y = x[x > 0]
+        return y * 2, y.shape[0] > 3, y.shape[0] * 2
+
+    compiled, _ = compile_unbacked(fn, [with_positives(37, 11)], "cpp")
+    for k in (0, 3, 4, 9):
+        x = with_positives(12, k)
+        result = compiled(x)
+        assert result[1] is (k > 3) and result[2] == 2 * k
+        assert_close(result[0], x[x > 0] * 2)
+
+
 def test_unique_reads_the_size_of_an_item_of_its_result():
     def fn(x):
         return torch.unique(x) * 2 + 1

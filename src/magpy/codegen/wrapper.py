@@ -22,7 +22,7 @@ from typing import Optional
 import sympy
 import torch
 
-from .graph import Constant
+from .graph import Constant, SizeRelation
 from .ir import BufferRef, ExternCall, GetItem, WrapperView, python_size
 from .scheduler import Kernel
 from .sizes import SizeAsFloat, SizeSource, UnsupportedSize, guard_namespace
@@ -128,6 +128,15 @@ class WrapperWriter:
                 raise UnsupportedSize(f"size {expr} is needed before {', '.join(unread)} is read")
         return python_size(expr)
 
+    def relation(self, relation) -> str:
+        """Python text of a relation between sizes in torch's vocabulary (read before this point)."""
+        unread = sorted(str(s) for s in relation.free_symbols - self.read)
+        if unread:
+            raise UnsupportedSize(f"relation {relation} is needed before {', '.join(unread)} is read")
+        for name, value in guard_namespace().items():
+            self.namespace.setdefault(name, value)
+        return self.lowering.sizes.check_text(relation)
+
     def sizes(self, exprs) -> str:
         inner = ", ".join(self.size(e) for e in exprs)
         return f"({inner},)" if len(exprs) == 1 else f"({inner})"
@@ -139,6 +148,8 @@ class WrapperWriter:
             return self.size(a)
         if isinstance(a, SizeAsFloat):
             return f"float({self.size(a.size)})"
+        if isinstance(a, SizeRelation):  # (a SymBool result: ``y.size(0) > 3``, for a branch after the graph)
+            return f"bool({self.relation(a.expr)})"
         if isinstance(a, list):
             return "[" + ", ".join(self.render_arg(x) for x in a) + "]"
         if isinstance(a, tuple):
@@ -265,9 +276,7 @@ class WrapperWriter:
         if self.mutated:
             raise UnsupportedSize("sizes from data are checked after an op that may change an input")
         self.unchecked = [r for r in self.unchecked if r not in ready]
-        for name, value in guard_namespace().items():
-            self.namespace.setdefault(name, value)
-        texts = [self.lowering.sizes.check_text(r) for r in ready]
+        texts = [self.relation(r) for r in ready]
         self.lines.append("    # What the trace recorded of the sizes from data (eager raises where it asserted).")
         self.lines.append("    if not (" + " and ".join(texts) + "):")
         self.lines.append("        return _eager(*args)")
