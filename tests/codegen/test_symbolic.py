@@ -372,6 +372,20 @@ def test_a_relation_between_counts_is_returned_as_its_value():
         assert_close(result[0], x[x > 0] * 2)
 
 
+@pytest.mark.parametrize("reduce", [lambda y: y.max(0).values, lambda y: y.argmin(0), lambda y: y.amax(0)],
+                         ids=["max", "argmin", "amax"])
+def test_a_reduction_with_no_identity_over_no_element_runs_eagerly_and_raises(mode, reduce):
+    # (torch's trace takes a count from data as large: only the wrapper's check stands between a
+    # count of 0 and a kernel returning its start value where eager raises)
+    def fn(x):
+        return reduce(x[x > 0]) * 2
+
+    compiled, _ = compile_unbacked(fn, [with_positives(37, 11)], mode)
+    check_sizes(compiled, fn, one_input, [(6, 1), (6, 4)], mode)
+    with pytest.raises(AssertionError, match="ran eagerly"):
+        compiled(*inputs_for(mode, one_input)(6, 0))
+
+
 def test_unique_reads_the_size_of_an_item_of_its_result():
     def fn(x):
         return torch.unique(x) * 2 + 1
