@@ -386,6 +386,16 @@ def test_a_reduction_with_no_identity_over_no_element_runs_eagerly_and_raises(mo
         compiled(*inputs_for(mode, one_input)(6, 0))
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.cat([x[x > 0].view(-1, 1).expand(-1, 3).t().reshape(-1), x]) * 2,
+    lambda x: x[x > 0].repeat(3).view(3, -1).t().sum(1),
+], ids=["transposed-piece-of-cat", "repeat"])
+def test_indexes_divided_by_a_count_from_data_serve_a_count_of_0(mode, fn):
+    # (``i % u0`` in the index of a piece masked off, or of an empty space: never reached when u0 is 0)
+    compiled, _ = compile_unbacked(fn, [with_positives(37, 11)], mode)
+    check_sizes(compiled, fn, one_input, [(8, 0), (8, 1), (8, 5)], mode)
+
+
 def test_unique_reads_the_size_of_an_item_of_its_result():
     def fn(x):
         return torch.unique(x) * 2 + 1
