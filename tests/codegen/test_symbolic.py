@@ -396,6 +396,20 @@ def test_indexes_divided_by_a_count_from_data_serve_a_count_of_0(mode, fn):
     check_sizes(compiled, fn, one_input, [(8, 0), (8, 1), (8, 5)], mode)
 
 
+def test_positions_into_a_pick_of_no_element_run_eagerly(mode):
+    # (the kernel clamps a position into the dim it picks from: into an empty one, it read out of bounds)
+    def fn(x, i):
+        return x[x > 0][i] * 2
+
+    def make(n, k):
+        return with_positives(n, k), torch.tensor([0, 1])
+
+    compiled, _ = compile_unbacked(fn, list(make(37, 11)), mode)
+    check_sizes(compiled, fn, make, [(6, 2), (6, 5)], mode)
+    with pytest.raises(AssertionError, match="ran eagerly"):
+        compiled(*inputs_for(mode, make)(6, 0))
+
+
 def test_unique_reads_the_size_of_an_item_of_its_result():
     def fn(x):
         return torch.unique(x) * 2 + 1

@@ -7,7 +7,6 @@ import torch
 from .ir import Pointwise, Reduction, TensorValue, as_size, prod
 from .lowering import Unsupported, aten, normalize_dim, pointwise, register_lowering, scalar
 from .ops import ops
-from .sizes import to_torch
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -68,22 +67,14 @@ def make_reduction(ctx, x: TensorValue, dims, keepdim: bool, reduction_type: str
             return value if input_dtype == dtype else ops.to_dtype(value, dtype)
 
         return Pointwise(out_size, dtype, inner_fn)
-    if reduction_type in NO_IDENTITY:
-        _assert_not_empty(ctx, prod(reduction_size))
+    if reduction_type in NO_IDENTITY:  # (eager raises where they reduce no element)
+        ctx.require(sympy.Ge(prod(reduction_size), 1))
     reduction = Reduction(out_size, reduction_size, reduction_type, dtype, input_dtype, load)
     return ctx.graph.realize_reduction(reduction)
 
 
-# Reductions with no value for nothing: eager raises where they reduce no element.
+# Reductions with no value for no element.
 NO_IDENTITY = ("max", "min", "argmax", "argmin")
-
-
-def _assert_not_empty(ctx, count):
-    """A reduction of ``count`` elements needs one at least: where the sizes do not say so (a count
-    from data, which torch's trace takes as large), the wrapper checks it, and a call reducing none
-    runs eagerly, raising as eager does."""
-    if not ctx.known(sympy.Ge(count, 1)):
-        ctx.graph.sizes.add_assertion(to_torch(sympy.Ge(count, 1)))
 
 
 @register_lowering(aten.sum.dim_IntList, aten.sum.default)
