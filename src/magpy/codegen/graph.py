@@ -36,7 +36,7 @@ from .lowering import LoweringContext, Unsupported, lookup_lowering
 from .lowering_pointwise import ELEMENTWISE
 from .lowering_view import VIEW_OPS
 from .ops import body_key, count_ops
-from .sizes import GraphSizes, made_sizes, shape_env_of
+from .sizes import SIZE_ASSERTIONS, GraphSizes, SizeRelation, made_sizes, shape_env_of
 
 # A lazy value used more than once is realized when recomputing it would cost more than this.
 INLINE_MAX_OPS = 8
@@ -260,9 +260,7 @@ class GraphLowering:
             self.env[node] = SizeRelation(self.sizes.torch_expr(meta))
             return
         if node.target in SIZE_ASSERTIONS:
-            args, kwargs = self._torch_relations(node.args), self._torch_relations(node.kwargs)
-            for relation in SIZE_ASSERTIONS[node.target](*args, **kwargs):
-                self.sizes.add_assertion(relation)
+            self.sizes.add_assertions_of(node)
             return
         self._check_sizes(meta)
         if node.target is operator.getitem:
@@ -294,25 +292,6 @@ class GraphLowering:
             self._extern(node, f"unsupported: {e}")
             return
         self.env[node] = self._maybe_realize(node, value)
-
-    def _torch_relations(self, args):
-        """``args`` of a size assertion in torch's vocabulary (sizes and relations as torch
-        expressions, numbers as they are)."""
-        def convert(a):
-            if isinstance(a, torch.fx.Node):
-                value, meta = self.env.get(a), a.meta.get("val")
-                if isinstance(value, SizeRelation):
-                    return value.expr
-                if isinstance(meta, torch.SymInt):
-                    return self.sizes.torch_expr(meta)
-                if isinstance(value, (bool, int)):
-                    return value
-                raise GraphFallback(f"{a.name} in a size assertion")
-            return a
-
-        if isinstance(args, dict):
-            return {k: convert(v) for k, v in args.items()}
-        return tuple(convert(a) for a in args)
 
     def _check_sizes(self, meta):
         """Refuse results the compiler cannot express (symbolic floats and bools; sizes in
@@ -624,36 +603,6 @@ class Constant:
 
     def __init__(self, value):
         self.value = value
-
-
-class SizeRelation:
-    """A relation between sizes computed in the graph (a SymBool), in torch's vocabulary: what a
-    size assertion checks."""
-
-    def __init__(self, expr):
-        self.expr = expr
-
-
-def _asserted(condition, message=None) -> list:
-    return [condition]
-
-
-def _in_range(size, min=None, max=None) -> list:  # noqa: A002 - the schema's names
-    return ([sympy.Ge(size, min)] if min is not None else []) + ([sympy.Le(size, max)] if max is not None else [])
-
-
-def _in_size_range(size, min=None, max=None) -> list:  # noqa: A002 - the schema's names
-    return _in_range(size, 0 if min is None else min, max)
-
-
-# Ops that only check sizes (torch's run-time asserts, mostly on sizes from data) -> the relations
-# they check: the wrapper checks each once the sizes in it are read (a call they fail runs eagerly,
-# where the op raises as it would have).
-SIZE_ASSERTIONS = {
-    torch.ops.aten._assert_scalar.default: _asserted,
-    torch.ops.aten.sym_constrain_range.default: _in_range,
-    torch.ops.aten.sym_constrain_range_for_size.default: _in_size_range,
-}
 
 
 # Ops we never intend to compile ourselves (matmul, convolution, attention, randomness):

@@ -29,6 +29,7 @@ from typing import Optional
 
 import sympy
 import torch
+import torch.fx
 
 from .ir import FloorDiv, Layout, ModIndex, as_size
 
@@ -287,6 +288,23 @@ class GraphSizes:
         if replaced != symbol:  # (later sizes say ``replaced``: the read must be it)
             self.assertions.append(sympy.Eq(symbol, replaced))
 
+    def add_assertions_of(self, node) -> None:
+        """Assert what fx ``node``, a size assertion (``SIZE_ASSERTIONS``), checks."""
+        def convert(a):
+            if not isinstance(a, torch.fx.Node):
+                return a
+            meta = a.meta.get("val")
+            if isinstance(meta, (torch.SymInt, torch.SymBool)):
+                return self.torch_expr(meta)
+            if isinstance(meta, (bool, int)):
+                return meta
+            raise UnsupportedSize(f"{a.name} in a size assertion")
+
+        args = [convert(a) for a in node.args]
+        kwargs = {k: convert(v) for k, v in node.kwargs.items()}
+        for relation in SIZE_ASSERTIONS[node.target](*args, **kwargs):
+            self.add_assertion(relation)
+
     def made(self) -> list:
         """The symbols of sizes made from data (``u0``), in the order they are made."""
         return [symbol for symbol, source in self.sources.items() if source.kind == "output"]
@@ -443,3 +461,33 @@ def guard_namespace() -> dict:
     from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
     return dict(SYMPY_INTERP)
+
+
+class SizeRelation:
+    """A relation between sizes computed in the graph (a SymBool), in torch's vocabulary: what a
+    size assertion checks."""
+
+    def __init__(self, expr):
+        self.expr = expr
+
+
+def _asserted(condition, message=None) -> list:
+    return [condition]
+
+
+def _in_range(size, min=None, max=None) -> list:  # noqa: A002 - the schema's names
+    return ([sympy.Ge(size, min)] if min is not None else []) + ([sympy.Le(size, max)] if max is not None else [])
+
+
+def _in_size_range(size, min=None, max=None) -> list:  # noqa: A002 - the schema's names
+    return _in_range(size, 0 if min is None else min, max)
+
+
+# Ops that only check sizes (torch's run-time asserts, mostly on sizes from data) -> the relations
+# they check: the wrapper checks each once the sizes in it are read (a call they fail runs eagerly,
+# where the op raises as it would have).
+SIZE_ASSERTIONS = {
+    torch.ops.aten._assert_scalar.default: _asserted,
+    torch.ops.aten.sym_constrain_range.default: _in_range,
+    torch.ops.aten.sym_constrain_range_for_size.default: _in_size_range,
+}

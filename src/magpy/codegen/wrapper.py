@@ -22,10 +22,10 @@ from typing import Optional
 import sympy
 import torch
 
-from .graph import Constant, SizeRelation
+from .graph import Constant
 from .ir import BufferRef, ExternCall, GetItem, WrapperView, python_size
 from .scheduler import Kernel
-from .sizes import SizeAsFloat, SizeSource, UnsupportedSize, guard_namespace
+from .sizes import SizeAsFloat, SizeRelation, SizeSource, UnsupportedSize, guard_namespace
 
 
 def _empty_strided(device: torch.device):
