@@ -10,7 +10,7 @@ from torch import fx
 
 from . import backends as _backends
 from .cache import Cache, ChildStats, Stats, register, reset_all
-from .backends.symbolic import compile_symbolic, is_symbolic_backend
+from .backends.symbolic import compile_symbolic, is_symbolic_backend, note_captured
 from .compile_lock import LOCK
 from .capture import capture
 from .capture.breaks import why_no_split
@@ -328,9 +328,10 @@ class CompiledFunction:
         dims = [symbolic.get(source, frozenset()) for source, _ in cap.inputs]
         try:
             graph_fn, sizes_hold = compile_symbolic(backend, gm, example, dims, unbacked=cap.data_shapes)
-        except Exception:  # noqa: BLE001 - sizes from data the backend cannot trace (a count Python reads)
+        except Exception as err:  # noqa: BLE001 - sizes from data the backend cannot trace (a count Python reads)
             if not cap.data_shapes:
                 raise
+            note_captured(self.backend, gm, f"sizes from data it cannot trace ({type(err).__name__}: {err})")
             return gm.forward
         if sizes_hold is not None:
             g = TruthGuard(Expr(sizes_hold, tuple(source for source, _ in cap.inputs)), True)

@@ -335,6 +335,106 @@ def test_a_mask_over_a_symbolic_batch_compiles_once_with_unbacked_sizes_in_induc
     assert len(compiled_graphs) == 2  # (the static graph and the symbolic one, both by Inductor)
 
 
+def with_positives(n, k, *rest):
+    """``n`` (times ``rest``) numbers of which exactly ``k`` are > 0."""
+    x = -torch.rand(n, *rest) - 0.5
+    x.view(-1)[torch.randperm(x.numel())[:k]] = torch.rand(k) + 0.5
+    return x
+
+
+def mask_softmax(x):
+    y = x[x > 0]
+    return (y * 2).softmax(0) + y.mean()
+
+
+def nonzero_index(x):
+    idx = torch.nonzero(x > 0)
+    return x[idx[:, 0], idx[:, 1]] * 2 + idx.sum(1)
+
+
+def masked_select_sum(x):
+    picked = torch.masked_select(x, x > 0)
+    return picked.sum() * 2, picked.numel()
+
+
+# (batch, count) of each call: the first batch again with other counts, 0 and 1 among them
+MASK_CALLS = [(7, 3), (9, 4), (9, 0), (9, 1), (5, 5), (12, 2), (7, 6)]
+
+
+@pytest.mark.parametrize("fn, calls", [
+    (mask_softmax, [(with_positives(b * 4, k),) for b, k in MASK_CALLS]),
+    (nonzero_index, [(with_positives(b, k, 3),) for b, k in MASK_CALLS]),
+    (masked_select_sum, [(with_positives(b, k, 2),) for b, k in MASK_CALLS]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_sizes_from_data_compile_through_our_codegen_once_for_every_count(fn, calls):
+    from magpy import codegen
+
+    last = codegen.last_report()
+    before = last.graph_id if last is not None else -1
+    stats = differential(plain(fn), calls, backend="magpy")
+    assert stats.compiles <= 2 and stats.fallbacks == 0, stats
+    reports = [r for r in codegen.reports() if r.graph_id > before]
+    assert reports and all(r.graph_fallback is None for r in reports), [str(r) for r in reports]
+    assert all(r.sizes_from_data for r in reports), [str(r) for r in reports]
+    assert any(r.kernels for r in reports), [str(r) for r in reports]
+
+
+def test_a_graph_of_sizes_from_data_the_backend_cannot_trace_runs_as_captured_saying_why(monkeypatch):
+    import magpy.api
+    from magpy import codegen
+
+    def cannot_trace(*args, **kwargs):
+        raise RuntimeError("a guard on u0")
+
+    monkeypatch.setattr(magpy.api, "compile_symbolic", cannot_trace)
+    compiled = magpy.compile(mask_softmax)
+    with pytest.warns(UserWarning, match="runs as captured: sizes from data it cannot trace"):
+        for b, k in MASK_CALLS[:3]:
+            x = with_positives(b * 4, k)
+            torch.testing.assert_close(compiled(x), mask_softmax(x), equal_nan=True)
+    assert "a guard on u0" in codegen.last_report().graph_fallback
+
+
+def test_a_branch_on_a_count_goes_the_way_each_calls_count_says():
+    # (the graph up to the branch returns ``count > 3``, a relation between sizes: its value, not an
+    # object standing for it — which would be true whatever the count)
+    def fn(x):
+        y = x[x > 0]
+        return y.sum() if y.shape[0] > 3 else y.mean()
+
+    calls = [(with_positives(b, k),) for b, k in [(6, 4), (8, 5), (8, 2), (10, 7), (6, 1), (9, 3), (9, 6)]]
+    stats = differential(plain(fn), calls, backend="magpy")
+    assert stats.fallbacks == 0, stats
+
+
+def test_gradients_through_a_mask_pick_compile_both_ways():
+    # (the backward graph takes the count as an input — a size from data it does not make itself)
+    from magpy import codegen
+
+    torch.manual_seed(0)
+    w = torch.randn(12, requires_grad=True)
+
+    def fn(x):
+        y = (x * w)[x > 0]
+        return y.softmax(0).mul(y).sum()
+
+    last = codegen.last_report()
+    before = last.graph_id if last is not None else -1
+    compiled = magpy.compile(fn)
+    for k in (3, 0, 5, 1, 12):
+        x = with_positives(12, k)
+        grads = []
+        for f in (compiled, fn):
+            w.grad = None
+            result = f(x)
+            result.backward()
+            grads.append((result.detach(), w.grad))
+        torch.testing.assert_close(grads[0], grads[1], equal_nan=True)
+    assert compiled.stats.compiles == 1 and compiled.stats.fallbacks == 0
+    reports = [r for r in codegen.reports() if r.graph_id > before]
+    assert len(reports) == 2 and all(r.graph_fallback is None for r in reports), [str(r) for r in reports]
+
+
 def test_a_relation_the_compiled_graph_relied_on_is_guarded():
     # (compiled once for every n, the kernels rely on 48 % n == 0; n = 5 breaks it: the entry misses and
     # the call raises as eager does, rather than running kernels planned for a whole number of rows)

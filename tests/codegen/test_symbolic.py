@@ -309,13 +309,180 @@ def test_fake_example_inputs_keep_their_symbolic_sizes():
     check_sizes(compiled, fn, lambda b, n: (torch.randn(b, n),), [(2, 5), (16, 33)])
 
 
-def test_a_data_dependent_size_makes_the_graph_run_eagerly_saying_why():
+# ----------------------------------------------------------------------------------------------
+# Sizes made from data (torch's unbacked symbols ``u0``): the op making one is a library call, the
+# wrapper reads the size from its result, kernels take it at run time like any other size.
+
+
+def with_positives(n, k, *rest):
+    """A tensor of ``n`` (times ``rest``) elements of which exactly ``k`` are > 0."""
+    x = -torch.rand(n, *rest) - 0.5
+    flat = x.view(-1)
+    chosen = torch.randperm(flat.numel())[:k]
+    flat[chosen] = torch.rand(k) + 0.5
+    return x
+
+
+def compile_unbacked(fn, inputs, mode):
+    """(compiled, report) of ``fn`` traced with symbolic sizes, which its data makes some of."""
+    compiled, report = compile_once(fn, inputs, mode)
+    assert any(re.search(r"=u\d+$", s) for s in report.symbolic), report.symbolic
+    assert report.sizes_from_data, report
+    return compiled, report
+
+
+def one_input(n, k, *rest):
+    return (with_positives(n, k, *rest),)
+
+
+def test_a_mask_count_is_read_from_the_call_making_it_and_serves_every_count(mode):
     def fn(x):
-        return torch.nonzero(x > 0).float() * 2
+        y = x[x > 0]
+        return (y * 2).softmax(0) + y.mean()
+
+    compiled, report = compile_unbacked(fn, [with_positives(37, 11)], mode)
+    assert report.extern_calls and not report.fallbacks  # (the mask's pick is a library call, not a fallback)
+    check_sizes(compiled, fn, one_input, [(12, 0), (12, 1), (12, 2), (5, 5), (40, 17)], mode)
+
+
+def test_nonzero_then_index_by_its_columns(mode):
+    def fn(x):
+        idx = torch.nonzero(x > 0)
+        return x[idx[:, 0], idx[:, 1]] * 2 + idx.sum(1)
+
+    compiled, _ = compile_unbacked(fn, [with_positives(7, 9, 5)], mode)
+    check_sizes(compiled, fn, one_input, [(4, 0, 3), (4, 1, 3), (6, 13, 5), (3, 9, 3)], mode)
+
+
+def test_masked_select_then_a_reduction(mode):
+    def fn(x, m):
+        picked = torch.masked_select(x, m > 0)
+        return picked.sum() + picked.abs().amax(0, keepdim=True) * picked.numel()
+
+    def make(n, k):
+        return torch.randn(n, 3) * 0 + with_positives(n, k, 3), with_positives(n, k, 3)
+
+    compiled, _ = compile_unbacked(fn, list(make(9, 10)), mode)
+    check_sizes(compiled, fn, make, [(4, 1), (6, 7), (5, 15), (3, 2)], mode)
+
+
+def test_a_tensor_of_a_size_from_data_made_from_nothing_of_it(mode):
+    # (``new_zeros(n)`` reads no element of the mask's pick: it must still come after the size is read)
+    def fn(x):
+        y = x[x > 0]
+        return y.new_zeros(y.shape[0]) + 1, x.sum() * 2
+
+    compiled, _ = compile_unbacked(fn, [with_positives(17, 5)], mode)
+    check_sizes(compiled, fn, one_input, [(8, 0), (8, 1), (9, 4)], mode)
+
+
+def test_a_relation_between_counts_is_returned_as_its_value():
+    def fn(x):
+        y = x[x > 0]
+        return y * 2, y.shape[0] > 3, y.shape[0] * 2
+
+    compiled, _ = compile_unbacked(fn, [with_positives(37, 11)], "cpp")
+    for k in (0, 3, 4, 9):
+        x = with_positives(12, k)
+        result = compiled(x)
+        assert result[1] is (k > 3) and result[2] == 2 * k
+        assert_close(result[0], x[x > 0] * 2)
+
+
+@pytest.mark.parametrize("reduce", [lambda y: y.max(0).values, lambda y: y.argmin(0), lambda y: y.amax(0)],
+                         ids=["max", "argmin", "amax"])
+def test_a_reduction_with_no_identity_over_no_element_runs_eagerly_and_raises(mode, reduce):
+    # (torch's trace takes a count from data as large: only the wrapper's check stands between a
+    # count of 0 and a kernel returning its start value where eager raises)
+    def fn(x):
+        return reduce(x[x > 0]) * 2
+
+    compiled, _ = compile_unbacked(fn, [with_positives(37, 11)], mode)
+    check_sizes(compiled, fn, one_input, [(6, 1), (6, 4)], mode)
+    with pytest.raises(AssertionError, match="ran eagerly"):
+        compiled(*inputs_for(mode, one_input)(6, 0))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.cat([x[x > 0].view(-1, 1).expand(-1, 3).t().reshape(-1), x]) * 2,
+    lambda x: x[x > 0].repeat(3).view(3, -1).t().sum(1),
+], ids=["transposed-piece-of-cat", "repeat"])
+def test_indexes_divided_by_a_count_from_data_serve_a_count_of_0(mode, fn):
+    # (``i % u0`` in the index of a piece masked off, or of an empty space: never reached when u0 is 0)
+    compiled, _ = compile_unbacked(fn, [with_positives(37, 11)], mode)
+    check_sizes(compiled, fn, one_input, [(8, 0), (8, 1), (8, 5)], mode)
+
+
+def test_positions_into_a_pick_of_no_element_run_eagerly(mode):
+    # (the kernel clamps a position into the dim it picks from: into an empty one, it read out of bounds)
+    def fn(x, i):
+        return x[x > 0][i] * 2
+
+    def make(n, k):
+        return with_positives(n, k), torch.tensor([0, 1])
+
+    compiled, _ = compile_unbacked(fn, list(make(37, 11)), mode)
+    check_sizes(compiled, fn, make, [(6, 2), (6, 5)], mode)
+    with pytest.raises(AssertionError, match="ran eagerly"):
+        compiled(*inputs_for(mode, make)(6, 0))
+
+
+def test_unique_reads_the_size_of_an_item_of_its_result():
+    def fn(x):
+        return torch.unique(x) * 2 + 1
+
+    compiled, report = compile_unbacked(fn, [torch.randint(0, 9, (23,))], "cpp")
+    assert any("[0].size(0)=u" in s for s in report.symbolic), report.symbolic
+    make = lambda n, top: (torch.randint(0, top, (n,)),)  # noqa: E731
+    check_sizes(compiled, fn, make, [(6, 1), (6, 3), (30, 20)])
+
+
+def at_least_two_positives_doubled(x):
+    y = x[x > 0]
+    torch._check(y.shape[0] >= 2)
+    return y * 2
+
+
+def test_a_count_the_trace_assumed_is_checked_at_call_time():
+    # (``torch._check`` leaves ``u0 >= 2`` with the ShapeEnv, not in the graph: kernels may rely on it,
+    # so a call where it does not hold runs eagerly)
+    gm, _ = trace_symbolic(at_least_two_positives_doubled, with_positives(37, 11))
+    compiled = compile_aten_graph(gm, [with_positives(37, 11)])
+    assert compiled.magpy_report.graph_fallback is None
+    ran_eagerly = []
+    compiled.__globals__["_eager"] = lambda *args: ran_eagerly.append(1) or gm(*args)
+    for n, k in [(6, 2), (6, 5), (6, 1), (6, 0)]:
+        x = with_positives(n, k)
+        assert_close(compiled(x), gm(x))
+    assert len(ran_eagerly) == 2
+
+
+def test_the_graphs_own_size_assertions_are_checked_where_the_size_is_read():
+    # (Dynamo's graphs carry torch's run-time asserts as ``_assert_scalar`` nodes; a call failing one
+    # runs eagerly, where it raises as eager does)
+    from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
+
+    fn = at_least_two_positives_doubled
+    gm, shape_env = trace_symbolic(fn, with_positives(37, 11))
+    insert_deferred_runtime_asserts(gm, shape_env, "test")
+    gm.recompile()
+    assert any(n.target is torch.ops.aten._assert_scalar.default for n in gm.graph.nodes), gm.graph
+    compiled = compile_aten_graph(gm, [with_positives(37, 11)])
+    assert compiled.magpy_report.graph_fallback is None, compiled.magpy_report.graph_fallback
+    x = with_positives(6, 3)
+    assert_close(compiled(x), fn(x))
+    with pytest.raises(RuntimeError):
+        gm(with_positives(6, 1))
+    with pytest.raises(RuntimeError):
+        compiled(with_positives(6, 1))
+
+
+def test_a_size_from_a_tensors_value_runs_the_graph_eagerly_saying_why():
+    def fn(x):
+        return x[:(x > 0).sum().item()] * 2
 
     gm, _ = trace_symbolic(fn, torch.randn(6, 7))
-    with pytest.warns(UserWarning, match="data-dependent size"):
+    with pytest.warns(UserWarning, match="from tensor data, not as a size"):
         compiled = compile_aten_graph(gm, [torch.randn(6, 7)])
-    assert "data-dependent size u" in compiled.magpy_report.graph_fallback
     x = torch.randn(5, 9)
     assert_close(compiled(x), fn(x))

@@ -104,10 +104,11 @@ def magpy_backend(gm, example_inputs, options=None):
     return _compile_for_device(gm, example_inputs, options or {})
 
 
-def _replayed(fn, example_inputs, options: dict):
+def _replayed(fn, example_inputs, options: dict, report=None):
     """``fn``, replayed as a CUDA graph when ``options`` ask for it (``cudagraphs`` True) — never for a
-    graph with symbolic sizes (a replay's buffers have the sizes of the call it recorded)."""
-    if not options.get("cudagraphs") or _has_symbolic_sizes(example_inputs):
+    graph with symbolic sizes or, as its compile ``report`` says, sizes made from data (a replay's
+    buffers have the sizes of the call it recorded)."""
+    if not options.get("cudagraphs") or _sizes_vary(example_inputs, report):
         return fn
     from .cudagraphs import wrap
 
@@ -122,7 +123,11 @@ def _has_symbolic_sizes(example_inputs) -> bool:
                any(isinstance(n, torch.SymInt) for n in x.shape) for x in example_inputs)
 
 
-def _replay_candidate(fn, example_inputs, options: dict):
+def _sizes_vary(example_inputs, report=None) -> bool:
+    return _has_symbolic_sizes(example_inputs) or bool(report is not None and report.sizes_from_data)
+
+
+def _replay_candidate(fn, example_inputs, options: dict, report=None):
     """By default (``cudagraphs`` unset), ``fn`` replayed as a CUDA graph for the faster-of
     timing to weigh, for graphs that record no autograd; else None."""
     import torch
@@ -131,7 +136,7 @@ def _replay_candidate(fn, example_inputs, options: dict):
 
     records_autograd = torch.is_grad_enabled() and any(
         isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
-    if "cudagraphs" in options or records_autograd or _has_symbolic_sizes(example_inputs):
+    if "cudagraphs" in options or records_autograd or _sizes_vary(example_inputs, report):
         return None
 
     replayed = wrap(fn, example_inputs, quiet=True)
@@ -172,8 +177,9 @@ def _compile_for_device(gm, example_inputs, options: dict):
     from .choose import faster_of
 
     # Replayed before it is timed: the timing's synchronisations cannot run inside a capture.
-    return faster_of(_replayed(compiled, example_inputs, options), gm.forward, example_inputs,
-                     forward[0] if forward else None, _replay_candidate(compiled, example_inputs, options))
+    report = forward[0] if forward else None
+    return faster_of(_replayed(compiled, example_inputs, options, report), gm.forward, example_inputs,
+                     report, _replay_candidate(compiled, example_inputs, options, report))
 
 
 def _register_with_dynamo() -> None:

@@ -22,7 +22,7 @@ from typing import Callable, Optional
 #: backends known to compile from fake inputs with symbolic sizes (others run such graphs as captured)
 SYMBOLIC_BACKENDS = ("magpy", "inductor")
 #: … and those of them that also take sizes made from data (``nonzero``: unbacked sizes)
-UNBACKED_BACKENDS = ("inductor",)
+UNBACKED_BACKENDS = ("magpy", "inductor")
 #: … and those of them that take float inputs as SymFloats (``x * scale``: one compile for every scale)
 FLOAT_BACKENDS = ("magpy",)
 
@@ -133,3 +133,10 @@ def _leave_floats(module) -> None:
 def is_symbolic_backend(name_or_fn, unbacked=False, floats=False) -> bool:
     return isinstance(name_or_fn, str) and name_or_fn in (UNBACKED_BACKENDS if unbacked else SYMBOLIC_BACKENDS) \
         and (not floats or name_or_fn in FLOAT_BACKENDS)
+def note_captured(name_or_fn, gm, reason: str) -> None:
+    """Say why a graph given to our own backend ("magpy") runs as captured, in our codegen's reports
+    (other backends report as they do)."""
+    if name_or_fn == "magpy":
+        from ..codegen import record_fallback
+
+        record_fallback(gm, reason)

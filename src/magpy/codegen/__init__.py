@@ -52,6 +52,8 @@ class CompileReport:
     chosen: Optional[str] = None  # on a GPU: compiled or captured graph, whichever ran faster
     compile_seconds: float = 0.0
     symbolic: list = dataclasses.field(default_factory=list)  # symbolic input sizes: "in0.size(0)=s0"
+    # (… and sizes made from data, read from the library call making them: "buf1.size(0)=u0")
+    sizes_from_data: list = dataclasses.field(default_factory=list)  # their symbols: "u0"
 
     @property
     def kernel_count(self) -> int:
@@ -237,6 +239,7 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
         (str(it.target), it.reason) for it in scheduler.items if isinstance(it, ExternCall)
     ]
     report.fallbacks = list(lowering.fallbacks)
+    report.sizes_from_data = [str(s) for s in lowering.sizes.made()]
     report.compile_seconds = time.perf_counter() - started
     _dump(gm, report)
     symbolic = lowering.sizes.symbolic or lowering.sizes.shape_env is not None

@@ -36,7 +36,7 @@ from .lowering import LoweringContext, Unsupported, lookup_lowering
 from .lowering_pointwise import ELEMENTWISE
 from .lowering_view import VIEW_OPS
 from .ops import body_key, count_ops
-from .sizes import GraphSizes, shape_env_of
+from .sizes import SIZE_ASSERTIONS, GraphSizes, SizeRelation, made_sizes, shape_env_of
 
 # A lazy value used more than once is realized when recomputing it would cost more than this.
 INLINE_MAX_OPS = 8
@@ -240,7 +240,7 @@ class GraphLowering:
         symbolic = isinstance(meta, torch.Tensor) and meta.layout == torch.strided and shape_env_of([meta])
         source = meta if symbolic else example
         name = re.sub(r"\W", "_", node.name)
-        if not name.isidentifier() or name in self.layouts or re.fullmatch(r"s\d+", name):
+        if not name.isidentifier() or name in self.layouts or re.fullmatch(r"[su]\d+", name):
             name = self.new_name("arg")
         layout = Layout(self.sizes.shape(source), self.sizes.strides(source), example.dtype)
         self.sizes.add_tensor_input(position, layout.size, layout.stride)
@@ -274,13 +274,29 @@ class GraphLowering:
 
     def _call_function(self, node):
         meta = node.meta.get("val")
+        made = made_sizes(node, self.sizes.shape_env)  # (raises for a number from data: ``.item()``)
         if isinstance(meta, (torch.SymInt, torch.SymFloat)):
             # Size arithmetic (sym_size, s0 * s1, ...): its value is the expression torch traced.
             self.env[node] = self.sizes.scalar(meta)
             return
+        if isinstance(meta, torch.SymBool):  # (a relation between sizes, for an assertion)
+            self.env[node] = SizeRelation(self.sizes.torch_expr(meta))
+            return
+        if node.target in SIZE_ASSERTIONS:
+            self.sizes.add_assertions_of(node)
+            return
         self._check_sizes(meta)
         if node.target is operator.getitem:
             self._getitem(node)
+            return
+        if made:
+            # A size from data (a mask's count): the op runs as a library call, the wrapper reads
+            # the size from its result.
+            self._extern(node, "makes sizes from data: " + ", ".join(map(str, made)), counted=False)
+            call = self.nodes[-1]
+            call.makes_sizes = tuple(made)
+            for symbol, path in made.items():
+                self.sizes.add_output_size(symbol, call.name, path)
             return
         lowering = lookup_lowering(node.target)
         if lowering is None:
@@ -319,7 +335,7 @@ class GraphLowering:
             if isinstance(a, (list, tuple)):
                 for x in a:
                     visit(x)
-            elif isinstance(a, torch.fx.Node) or isinstance(a, (ExternResult,)):
+            elif isinstance(a, (torch.fx.Node, ExternResult, SizeRelation)):
                 ok = False
 
         visit(args)
@@ -484,7 +500,7 @@ class GraphLowering:
 
         return tuple(convert(a) for a in node.args[1:])
 
-    def _extern(self, node, reason: str):
+    def _extern(self, node, reason: str, counted: bool = True):
         target = node.target
         schema = getattr(target, "_schema", None)
         if schema is not None and schema.is_mutable:
@@ -498,6 +514,8 @@ class GraphLowering:
                     return BufferRef(self.buffer_for_extern(a))
                 if isinstance(value, tuple):
                     raise GraphFallback("tuple argument to an extern call")
+                if isinstance(value, SizeRelation):
+                    raise GraphFallback(f"a relation between sizes as an argument of {node.name}")
                 return value
             if isinstance(a, (list, tuple)):
                 return type(a)(convert(x) for x in a)
@@ -524,7 +542,7 @@ class GraphLowering:
         expected = _expected_extern(target)
         if expected:
             reason = "library kernel"
-        call = ExternCall(name, target, args, kwargs, meta, reason, counted=not expected)
+        call = ExternCall(name, target, args, kwargs, meta, reason, counted=counted and not expected)
         self.nodes.append(call)
         self.owner[name] = node
         if call.counted:

@@ -429,7 +429,8 @@ class ExternCall(ScheduledNode):
 
     ``args``/``kwargs`` hold ``BufferRef`` where tensors go. ``layouts`` is the layout of the
     result (one per tensor output; ``None`` for a non-tensor result). ``reason`` says why this op
-    is not compiled (shown in the debug report).
+    is not compiled (shown in the debug report). ``makes_sizes``: the size symbols from data
+    (``u0``) its result has, which the wrapper reads from it.
     """
 
     def __init__(self, name, target, args, kwargs, result_meta, reason: str, counted: bool = True):
@@ -440,6 +441,7 @@ class ExternCall(ScheduledNode):
         self.result_meta = result_meta
         self.reason = reason
         self.counted = counted
+        self.makes_sizes: tuple = ()
 
     @property
     def is_mutating(self) -> bool:

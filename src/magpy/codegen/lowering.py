@@ -23,7 +23,7 @@ import torch
 
 from .ir import BufferValue, Pointwise, TensorValue, is_static
 from .ops import AnalysisHandler, Opaque, ops, set_handler
-from .sizes import SizeAsFloat, is_float_symbol
+from .sizes import SizeAsFloat, is_float_symbol, to_torch
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -88,6 +88,13 @@ class LoweringContext:
     def known(self, relation) -> bool:
         """True when ``relation`` between sizes holds for every size the ShapeEnv allows."""
         return self.graph.sizes.known(relation)
+
+    def require(self, relation) -> None:
+        """Lower for the sizes where ``relation`` holds: unless the ShapeEnv knows it (a size from
+        data may be anything torch's trace took it to be), the wrapper checks it once its sizes are
+        read, and a call where it fails runs eagerly — doing what eager does there."""
+        if not self.known(relation):
+            self.graph.sizes.add_assertion(to_torch(relation))
 
     @property
     def dtype(self) -> torch.dtype:

@@ -104,6 +104,13 @@ def _indirect(loader, index, size: int):
     return ops.indirect_indexing(loader(index), size)
 
 
+def _picks_from(ctx, *sizes):
+    """Positions from data pick along dims of ``sizes``: each must have an element (its positions are
+    clamped into it; eager raises for one out of range, and any is out of an empty dim)."""
+    for size in sizes:
+        ctx.require(sympy.Ge(size, 1))
+
+
 @register_lowering(aten.gather.default)
 def lower_gather(ctx, x, dim, index, sparse_grad=False):
     dim = normalize_dim(dim, x.ndim)
@@ -111,6 +118,7 @@ def lower_gather(ctx, x, dim, index, sparse_grad=False):
     index_load = index.make_loader()
     if x.ndim == 0:
         raise Unsupported("gather from a scalar")
+    _picks_from(ctx, x.size[dim])
 
     def inner_fn(idx):
         position = _indirect(index_load, idx, x.size[dim])
@@ -139,6 +147,7 @@ def lower_index(ctx, x, indices):
     size = tuple(x.size[d] for d in before) + tuple(index_shape) + tuple(x.size[d] for d in after)
     if size != ctx.size:
         raise Unsupported(f"index result {size} != {ctx.size}")
+    _picks_from(ctx, *(x.size[d] for d in used))
     x_load = x.make_loader()
     from .lowering import broadcast_loader
 
@@ -163,6 +172,7 @@ def lower_index(ctx, x, indices):
 def lower_embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     if weight.ndim != 2:
         raise Unsupported("embedding weight must be 2-D")
+    _picks_from(ctx, weight.size[0])
     w_load = weight.make_loader()
     i_load = indices.make_loader()
     k = indices.ndim
@@ -177,6 +187,7 @@ def lower_embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=Fal
 @register_lowering(aten.index_select.default)
 def lower_index_select(ctx, x, dim, index):
     dim = normalize_dim(dim, x.ndim)
+    _picks_from(ctx, x.size[dim])
     x_load = x.make_loader()
     i_load = index.make_loader()
 

@@ -67,8 +67,14 @@ def make_reduction(ctx, x: TensorValue, dims, keepdim: bool, reduction_type: str
             return value if input_dtype == dtype else ops.to_dtype(value, dtype)
 
         return Pointwise(out_size, dtype, inner_fn)
+    if reduction_type in NO_IDENTITY:  # (eager raises where they reduce no element)
+        ctx.require(sympy.Ge(prod(reduction_size), 1))
     reduction = Reduction(out_size, reduction_size, reduction_type, dtype, input_dtype, load)
     return ctx.graph.realize_reduction(reduction)
+
+
+# Reductions with no value for no element.
+NO_IDENTITY = ("max", "min", "argmax", "argmin")
 
 
 @register_lowering(aten.sum.dim_IntList, aten.sum.default)

@@ -61,6 +61,9 @@ def evaluate_index(expr, env):
         return out
     if isinstance(expr, sympy.Pow):
         return args[0] ** args[1]
+    if isinstance(expr, (FloorDiv, ModIndex)) and isinstance(args[0], torch.Tensor) and \
+            isinstance(args[1], int) and args[1] == 0:
+        return args[0] * 0  # (by a size from data that is 0: only for elements masked off, see triton.print_index)
     if isinstance(expr, FloorDiv):
         a, b = args
         return torch.div(a, b, rounding_mode="floor") if isinstance(a, torch.Tensor) else a // b

@@ -22,9 +22,9 @@ from typing import Optional
 
 import sympy
 
-from .ir import ComputedBuffer, ExternCall, GetItem, WrapperView, index_vars, is_static, prod
+from .ir import ComputedBuffer, ExternCall, index_vars, is_static, prod
 from .ops import DependencyHandler, set_handler
-from .sizes import estimate, is_float_symbol, is_size_symbol
+from .sizes import estimate, is_float_symbol, is_size_symbol, is_unbacked
 
 INNER, OUTER = "inner", "outer"
 # Per-row arrays larger than this go to memory instead of the stack.
@@ -117,8 +117,10 @@ class KernelNames:
         for symbol in symbols:
             if symbol not in self.size_names:
                 floats = sum(map(is_float_symbol, self.size_params))
+                # (a size from data may be 0)
+                sign = {"nonnegative": True} if is_unbacked(symbol) else {"positive": True}
                 self.size_names[symbol] = sympy.Symbol(f"kf{floats}", real=True) if is_float_symbol(symbol) else \
-                    sympy.Symbol(f"ks{len(self.size_params) - floats}", integer=True, positive=True)
+                    sympy.Symbol(f"ks{len(self.size_params) - floats}", integer=True, **sign)
                 self.size_params.append(symbol)
         return expr.xreplace({s: self.size_names[s] for s in symbols}) if symbols else expr
 
@@ -195,7 +197,9 @@ class Scheduler:
         if not isinstance(node, ComputedBuffer):
             self.items.append(node)
             self.producer[node.name] = len(self.items) - 1
-            if isinstance(node, ExternCall) and node.is_mutating:
+            # (nothing moves before an op that may change what it reads, nor before one making
+            # sizes: a later node of such a size may read nothing of it)
+            if isinstance(node, ExternCall) and (node.is_mutating or node.makes_sizes):
                 self.barrier = len(self.items) - 1
             return
         best, best_score, best_fit = None, 0, None

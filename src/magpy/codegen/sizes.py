@@ -5,9 +5,17 @@ under Dynamo's dynamic shapes) into fake tensors whose sizes are SymInts; each o
 ``node.expr`` is a sympy expression over the symbols of a ``ShapeEnv`` (``s0``, ``s1``, ...).
 ``GraphSizes`` turns them into the IR's expressions (torch's division functions become
 ``ir.FloorDiv``/``ir.ModIndex``, the ShapeEnv's replacements applied), remembers where each
-symbol can be read from the graph's inputs at call time (``SizeSource``: the first input size
-that is exactly that symbol), and answers relations about sizes from what the ShapeEnv knows
-(``known``) — without ever adding a guard to it.
+symbol can be read at call time (``SizeSource``: the first input size that is exactly that
+symbol) and answers relations about sizes from what the ShapeEnv knows (``known``) — without
+ever adding a guard to it.
+
+Sizes made from data (``nonzero``, a boolean mask's count, ``unique``: torch's unbacked
+symbols ``u0``, ``u1``, ...) are in no input: the op making one runs as a library call and the
+wrapper reads the symbol from its result right after it (``buf3.size(0)``), then checks what
+the trace recorded about it (``run_time_relations``: its range, the ShapeEnv's deferred run-time
+asserts, the graph's own ``_assert_scalar`` nodes). Nothing torch assumes of such a size
+without recording it (that it is at least 2, in its size-oblivious reasoning) is assumed here:
+``known`` answers from the recorded ranges only.
 
 Heuristics (tiles, parallel thresholds, fusion scores, loop order) never look at the sizes of
 the call that traced the graph: ``estimate`` gives every symbol the same stand-in value, so a
@@ -16,10 +24,12 @@ kernel's source depends on the graph alone and one kernel serves every size.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Optional
 
 import sympy
 import torch
+import torch.fx
 
 from .ir import FloorDiv, Layout, ModIndex, as_size
 
@@ -57,8 +67,14 @@ class SizeAsFloat:
 
 
 def is_size_symbol(symbol) -> bool:
-    """True for a size symbol of torch's ShapeEnv (``s0``, ``s1``, ...; never a loop variable)."""
-    return symbol.name[:1] == "s" and symbol.name[1:].isdigit()
+    """True for a size symbol of torch's ShapeEnv (``s0``, ``s1``, ...; ``u0``, ``u1``, ... for
+    sizes made from data; never a loop variable)."""
+    return symbol.name[:1] in ("s", "u") and symbol.name[1:].isdigit()
+
+
+def is_unbacked(symbol) -> bool:
+    """True for a size made from data (``u0``: in no input, read from an op's result)."""
+    return symbol.name[:1] == "u" and symbol.name[1:].isdigit()
 
 
 def is_float_symbol(symbol) -> bool:
@@ -69,14 +85,20 @@ def is_float_symbol(symbol) -> bool:
 @dataclasses.dataclass(frozen=True)
 class SizeSource:
     """Where a symbol's value is read at call time: input ``position``'s ``size(dim)`` or
-    ``stride(dim)``, or the input itself (``kind`` "value": an int input)."""
+    ``stride(dim)``, the input itself (``kind`` "value": an int input), or ``path`` into the
+    result of the library call that makes it, named ``buffer`` (``kind`` "output": a size made
+    from data, read right after that call)."""
 
-    position: int
-    kind: str  # "size" | "stride" | "value"
+    position: Optional[int]
+    kind: str  # "size" | "stride" | "value" | "output"
     dim: Optional[int] = None
+    buffer: Optional[str] = None
+    path: str = ""
 
-    def read(self, name: str) -> str:
-        """Python text reading the value from the input named ``name``."""
+    def read(self, name: Optional[str] = None) -> str:
+        """Python text reading the value from the input named ``name`` (or from ``buffer``)."""
+        if self.kind == "output":
+            return f"{self.buffer}{self.path}"
         return name if self.kind == "value" else f"{name}.{self.kind}({self.dim})"
 
 
@@ -92,7 +114,7 @@ def _torch_functions():
 
 def from_torch(expr) -> sympy.Expr:
     """A torch size expression in the IR's vocabulary. Raises UnsupportedSize for what the
-    printers cannot spell (float functions, unbacked symbols)."""
+    printers cannot spell (float functions, symbols of no size)."""
     F = _torch_functions()
 
     def convert(e):
@@ -100,7 +122,7 @@ def from_torch(expr) -> sympy.Expr:
             return e
         if e.is_Symbol:
             if not is_size_symbol(e):
-                raise UnsupportedSize(f"data-dependent size {e}")
+                raise UnsupportedSize(f"size symbol {e}")
             return e
         args = [convert(a) for a in e.args]
         if isinstance(e, (sympy.Add, sympy.Mul)):
@@ -145,6 +167,34 @@ def to_torch(expr):
     return convert(sympy.sympify(expr))
 
 
+def made_sizes(node, shape_env) -> dict:
+    """{symbol: Python text reading it from the op's result} for each size from data that fx
+    ``node`` makes (torch's ``unbacked_bindings``: ``nonzero``'s count as ``.size(0)``, the
+    first result's of ``unique`` as ``[0].size(0)``). Raises UnsupportedSize for a number made
+    from data that is no size (``.item()``)."""
+    bindings = node.meta.get("unbacked_bindings")
+    if not bindings:
+        return {}
+    from torch.fx.experimental import symbolic_shapes
+
+    resolve = getattr(symbolic_shapes, "resolve_unbacked_bindings", None)
+    if resolve is not None and shape_env is not None:
+        bindings = resolve(shape_env, bindings)
+    return {symbol: _size_path(node, symbol, path) for symbol, path in bindings.items()}
+
+
+def _size_path(node, symbol, path) -> str:
+    """``.size(d)`` after any items (``[0]``) of a result: a size read from it."""
+    from torch.fx.experimental.symbolic_shapes import CallMethodKey
+    from torch.utils._pytree import SequenceKey
+
+    *items, method, dim = path if len(path) >= 2 else (None, None)
+    if not (all(isinstance(k, SequenceKey) for k in items) and isinstance(method, CallMethodKey)
+            and method.name == "size" and isinstance(dim, SequenceKey)):
+        raise UnsupportedSize(f"{node.name} makes {symbol} from tensor data, not as a size")
+    return "".join(f"[{k.idx}]" for k in items) + f".size({dim.idx})"
+
+
 # ----------------------------------------------------------------------------------------------
 
 
@@ -170,6 +220,7 @@ class GraphSizes:
         self.sources: dict[sympy.Symbol, SizeSource] = {}
         self.symbolic: list[str] = []
         self.int_inputs: dict[int, sympy.Expr] = {}
+        self.assertions: list = []  # torch relations the graph asserts of sizes made from data
         self._strides: list[tuple[sympy.Symbol, SizeSource]] = []
 
     def scalar(self, value):
@@ -185,6 +236,11 @@ class GraphSizes:
                 return SizeAsFloat(expr)
             raise UnsupportedSize(f"symbolic float {expr}")
         return self.expr(value)
+
+    def torch_expr(self, value):
+        """The sympy expression of a SymInt or SymBool, in torch's vocabulary, replacements applied."""
+        expr = value.node.expr
+        return self.shape_env.replace(expr) if self.shape_env is not None else expr
 
     def expr(self, value):
         """An int or SymInt of the graph as the IR keeps it (``ir.as_size``)."""
@@ -236,6 +292,44 @@ class GraphSizes:
     def _source(self, expr, source: SizeSource) -> None:
         if isinstance(expr, sympy.Symbol) and expr not in self.sources:
             self.sources[expr] = source
+
+    def add_output_size(self, symbol, buffer: str, path: str) -> None:
+        """``symbol``, a size made from data, is read as ``path`` of the result of the library call
+        named ``buffer`` (``.size(0)``, ``[0].size(0)``)."""
+        if symbol in self.sources:
+            raise UnsupportedSize(f"size {symbol} is made twice")
+        self.sources[symbol] = SizeSource(None, "output", buffer=buffer, path=path)
+        self.symbolic.append(f"{buffer}{path}={symbol}")
+        replaced = self.shape_env.replace(symbol) if self.shape_env is not None else symbol
+        if replaced != symbol:  # (later sizes say ``replaced``: the read must be it)
+            self.assertions.append(sympy.Eq(symbol, replaced))
+
+    def add_assertions_of(self, node) -> None:
+        """Assert what fx ``node``, a size assertion (``SIZE_ASSERTIONS``), checks."""
+        def convert(a):
+            if not isinstance(a, torch.fx.Node):
+                return a
+            meta = a.meta.get("val")
+            if isinstance(meta, (torch.SymInt, torch.SymBool)):
+                return self.torch_expr(meta)
+            if isinstance(meta, (bool, int)):
+                return meta
+            raise UnsupportedSize(f"{a.name} in a size assertion")
+
+        args = [convert(a) for a in node.args]
+        kwargs = {k: convert(v) for k, v in node.kwargs.items()}
+        for relation in SIZE_ASSERTIONS[node.target](*args, **kwargs):
+            self.add_assertion(relation)
+
+    def made(self) -> list:
+        """The symbols of sizes made from data (``u0``), in the order they are made."""
+        return [symbol for symbol, source in self.sources.items() if source.kind == "output"]
+
+    def add_assertion(self, relation) -> None:
+        """The graph asserts ``relation`` (torch's vocabulary) of its sizes (``_assert_scalar``)."""
+        relation = sympy.sympify(relation)
+        if relation != sympy.true:
+            self.assertions.append(relation)
 
     def finish_inputs(self) -> None:
         """Symbols seen in no input size are read from a stride, where one is exactly them."""
@@ -299,22 +393,28 @@ class GraphSizes:
     def guards(self) -> list:
         """The ShapeEnv's guards and symbol ranges over this graph's symbols, as torch sympy
         relations (what the traced graph assumed of its sizes)."""
-        if self.shape_env is None or not self.sources:
+        ours = {symbol for symbol, source in self.sources.items() if source.kind != "output"}
+        if self.shape_env is None or not ours:
             return []
-        ours = set(self.sources)
-        found = []
-        for symbol in sorted(ours, key=str):
-            bounds = self.shape_env.var_to_range.get(symbol)
-            if bounds is None:
-                continue
-            if bounds.lower.is_finite and bounds.lower > -(2**63):
-                found.append(sympy.Ge(symbol, bounds.lower))
-            if bounds.upper.is_finite and bounds.upper < 2**63:
-                found.append(sympy.Le(symbol, bounds.upper))
+        found = [relation for symbol in sorted(ours, key=str) for relation in self._range(symbol)]
         for guard in self.shape_env.guards:
             expr = guard.expr
             if expr.free_symbols and expr.free_symbols <= ours:
                 found.append(expr)
+        return found
+
+    def _range(self, symbol) -> list:
+        """The ShapeEnv's range of ``symbol`` as relations, less what every size of its kind
+        satisfies (one from data: 0 to sys.maxsize - 1, torch's default range for it)."""
+        bounds = self.shape_env.var_to_range.get(symbol)
+        if bounds is None:
+            return []
+        least, most = (0, sys.maxsize - 1) if is_unbacked(symbol) else (-(2**63), 2**63)
+        found = []
+        if bounds.lower.is_finite and bounds.lower > least:
+            found.append(sympy.Ge(symbol, bounds.lower))
+        if bounds.upper.is_finite and bounds.upper < most:
+            found.append(sympy.Le(symbol, bounds.upper))
         return found
 
     def guard_checks(self) -> list[str]:
@@ -324,11 +424,18 @@ class GraphSizes:
         from torch.utils._sympy.printers import PythonPrinter
 
         printer = PythonPrinter()
-        hints = getattr(self.shape_env, "backed_var_to_val", None) or getattr(self.shape_env, "var_to_val", {})
-        values = {str(s): (float if is_float_symbol(s) else int)(hints[s]) for s in self.sources if s in hints}
+        hints = getattr(self.shape_env, "backed_var_to_val", None)
+        if hints is None:
+            hints = getattr(self.shape_env, "var_to_val", {})
+        values = {str(s): (float if is_float_symbol(s) else int)(hints[s]) for s in self.sources
+                  if s in hints and not is_unbacked(s)}
         texts = []
         for guard in self.guards():
             text = printer.doprint(guard)
+            if not {str(s) for s in guard.free_symbols} <= set(values):
+                # (a size from data, an input of this graph — a backward's — has no traced value)
+                texts.append(self.check_text(guard))
+                continue
             try:
                 holds = eval(text, guard_namespace(), dict(values))  # noqa: S307 - torch's printer's text
             except Exception as e:  # noqa: BLE001 - any failure means the text cannot check it
@@ -338,9 +445,66 @@ class GraphSizes:
             texts.append(text)
         return texts
 
+    def run_time_relations(self) -> list:
+        """What the trace recorded about the sizes made from data, as torch relations, and the
+        graph's own assertions: each such size's range where it says more than that a size is
+        >= 0, the ShapeEnv's deferred run-time asserts over them, ``assertions`` (the wrapper
+        checks each one once the sizes in it are read)."""
+        made = set(self.made())
+        if self.shape_env is None or not made:
+            return list(self.assertions)
+        found = [relation for symbol in sorted(made, key=str) for relation in self._range(symbol)]
+        for asserts in self.shape_env.deferred_runtime_asserts.values():
+            found.extend(ra.expr for ra in asserts)
+        # (an assert over a symbol this graph never reads is about another graph of the ShapeEnv)
+        found = [r for r in found if r.free_symbols & made and r.free_symbols <= set(self.sources)]
+        # (``2 <= u0`` from an assert and ``u0 >= 2`` from its range: one check)
+        return list(dict.fromkeys(r.canonical if isinstance(r, sympy.Rel) else r for r in found + self.assertions))
+
+    def check_text(self, relation) -> str:
+        """Python text of a torch relation over the symbols' names (in ``guard_namespace()``)."""
+        from torch.utils._sympy.printers import PythonPrinter
+
+        text = PythonPrinter().doprint(relation)
+        try:
+            compile(text, "<size check>", "eval")
+        except SyntaxError as e:
+            raise UnsupportedSize(f"relation {relation} cannot be checked at call time: {e}") from None
+        return text
+
 
 def guard_namespace() -> dict:
     """The names torch's printed guards use (``math``, ``IsNonOverlappingAndDenseIndicator``)."""
     from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
     return dict(SYMPY_INTERP)
+
+
+class SizeRelation:
+    """A relation between sizes computed in the graph (a SymBool), in torch's vocabulary: what a
+    size assertion checks."""
+
+    def __init__(self, expr):
+        self.expr = expr
+
+
+def _asserted(condition, message=None) -> list:
+    return [condition]
+
+
+def _in_range(size, min=None, max=None) -> list:  # noqa: A002 - the schema's names
+    return ([sympy.Ge(size, min)] if min is not None else []) + ([sympy.Le(size, max)] if max is not None else [])
+
+
+def _in_size_range(size, min=None, max=None) -> list:  # noqa: A002 - the schema's names
+    return _in_range(size, 0 if min is None else min, max)
+
+
+# Ops that only check sizes (torch's run-time asserts, mostly on sizes from data) -> the relations
+# they check: the wrapper checks each once the sizes in it are read (a call they fail runs eagerly,
+# where the op raises as it would have).
+SIZE_ASSERTIONS = {
+    torch.ops.aten._assert_scalar.default: _asserted,
+    torch.ops.aten.sym_constrain_range.default: _in_range,
+    torch.ops.aten.sym_constrain_range_for_size.default: _in_size_range,
+}

@@ -77,7 +77,9 @@ def print_index(expr) -> str:
     def division(e, a, b) -> str:
         floor = isinstance(e, FloorDiv)
         divisor = e.args[1]
-        if not (divisor.is_Integer and int(divisor) > 0 or not divisor.is_Integer and divisor.is_positive):
+        # (a size from data may be 0: then no lane that is not masked off divides by it — a size
+        # divides only indexes of a space it is a factor of, which is then empty)
+        if not (divisor.is_Integer and int(divisor) > 0 or not divisor.is_Integer and divisor.is_nonnegative):
             raise TritonUnsupported(f"index expression {e}")
         if is_nonnegative(e.args[0]):
             return f"({a} // {b})" if floor else f"({a} % {b})"

@@ -9,7 +9,10 @@ torch's own bindings, and on a GPU a second wrapper launches each kernel directl
 A graph with symbolic sizes reads each size symbol from the inputs first (``s0 =
 x.size(0)``), checks every input's sizes and strides and the ShapeEnv's guards over those
 symbols (any call they do not hold for runs eagerly), then computes buffer sizes, kernel size
-arguments and extern calls' size arguments from them.
+arguments and extern calls' size arguments from them. A size made from data (``u0``) is read
+from the result of the library call making it, right after that call, and what the trace
+recorded about it is checked there (a call it does not hold for runs eagerly too: nothing
+before it has changed anything outside the wrapper).
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import torch
 from .graph import Constant
 from .ir import BufferRef, ExternCall, GetItem, WrapperView, python_size
 from .scheduler import Kernel
-from .sizes import SizeAsFloat, SizeSource, guard_namespace
+from .sizes import SizeAsFloat, SizeRelation, SizeSource, UnsupportedSize, guard_namespace
 
 
 def _empty_strided(device: torch.device):
@@ -103,6 +106,9 @@ class WrapperWriter:
         self.lines: list[str] = []
         self.launched_directly: set[str] = set()
         self._constants = 0
+        self.read: set = set()  # size symbols read so far, at the point being written
+        self.unchecked: list = []  # relations not checked yet: some size in them is not read yet
+        self.mutated = False  # an op written so far may have changed an input
 
     # ------------------------------------------------------------------------------------------
 
@@ -113,10 +119,23 @@ class WrapperWriter:
         return name
 
     def size(self, expr) -> str:
-        """Python text of a size (symbols are locals of the wrapper, read from the inputs)."""
+        """Python text of a size (symbols are locals of the wrapper, read from the inputs, or from
+        the result making them before this point)."""
         if isinstance(expr, sympy.Basic):
             self.lowering.sizes.check_readable(expr)
+            unread = sorted(str(s) for s in expr.free_symbols - self.read)
+            if unread:
+                raise UnsupportedSize(f"size {expr} is needed before {', '.join(unread)} is read")
         return python_size(expr)
+
+    def relation(self, relation) -> str:
+        """Python text of a relation between sizes in torch's vocabulary (read before this point)."""
+        unread = sorted(str(s) for s in relation.free_symbols - self.read)
+        if unread:
+            raise UnsupportedSize(f"relation {relation} is needed before {', '.join(unread)} is read")
+        for name, value in guard_namespace().items():
+            self.namespace.setdefault(name, value)
+        return self.lowering.sizes.check_text(relation)
 
     def sizes(self, exprs) -> str:
         inner = ", ".join(self.size(e) for e in exprs)
@@ -129,6 +148,8 @@ class WrapperWriter:
             return self.size(a)
         if isinstance(a, SizeAsFloat):
             return f"float({self.size(a.size)})"
+        if isinstance(a, SizeRelation):  # (a SymBool result: ``y.size(0) > 3``, for a branch after the graph)
+            return f"bool({self.relation(a.expr)})"
         if isinstance(a, list):
             return "[" + ", ".join(self.render_arg(x) for x in a) + "]"
         if isinstance(a, tuple):
@@ -173,7 +194,10 @@ class WrapperWriter:
         if names:
             out.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
         sources = low.sizes.sources
-        if sources:
+        self.read = {symbol for symbol, source in sources.items() if source.kind != "output"}
+        self.unchecked = low.sizes.run_time_relations()
+        self.mutated = False
+        if self.read:
             out.append("    # Size symbols, read from the inputs (inputs of another rank run eagerly).")
             out.append("    try:")
             out.extend(f"        {line}" for line in self._size_reads(names))
@@ -203,6 +227,7 @@ class WrapperWriter:
             out.append("    # What the graph's trace assumed of its sizes (the ShapeEnv's guards).")
             out.append("    if not (" + " and ".join(guards) + "):")
             out.append("        return _eager(*args)")
+        self._check_relations()
         if self.direct:
             self._direct_prologue(general)
         last_use = self._last_uses()
@@ -227,8 +252,34 @@ class WrapperWriter:
             dead = sorted(n for n, last in last_use.items() if last == i and n not in keep)
             if dead:
                 out.append(f"    del {', '.join(dead)}")
+        if self.unchecked:
+            raise UnsupportedSize(f"the graph asserts {', '.join(map(str, self.unchecked))} of sizes it never reads")
         out.append(f"    return {self._render_outputs(low.outputs)}")
         return "\n".join(out) + "\n"
+
+    def _read_made_sizes(self, call: ExternCall):
+        """After library call ``call``: read the sizes from data it makes, check what is known of them."""
+        if not call.makes_sizes:
+            return
+        sources = self.lowering.sizes.sources
+        self.lines.append(f"    {', '.join(map(str, call.makes_sizes))} = "
+                          f"{', '.join(sources[s].read() for s in call.makes_sizes)}")
+        self.read.update(call.makes_sizes)
+        self._check_relations()
+
+    def _check_relations(self):
+        """Check each relation whose sizes are all read now: a call it fails runs eagerly (``_eager``
+        is safe to run only while nothing has changed an input)."""
+        ready = [r for r in self.unchecked if r.free_symbols <= self.read]
+        if not ready:
+            return
+        if self.mutated:
+            raise UnsupportedSize("sizes from data are checked after an op that may change an input")
+        self.unchecked = [r for r in self.unchecked if r not in ready]
+        texts = [self.relation(r) for r in ready]
+        self.lines.append("    # What the trace recorded of the sizes from data (eager raises where it asserted).")
+        self.lines.append("    if not (" + " and ".join(texts) + "):")
+        self.lines.append("        return _eager(*args)")
 
     def _size_reads(self, names) -> list[str]:
         """Statements binding each size symbol: a tensor's sizes unpacked at once."""
@@ -243,7 +294,7 @@ class WrapperWriter:
                 targets = [mine.get(d, "_") for d in range(len(low.layouts[name].size))]
                 lines.append(f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {name}.shape")
         for symbol, source in low.sizes.sources.items():
-            if source.kind != "size":
+            if source.kind in ("stride", "value"):
                 lines.append(f"{symbol} = {source.read(names[source.position])}")
         return lines
 
@@ -283,7 +334,6 @@ class WrapperWriter:
 
     def _kernel(self, kernel: Kernel):
         out = self.lines
-        low = self.lowering
         params = self.kernel_params[kernel.name]
         for node in kernel.nodes:
             if kernel.storage[node.name] == "memory":
@@ -351,6 +401,8 @@ class WrapperWriter:
         args = [self.render_arg(a) for a in call.args]
         args += [f"{k}={self.render_arg(v)}" for k, v in call.kwargs.items()]
         out.append(f"    {call.name} = {self.target_name(call.target)}({', '.join(args)})  # {call.reason}")
+        self.mutated = self.mutated or call.is_mutating
+        self._read_made_sizes(call)
         self._restride(call.name)
 
     def _restride(self, name: str):
