@@ -241,7 +241,7 @@ def eager_graphs(since: int) -> int:
     """How many graphs magpy compiled since report ``since`` run eagerly, wholly or in part."""
     from magpy.codegen import reports
 
-    return sum(1 for r in reports()[since:] if r.graph_fallback or r.fallbacks)
+    return sum(1 for r in reports(since=since) if r.graph_fallback or r.fallbacks)
 
 
 def all_symbolic(since: int) -> bool:
@@ -249,7 +249,7 @@ def all_symbolic(since: int) -> bool:
     none of them run eagerly."""
     from magpy.codegen import reports
 
-    new = reports()[since:]
+    new = reports(since=since)
     return bool(new) and all(r.symbolic and not r.graph_fallback and not r.fallbacks for r in new)
 
 
@@ -281,10 +281,10 @@ def main(argv=None):
     for name, fn, args in (gpu_workloads if gpu else workloads)(opts.quick):
         if only and name not in only:
             continue
-        from magpy.codegen import reports
+        from magpy.codegen import mark
 
         torch._dynamo.reset()
-        before = len(reports())
+        before = mark()
         magpy_fn, magpy_compile = compile_cold(fn, args, "magpy")
         partly_eager = eager_graphs(before)
         with torch.no_grad():
@@ -296,7 +296,7 @@ def main(argv=None):
             fns.append(inductor_fn)
         symbolic = None
         if opts.symbolic:
-            since = len(reports())
+            since = mark()
             symbolic_fn, _ = compile_cold(fn, args, magpy_symbolic, dynamic=True)
             with torch.no_grad():
                 symbolic_ok = all_symbolic(since) and close(symbolic_fn(*args), fn(*args))

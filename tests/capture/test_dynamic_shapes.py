@@ -293,7 +293,9 @@ def test_sizes_of_a_reshaped_tensor_follow_the_symbolic_size():
 @pytest.mark.parametrize("name, make, calls", [
     ("batch", lambda: (mlp_fn(), None), batches(3, 5, 7, 9, 13, 4)),
     ("sequence", plain(attention), [(torch.randn(2, t, 8),) for t in (3, 5, 7, 9, 13, 17)]),
-    ("slice", plain(lambda x, n: x[:, :n] * 2 + x[:, n:].sum()), [(torch.randn(4, 20), n) for n in (3, 5, 7, 9)]),
+    # (whole numbers: the sum is exact in any order, as a kernel's reduction order may differ from eager's)
+    ("slice", plain(lambda x, n: x[:, :n] * 2 + x[:, n:].sum()),
+     [(torch.randint(-8, 8, (4, 20)).float(), n) for n in (3, 5, 7, 9)]),
     ("reshape", plain(lambda x: x.reshape(x.size(0) * 2, -1).softmax(-1)), [(torch.randn(b, 4, 6),) for b in (3, 5, 7)]),
 ])
 def test_sequences_compile_twice_through_our_codegen(name, make, calls):

@@ -4,7 +4,7 @@ import inspect
 import torch
 
 import magpy
-from magpy.emit.program import signature_of
+from magpy.emit.guard_calls import signature_of
 
 
 class Layer:

@@ -271,7 +271,7 @@ def test_convolution_and_pooling_over_symbolic_batch_and_image_size():
 
 def test_torch_compile_dynamic_compiles_one_symbolic_graph_for_every_batch():
     import magpy.backends  # noqa: F401  (registers "magpy" with torch.compile)
-    from magpy.codegen import reports
+    from magpy.codegen import mark, reports
 
     linear = torch.nn.Linear(16, 32)
 
@@ -279,13 +279,13 @@ def test_torch_compile_dynamic_compiles_one_symbolic_graph_for_every_batch():
         return F.layer_norm(F.gelu(linear(x)), (32,)).softmax(-1)
 
     torch._dynamo.reset()
-    since = len(reports())
+    since = mark()
     compiled = torch.compile(fn, backend="magpy", dynamic=True)
     with torch.no_grad():
         for batch in (3, 5, 9, 17):
             x = torch.randn(batch, 7, 16)
             assert_close(compiled(x), fn(x), f"batch {batch}")
-    graphs = reports()[since:]
+    graphs = reports(since=since)
     assert len(graphs) == 1 and graphs[0].symbolic and graphs[0].graph_fallback is None, graphs
 
 

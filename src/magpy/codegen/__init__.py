@@ -13,8 +13,9 @@ Public names:
                                          the same schedule with the torch reference evaluator.
                                          A graph traced with symbolic sizes compiles once for
                                          every size its ShapeEnv's guards allow.
-    reports()                            CompileReports of recent graphs (kernels, extern calls,
-                                         fallbacks, sources); ``last_report()`` the newest.
+    reports(since=None)                  CompileReports of recent graphs (kernels, extern calls,
+                                         fallbacks, sources); ``last_report()`` the newest;
+                                         ``since=mark()`` taken before: only the graphs after it.
 
 ``MAGPY_DEBUG_DIR=/some/dir`` dumps each graph, its kernels and its wrapper there.
 """
@@ -34,7 +35,7 @@ from typing import Any, Callable, Optional
 import torch
 import torch.fx
 
-__all__ = ["compile_graph", "compile_aten_graph", "reports", "last_report", "CompileReport"]
+__all__ = ["compile_graph", "compile_aten_graph", "reports", "mark", "last_report", "CompileReport"]
 
 
 @dataclasses.dataclass
@@ -77,10 +78,23 @@ class CompileReport:
 
 _REPORTS: collections.deque = collections.deque(maxlen=1024)
 _graph_ids = itertools.count()
+_next_id = 0
 
 
-def reports() -> list[CompileReport]:
-    return list(_REPORTS)
+def _new_graph_id() -> int:
+    global _next_id
+    _next_id = next(_graph_ids) + 1
+    return _next_id - 1
+
+
+def reports(since: Optional[int] = None) -> list[CompileReport]:
+    """The newest reports (at most 1024); ``since``: of the graphs compiled after ``mark()`` gave it."""
+    return [r for r in _REPORTS if since is None or r.graph_id >= since]
+
+
+def mark() -> int:
+    """What ``reports(since=...)`` takes: the id the next graph compiled will get."""
+    return _next_id
 
 
 def last_report() -> Optional[CompileReport]:
@@ -160,7 +174,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
     from .triton import TritonUnsupported
 
     started = time.perf_counter()
-    report = CompileReport(graph_id=next(_graph_ids), mode=mode or "auto")
+    report = CompileReport(graph_id=_new_graph_id(), mode=mode or "auto")
     _REPORTS.append(report)
     eager = _eager_callable(gm)
     try:
@@ -193,7 +207,7 @@ def _device_of(example_inputs) -> torch.device:
 
 def record_fallback(gm, reason: str) -> CompileReport:
     """Report ``gm`` as a graph run as captured because ``reason`` (no generator serves it)."""
-    report = CompileReport(graph_id=next(_graph_ids), mode="captured", graph_fallback=reason)
+    report = CompileReport(graph_id=_new_graph_id(), mode="captured", graph_fallback=reason)
     _REPORTS.append(report)
     warnings.warn(f"magpy: graph {report.graph_id} runs as captured: {reason}")
     return report
