@@ -168,7 +168,7 @@ def test_a_float_exponent_keeps_eager_s_sqrt_and_rsqrt(dtype, mode):
 @pytest.mark.parametrize("dtype", [None, torch.float64, torch.bfloat16, torch.int64])
 def test_full_of_a_float_input(dtype, mode):
     def fn(x, s):
-        return torch.full((3, 5), s, dtype=dtype) + x
+        return torch.full((3, 5), s, dtype=dtype, device=x.device) + x
 
     compiled, _ = compile_once(fn, [torch.zeros(5, dtype=dtype or torch.float32), 2.75], mode)
     check_values(compiled, fn, [torch.zeros(5, dtype=dtype or torch.float32)], [v for v in VALUES if abs(v) < 1e3],
