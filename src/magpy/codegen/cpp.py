@@ -18,6 +18,7 @@ import os
 import sympy
 import torch
 
+from .cpp_hoist import hoist_invariants
 from .cpp_loops import PARALLEL_MIN_WORK, PointwiseNest, both, negate
 from .cpp_ops import CppHandler, CppValue, cpp_constant, ctype, print_index
 from .cpp_prelude import PRELUDE
@@ -169,10 +170,14 @@ class KernelPrinter(KernelNames):
         nest = PointwiseNest.plan(k, self.produced)
 
         def body(lines, indent):
+            start = len(lines)
             handler = CppHandler(self, lines, indent)
             for stage in k.stages:
                 for node in stage.nodes:
                     self._pointwise_node(handler, node, k.node_index(node)[0], indent, lines)
+            if len(nest.variables) >= 2:  # (in front of the innermost loop, inside the others)
+                loop = start - 2 if lines[start - 2].strip().startswith("#pragma omp simd") else start - 1
+                hoist_invariants(lines, start, loop, str(nest.variables[nest.order[-1]]))
 
         nest.render(self, lines, "    ", body)
 
