@@ -83,7 +83,9 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int, interpret: bool) -> l
         configs = []
         for elements in (2048, 4096):
             xblock = max(1, min(elements // rblock, rows, 64))
-            configs.append((xblock, rblock, max(1, min(16, xblock * rblock // 256))))
+            warps = max(1, min(16, xblock * rblock // 256))
+            configs += [(xblock, rblock, warps), (xblock, rblock, max(1, warps // 2))]  # (fewer warps: more
+            # programs per multiprocessor, which a long row's reduction can use better)
         configs = list(dict.fromkeys(configs))
     elif interpret:
         return [(min(rows, 8), 4096, 4)]
