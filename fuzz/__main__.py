@@ -21,33 +21,13 @@ def capture(minutes, seed):
     import prop_capture
 
     rng = random.Random(seed)
-    deadline = time.monotonic() + 60 * minutes
-    tried = failures = 0
-    totals = collections.Counter()
-    reasons = collections.Counter()
-    while time.monotonic() < deadline:
-        body = _draw(rng)
-        changes = _draw_changes(rng, prop_capture.CALLS)
+
+    def draw():
+        body, changes = _draw(rng), _draw_changes(rng, prop_capture.CALLS)
         source = prop_capture.render(body)
-        tried += 1
-        try:
-            stats = prop_capture.check(source, changes)
-        except AssertionError as err:
-            failures += 1
-            print(f"--- FAILURE {failures}: {err}\n    body={body!r}\n    changes={changes!r}", flush=True)
-            continue
-        except Exception:  # noqa: BLE001 - a crash of the harness or of ours: report it too
-            failures += 1
-            print(f"--- CRASH {failures}:\n{traceback.format_exc()}    body={body!r}\n    changes={changes!r}",
-                  flush=True)
-            continue
-        totals.update(compiles=stats.compiles, cache_hits=stats.cache_hits, fallbacks=stats.fallbacks,
-                      calls=stats.calls)
-        reasons.update(r for r, _ in stats.reasons)
-    print(f"{tried} programs, {failures} failures; compiled side: {dict(totals)}")
-    for reason, n in reasons.most_common(10):
-        print(f"  {n:5d}  {reason}")
-    return 1 if failures else 0
+        return f"    body={body!r}\n    changes={changes!r}", [("", lambda: prop_capture.check(source, changes))]
+
+    return _fuzz(minutes, draw)
 
 
 def shapes(minutes, seed):
@@ -57,25 +37,44 @@ def shapes(minutes, seed):
     import prop_shapes
 
     rng = random.Random(seed)
+
+    def draw():
+        source = prop_shapes.program(rng)
+        return source, [("automatic", lambda: prop_shapes.check(source)),
+                        ("dynamic=True", lambda: prop_shapes.check(source, dynamic=True))]
+
+    return _fuzz(minutes, draw)
+
+
+def _fuzz(minutes, draw):
+    """Check programs until ``minutes`` are up. ``draw()`` gives one: (how to print it, [(label, check)]),
+    each ``check()`` returning the compiled side's Stats or raising; a program's first failure or crash is
+    printed and ends its checks."""
     deadline = time.monotonic() + 60 * minutes
     tried = failures = 0
     totals = collections.Counter()
+    reasons = collections.Counter()
     while time.monotonic() < deadline:
-        source = prop_shapes.program(rng)
+        shown, checks = draw()
         tried += 1
-        for kw in ({}, {"dynamic": True}):
+        for label, check in checks:
+            where = f" ({label})" if label else ""
             try:
-                stats = prop_shapes.check(source, **kw)
+                stats = check()
             except AssertionError as err:
                 failures += 1
-                print(f"--- FAILURE {failures} ({kw or 'automatic'}): {err}\n{source}", flush=True)
+                print(f"--- FAILURE {failures}{where}: {err}\n{shown}", flush=True)
                 break
             except Exception:  # noqa: BLE001 - a crash of the harness or of ours: report it too
                 failures += 1
-                print(f"--- CRASH {failures}:\n{traceback.format_exc()}\n{source}", flush=True)
+                print(f"--- CRASH {failures}{where}:\n{traceback.format_exc()}{shown}", flush=True)
                 break
-            totals.update(compiles=stats.compiles, fallbacks=stats.fallbacks, calls=stats.calls)
+            totals.update(compiles=stats.compiles, cache_hits=stats.cache_hits, fallbacks=stats.fallbacks,
+                          calls=stats.calls)
+            reasons.update(r for r, _ in stats.reasons)
     print(f"{tried} programs, {failures} failures; compiled side: {dict(totals)}")
+    for reason, n in reasons.most_common(10):
+        print(f"  {n:5d}  {reason}")
     return 1 if failures else 0
 
 

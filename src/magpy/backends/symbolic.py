@@ -71,20 +71,18 @@ def compile_symbolic(backend: Callable, gm, examples, dims, unbacked=False) -> t
             record_fallback(gm, f"the backend's trace fixed float input {', '.join(fixed)} to this call's value")
         return gm.forward, None
     code = env.produce_guards_expression(fakes, ignore_static=True)
-    return compiled, _size_check(code, env, fakes) if code and code != "True" else None
+    return compiled, _size_check(code, fakes) if code and code != "True" else None
 
 
-def _size_check(code: str, env, fakes) -> Optional[Callable]:
+def _size_check(code: str, fakes) -> Optional[Callable]:
     """``code`` (over ``L['t0']``, ``L['t1']`` …, the inputs in order) as a function of the inputs."""
     # (always checked: besides the guards it lists, a symbol the trace replaced by a number — a size it
     # specialised — shows only in the code)
-    relied = [str(g.expr) for g in env.guards if getattr(g.expr, "free_symbols", None)]
     names = ", ".join(f"t{k}" for k in range(len(fakes)))
     body = re.sub(r"L\['(t\d+)'\]", r"\1", code)
     # (``math``: a float input's guard — ``not math.isnan(L['t1'])``)
     sizes_hold = eval(f"lambda {names}: bool({body})", {"math": math})  # noqa: S307 - torch's printed guards
     sizes_hold.__qualname__ = sizes_hold.__name__ = "sizes_hold"
-    sizes_hold.relations = relied  # (for explanations)
     sizes_hold.guard_code = code  # (``capture.size_guards`` folds it into the entry's other size conditions)
     return sizes_hold
 

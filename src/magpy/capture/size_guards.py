@@ -253,15 +253,13 @@ def simplify(relations, at_least_two=frozenset()):
     for symbol, value in fixed.items():
         if not lower.get(symbol, value) <= value <= upper.get(symbol, value) or value in excluded.get(symbol, ()):
             return sympy.false
-    for symbol in sorted((set(lower) | set(upper)) - set(fixed), key=str):
+    for symbol in sorted((set(lower) | set(upper) | set(excluded)) - set(fixed), key=str):
         if symbol in lower and not (symbol in at_least_two and lower[symbol] == 2):
             out.append(sympy.Ge(symbol, lower[symbol]))
         if symbol in upper:
             out.append(sympy.Le(symbol, upper[symbol]))
         out.extend(sympy.Ne(symbol, v) for v in sorted(excluded.get(symbol, ()))
                    if lower.get(symbol, v) <= v <= upper.get(symbol, v))  # (never at a bound: moved past)
-    for symbol in sorted(set(excluded) - set(lower) - set(upper) - set(fixed), key=str):
-        out.extend(sympy.Ne(symbol, v) for v in sorted(excluded[symbol]))
     # each symbol as its bound plus (or minus) a number >= 0: sympy then decides what the bounds imply
     known = {s: sympy.Integer(v) for s, v in fixed.items()}
     for symbol in (set(lower) | set(upper)) - set(fixed):
@@ -315,12 +313,10 @@ def _checker(condition):
     from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
     from torch.utils._sympy.printers import PythonPrinter
 
-    names = [str(s) for s in _order(condition)]
+    symbols = _order(condition)
     text = PythonPrinter().doprint(condition)
-    check = eval(f"lambda {', '.join(names)}: bool({text})", dict(SYMPY_INTERP))  # noqa: S307 - our own text
-    placeholders = {s: sympy.Symbol(f"{{{k}}}") for k, s in enumerate(_order(condition))}
+    check = eval(f"lambda {', '.join(map(str, symbols))}: bool({text})", dict(SYMPY_INTERP))  # noqa: S307 - our text
+    placeholders = {s: sympy.Symbol(f"{{{k}}}") for k, s in enumerate(symbols)}
     check.spelling = PythonPrinter().doprint(condition.xreplace(placeholders))  # (the sizes' reads fill it in)
     check.__name__ = check.__qualname__ = "sizes_hold"
-    check.relations = [str(a) for a in (condition.args if isinstance(condition, sympy.And) else (condition,))]
-    check.text = text
     return check

@@ -213,18 +213,14 @@ class GraphLowering:
 
     def _placeholder(self, position, node, example):
         meta = node.meta.get("val")
-        if isinstance(meta, torch.SymInt) or isinstance(example, torch.SymInt):
-            value = self.sizes.expr(meta if isinstance(meta, torch.SymInt) else example)
-            self.sizes.add_int_input(position, value)
-            self.env[node] = value
-            self.inputs.append(None)
-            return
-        if isinstance(meta, torch.SymFloat) or isinstance(example, torch.SymFloat):
-            value = self.sizes.scalar(meta if isinstance(meta, torch.SymFloat) else example)
-            self.sizes.add_float_input(position, value)
-            self.env[node] = value
-            self.inputs.append(None)
-            return
+        for kind, read, note in ((torch.SymInt, self.sizes.expr, self.sizes.add_int_input),
+                                 (torch.SymFloat, self.sizes.scalar, self.sizes.add_float_input)):
+            if isinstance(meta, kind) or isinstance(example, kind):  # (a number the wrapper reads at call time)
+                value = read(meta if isinstance(meta, kind) else example)
+                note(position, value)
+                self.env[node] = value
+                self.inputs.append(None)
+                return
         if not isinstance(example, torch.Tensor):
             if isinstance(example, (int, float, bool)):
                 self.env[node] = example

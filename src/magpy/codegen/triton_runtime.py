@@ -166,27 +166,10 @@ class TritonLauncher:
         """The fastest of the plan's configs on these tensors."""
         if interpreting() or not tensors or tensors[0].device.type != "cuda":
             return self.plan.configs[0]
-        return fastest(self.plan.configs, lambda config: self._trial(config, tensors, numbers), self.__name__)
-
-    def _trial(self, config, tensors, numbers):
-        kernel = self._launch(config, tensors, numbers)
-        xblock, rblock, _ = config
-        blocks = (xblock,) if self.plan.kind == "pointwise" else (xblock, rblock)
-        if kernel is None or _launch_hooked():
-            return None
-        from triton.runtime import driver
-
-        stream = driver.active.get_current_stream(tensors[0].device.index)
-        grid, args = self.grid(config), [t.data_ptr() for t in tensors] + [*numbers, *self.sizes, *blocks]
-
-        def again():
-            kernel.run(*grid, stream, kernel.function, kernel.packed_metadata, None, None, None, *args)
-
-        try:
-            again()
-        except TypeError:  # this Triton's launcher takes other arguments
-            return None
-        return again
+        ints = (*numbers, *self.sizes)
+        return fastest(self.plan.configs,
+                       lambda c: _Launch(self.fn, self.plan.kind, self.plan.xnumel, c, ints, True).trial(tensors),
+                       self.__name__)
 
 
 def fastest(configs, trial, name: str):
@@ -246,6 +229,7 @@ class SymbolicLauncher:
         self.nsizes = len(size_params)
         self.launches: dict = {}  # (sizes, pointer alignments) -> _Launch
         self.configs: dict = {}  # (kind, wide, size classes) -> the block config timed fastest
+        self.interpret = interpreting()  # (fixed once triton is imported, as it is once kernels are loaded)
 
     def choose(self, xnumel: int, rnumel: int, tensors) -> tuple:
         """The (kind, wide) form for a launch of these sizes on these tensors."""
@@ -261,7 +245,7 @@ class SymbolicLauncher:
     def __call__(self, *args):
         split = len(args) - self.nsizes
         tensors, sizes = args[:split], args[split:]
-        on_gpu = tensors and tensors[0].is_cuda and not interpreting()
+        on_gpu = tensors and tensors[0].is_cuda and not self.interpret
         if on_gpu:
             pointers = tuple(t.data_ptr() for t in tensors)
             key = (sizes, tuple(p % 16 == 0 for p in pointers))
@@ -286,7 +270,7 @@ class SymbolicLauncher:
             xnumel, rnumel = xnumel * rnumel, 1
         fn = self.kernels[kind, wide]
         ints = sizes + ((xnumel,) if kind == "pointwise" else (xnumel, rnumel))
-        configs = candidate_configs(kind, xnumel, rnumel, interpreting())
+        configs = candidate_configs(kind, xnumel, rnumel, self.interpret)
         if on_gpu and len(configs) > 1:
             size_class = (kind, wide, next_power_of_2(xnumel), next_power_of_2(rnumel))
             config = self.configs.get(size_class)
