@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from codegen_check import DEVICE, check  # noqa: E402
+from codegen_check import DEVICE, check, compile_aten_graph, on_device, trace  # noqa: E402
 from test_lowering_pointwise import BINARY, INT_BINARY, INT_UNARY, UNARY, _run_family, float_input, int_input  # noqa: E402
 from test_lowering_reduction import REDUCTIONS, _input  # noqa: E402
 
@@ -43,6 +43,39 @@ def test_pointwise_sin2_cos2_is_one_kernel_named_for_its_ops():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=str)
 def test_unary_float_ops_match_eager(dtype):
     _run_family(UNARY, [float_input((5, 37), dtype)], "triton")
+
+
+def _magnitudes(*extra):
+    return torch.cat([torch.logspace(-30, 1.5, 300, dtype=torch.float64), torch.tensor(extra, dtype=torch.float64)])
+
+
+# (op, magnitudes to try, absolute error allowed in eps): tanh near zero, at its switch to exp and where
+# it saturates; sin and cos past every quadrant, near multiples of pi/2, at the end of the short
+# reduction (8192) and past it, where the block takes tl.sin/tl.cos.
+NEAR_QUADRANTS = _magnitudes(0.0, 8191.9, *(torch.arange(1, 400) * torch.pi / 2).tolist(), *torch.linspace(0, 8000, 999))
+PAST_REDUCTION = _magnitudes(8192.0, 1e5, 3e38, float("inf"))
+DIGITS = {
+    "tanh": (torch.tanh, _magnitudes(0.0, 0.625, 9.0, 20.0, 400.0, float("inf"), *torch.linspace(0.6, 0.65, 41)), 0),
+    "sin": (torch.sin, NEAR_QUADRANTS, 4),
+    "cos": (torch.cos, NEAR_QUADRANTS, 4),
+    "sin past 8192": (torch.sin, PAST_REDUCTION, 4),
+    "cos past 8192": (torch.cos, PAST_REDUCTION, 4),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("name", sorted(DIGITS))
+def test_spelled_out_functions_keep_their_digits(name, dtype):
+    fn, magnitudes, ulps = DIGITS[name]
+    x = torch.cat([magnitudes, -magnitudes, torch.tensor([float("nan"), -0.0], dtype=torch.float64)]).to(dtype)
+    x = on_device(x)
+    compiled = compile_aten_graph(trace(fn, x), (x,), mode="triton")
+    SOURCES.extend(compiled.magpy_report.kernel_sources.values())
+    got = compiled(x)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    eps = torch.finfo(dtype).eps   # (a few ulp: real GPUs' exp is itself approximate by a couple of ulp)
+    torch.testing.assert_close(got, fn(x), rtol=8 * eps, atol=ulps * eps, equal_nan=True)
+    assert torch.equal(got.signbit(), fn(x).signbit())
 
 
 def test_binary_float_ops_match_eager():

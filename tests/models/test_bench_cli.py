@@ -7,6 +7,7 @@ import types
 from pathlib import Path
 
 import pytest
+import torch
 
 import magpy
 from magpy import cli
@@ -124,3 +125,22 @@ def test_a_magpy_fallback_is_marked_and_its_warning_noted(monkeypatch, capsys):
     assert result.ok and result.fallbacks == 1
     assert "(fallback)" in out
     assert "magpy (lstm): magpy: LSTM.forward runs eagerly: some reason" in out
+
+
+def test_under_tf32_an_output_as_exact_as_eagers_passes_and_a_less_exact_one_does_not():
+    from magpy import zoo
+    from magpy.bench.timing import Repeats
+    exact = torch.linspace(-1, 1, 64)
+    eager = exact + 0.02 * torch.sign(torch.sin(37 * exact))          # eager's own TF32 error: 0.02
+    workload = runners.Workload(zoo.get("lstm"), "small", torch.device("cpu"), eager, Repeats(), lambda: None,
+                                exact=exact)
+
+    def verdict(actual):
+        result = runners.BackendResult("magpy")
+        return runners.matches(result, actual, workload), result.status
+
+    other_algorithm = exact - 0.03 * torch.sign(torch.sin(37 * exact))   # 0.05 from eager, 0.03 from exact
+    assert verdict(other_algorithm)[0]
+    assert verdict(exact + 0.1) == (False, "wrong")
+    workload.exact = None                                                # without TF32: eager's tolerance only
+    assert verdict(other_algorithm) == (False, "wrong")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import platform
@@ -19,8 +20,9 @@ from .options import BenchError, BenchOptions
 from .plot import plot_speedups
 from .progress import Progress
 from .report import ModelRow, Report, render_notes, render_table
-from .runners import NOT_AVAILABLE, RUNNERS, SKIPPED, BackendResult, Unavailable, Workload, detached_copy
-from .timing import Budget, StepTimeout, deadline, interleaved_samples, synchronizer
+from .runners import (NOT_AVAILABLE, RUNNERS, SKIPPED, BackendResult, Unavailable, Workload, detached_copy,
+                      tf32_disabled, tf32_enabled)
+from .timing import Budget, Repeats, StepTimeout, deadline, interleaved_samples, synchronizer
 
 MIN_STEP_S = 2.0        # a compiler step is skipped when less than this is left of the budget
 MIN_TIMING_S = 5.0      # timing gets at least this long, budget or not: the eager baseline is always wanted
@@ -95,7 +97,12 @@ def reference_workload(name: str, options: BenchOptions, device: torch.device) -
     spec = zoo.get(name)
     model, inputs = spec.make(options.size, device)
     reference = detached_copy(model(*inputs))
-    return Workload(spec, options.size, device, reference, options.repeats, synchronizer(device))
+    workload = Workload(spec, options.size, device, reference, options.repeats, synchronizer(device))
+    if tf32_enabled(device):
+        with tf32_disabled():
+            model, inputs = workload.fresh()
+            workload.exact = detached_copy(model(*inputs))
+    return workload
 
 
 def prepare_backend(backend: str, workload: Workload | None, options: BenchOptions, budget: Budget,
@@ -119,6 +126,17 @@ def prepare_backend(backend: str, workload: Workload | None, options: BenchOptio
         return result, None
 
 
+def warm_repeats(options: BenchOptions, workload: Workload) -> Repeats:
+    """The repeats to time with: on a GPU, warm until magpy has chosen among compiled, captured and replayed
+    (its first calls take them by turns, see ``magpy.backends.choose``), so no timed call is one of those."""
+    if workload.device.type != "cuda":
+        return options.repeats
+    from ..backends.choose import SAMPLES
+
+    settled = 3 * SAMPLES + 1
+    return dataclasses.replace(options.repeats, warmup=max(options.repeats.warmup, settled))
+
+
 def time_backends(results: dict[str, BackendResult], calls: dict[str, Callable[[], object]],
                   workload: Workload, options: BenchOptions, budget: Budget, report: Report,
                   err: TextIO) -> None:
@@ -129,7 +147,8 @@ def time_backends(results: dict[str, BackendResult], calls: dict[str, Callable[[
         warnings.simplefilter("always")
         try:
             with deadline(options.step_timeout_s):
-                samples, failures = interleaved_samples(calls, workload.sync, options.repeats, soft_limit)
+                samples, failures = interleaved_samples(calls, workload.sync, warm_repeats(options, workload),
+                                                        soft_limit)
         except StepTimeout as error:
             samples, failures = {}, {name: error for name in calls}
     # Warnings of warm calls (a late recompile, a fallback) would tear the progress bar: note them instead.
