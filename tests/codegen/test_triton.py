@@ -152,6 +152,21 @@ def test_reductions_of_long_rows_loop_and_match_eager():
     assert any("for roffset in range" in s for s in report.kernel_sources.values())
 
 
+def test_loads_a_row_reduction_reads_once_leave_l2_first_and_shared_or_reread_ones_stay():
+    def one_pass(x, w):
+        return (x * w).sum(-1)
+
+    def two_passes(x):
+        return torch.softmax(x, -1)
+
+    source = run(one_pass, torch.randn(8, 300), torch.randn(300)).kernel_sources
+    (text,) = source.values()
+    assert re.search(r"tl.load\(in_ptr\d \+ \(\(r0 \+ \(300\*x0\)\)\).*'evict_first'\)", text)
+    assert re.search(r"tl.load\(in_ptr\d \+ \(r0\).*'evict_last'\)", text)
+    (text,) = run(two_passes, torch.randn(2, 10000)).kernel_sources.values()
+    assert text.count("for roffset") >= 2 and "evict_first" not in text and "'evict_last'" in text
+
+
 def test_column_and_full_reductions_match_eager():
     x = torch.randn(300, 37)
     run(lambda x: (x.sum(0), x.amax(0, keepdim=True), x.sum(), x.argmax()), x)

@@ -313,7 +313,6 @@ def _triton_kernels(kernels, lowering):
     """(launchers, parameter buffers, sources, size symbols) of Triton kernels."""
     from .triton_kernel import render_kernel
     from .triton import TritonUnsupported
-    from .triton_plan import LOOPED_ALSO_FROM, next_power_of_2
     from .triton_runtime import ALTERNATIVE, SymbolicLauncher, TritonLauncher, interpreting, load_kernel
 
     params, bodies, callables, sizes = {}, {}, {}, {}
@@ -324,12 +323,8 @@ def _triton_kernels(kernels, lowering):
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
         if not plan.symbolic:  # (its numbers, if any, are float inputs)
-            forms = [(load_kernel(body, kernel.name), plan)]
-            if plan.kind == "persistent" and next_power_of_2(plan.rnumel) > LOOPED_ALSO_FROM and not interpret:
-                source, form_params, looped, form_sizes = render_kernel(kernel, lowering.layouts, False, "looped")
-                if (form_params, form_sizes) == (kernel_params, sizes[kernel.name]):
-                    forms.append((load_kernel(source, kernel.name), looped))
-            callables[kernel.name] = TritonLauncher(forms, kernel.name, len(sizes[kernel.name]))
+            callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name,
+                                                    len(sizes[kernel.name]))
             continue
         # Each form the launcher may take (the same parameters): persistent where rows fit, tiled
         # where the tiles' rows fit the grid, int32 indexes where every index fits.

@@ -12,9 +12,6 @@ from .scheduler import Kernel
 # Rows up to this long are reduced in registers (persistent); longer ones in a loop. (Softmax
 # over 8192 x 8192 float32 on an H200: 4.0 TB/s persistent, 3.8 looped in 2048-element chunks.)
 PERSISTENT_MAX = 8192
-# Static kernels with rows longer than this also time the looped form: it wins where the row is
-# read once (sum and amax of 8192 x 4096 rows on an H200: 3.2 TB/s persistent, 3.6 looped).
-LOOPED_ALSO_FROM = 2048
 # Kernels at least this large (elements) try several block shapes on their first call.
 TUNE_MIN_ELEMENTS = 1 << 22
 # The fewest rows a tile of a tiled pointwise kernel has (in every config).
@@ -47,8 +44,7 @@ def next_power_of_2(n: int) -> int:
 def plan_launch(kernel: Kernel, interpret: bool, tile=None, kind=None) -> LaunchPlan:
     """The kernel's shape and block configs (large blocks under the interpreter, where each
     program instance costs a millisecond or two). ``tile``: the (rows, columns) sizes of a tiled
-    pointwise kernel. ``kind``: the form of a reduction (by default "looped" where its sizes are
-    symbolic, else "persistent" up to PERSISTENT_MAX)."""
+    pointwise kernel. ``kind``: the form of a symbolic reduction ("looped" by default)."""
     xnumel, rnumel = prod(kernel.outer), prod(kernel.inner)
     if not is_static([xnumel, rnumel]):
         if tile is not None:
@@ -57,10 +53,9 @@ def plan_launch(kernel: Kernel, interpret: bool, tile=None, kind=None) -> Launch
     xnumel = max(xnumel, 1)
     if tile is not None:
         kind, (xnumel, rnumel) = "tiled", (max(prod(t), 1) for t in tile)
-    elif not kernel.inner:
-        kind = "pointwise"
-    elif kind is None:
-        kind = "persistent" if next_power_of_2(rnumel) <= PERSISTENT_MAX else "looped"
+    else:
+        kind = "pointwise" if not kernel.inner else \
+            "persistent" if next_power_of_2(rnumel) <= PERSISTENT_MAX else "looped"
     return LaunchPlan(kind, xnumel, rnumel, candidate_configs(kind, xnumel, rnumel, interpret))
 
 

@@ -84,16 +84,13 @@ class TritonLauncher:
 
     fast = True  # False: always launch through Triton's JIT entry (for measuring the difference)
 
-    def __init__(self, forms: list, name: str, nnumbers: int = 0):
-        """``forms``: the kernel's ``(@triton.jit function, LaunchPlan)`` forms taking the same
-        arguments (a long-row reduction both persistent and looped); the first one's first config
-        is the guess where there is no tuning."""
-        self.forms = forms
-        self.fn, self.plan = forms[0]
+    def __init__(self, fn, plan: LaunchPlan, name: str, nnumbers: int = 0):
+        self.fn = fn
+        self.plan = plan
         self.__name__ = name
         self.nnumbers = nnumbers
-        self.sizes = (self.plan.xnumel,) if self.plan.kind == "pointwise" else (self.plan.xnumel, self.plan.rnumel)
-        self.config = self.plan.configs[0] if len(forms) == 1 and len(self.plan.configs) == 1 else None
+        self.sizes = (plan.xnumel,) if plan.kind == "pointwise" else (plan.xnumel, plan.rnumel)
+        self.config = plan.configs[0] if len(plan.configs) == 1 else None
         self.compiled = None
         self.alignment = None
 
@@ -166,19 +163,13 @@ class TritonLauncher:
                             compiled.packed_metadata, self.constants, self.device)
 
     def tune(self, tensors, numbers=()):
-        """The fastest config of the forms' configs on these tensors (its form becomes the kernel's)."""
+        """The fastest of the plan's configs on these tensors."""
         if interpreting() or not tensors or tensors[0].device.type != "cuda":
             return self.plan.configs[0]
         ints = (*numbers, *self.sizes)
-        candidates = [(i, config) for i, (_, plan) in enumerate(self.forms) for config in plan.configs]
-
-        def trial(candidate):
-            fn, plan = self.forms[candidate[0]]
-            return _Launch(fn, plan.kind, plan.xnumel, candidate[1], ints, True).trial(tensors)
-
-        form, config = fastest(candidates, trial, self.__name__)
-        self.fn, self.plan = self.forms[form]
-        return config
+        return fastest(self.plan.configs,
+                       lambda c: _Launch(self.fn, self.plan.kind, self.plan.xnumel, c, ints, True).trial(tensors),
+                       self.__name__)
 
 
 def fastest(configs, trial, name: str):
@@ -189,8 +180,7 @@ def fastest(configs, trial, name: str):
 
     Each timed launch starts with the L2 cache overwritten, as a kernel whose inputs were written
     long before finds it: back to back, a kernel reading more than L2 holds finds the tail of its
-    input still there, which favours some block shapes over others (sum and amax of 8192 x 4096
-    rows on an H200: persistent and looped the same back to back, looped 13% faster from memory)."""
+    input still there, which favours some block shapes over others."""
     import torch
 
     if len(configs) == 1:
