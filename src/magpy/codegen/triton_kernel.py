@@ -28,7 +28,6 @@ forms, persistent and looped, and each launch takes the one its rows fit (see
 """
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 
 import sympy
@@ -314,7 +313,7 @@ class KernelPrinter(KernelNames):
         args.append("XBLOCK: tl.constexpr")
         if self.plan.kind != "pointwise":
             args.append("RBLOCK: tl.constexpr")
-        head = [f"@triton.jit", f"def {name}({', '.join(args)}):"]
+        head = ["@triton.jit", f"def {name}({', '.join(args)}):"]
         return self._evictions("\n".join(head + self._prologue() + body) + "\n")
 
     def _evictions(self, source: str) -> str:
