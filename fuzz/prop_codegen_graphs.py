@@ -1,8 +1,12 @@
-"""Random graphs of pointwise, reduction and view ops: compiled C++ must match eager."""
+"""Random graphs of pointwise, reduction and view ops: compiled C++, and Triton in its interpreter,
+must match eager."""
 import os
 import sys
 
 import pytest
+
+if os.environ.get("MAGPY_TEST_DEVICE", "cpu") == "cpu":  # (chosen once, when triton is imported)
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 torch = pytest.importorskip("torch")
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -13,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "codeg
 from codegen_check import check  # noqa: E402
 
 UNARY = {
-    "sin": torch.sin, "exp": lambda x: torch.exp(x.clamp(max=10)), "relu": torch.relu,
+    "sin": torch.sin, "cos": lambda x: torch.cos(3 * x), "exp": lambda x: torch.exp(x.clamp(max=10)), "relu": torch.relu,
     "neg": torch.neg, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "abs": torch.abs,
     "square": lambda x: x * x, "flip": lambda x: x.flip(-1), "roll": lambda x: x.roll(1, 0),
     "reshape": lambda x: x.reshape(-1).reshape(x.shape), "softmax": lambda x: torch.softmax(x, -1),
@@ -54,3 +58,18 @@ def test_random_graphs_match_eager(program, rows, cols, transposed, dtype):
     x = torch.randn(rows, cols, dtype=dtype)
     y = torch.randn(cols, rows, dtype=dtype).t() if transposed else torch.randn(rows, cols, dtype=dtype)
     check(build(program), x, y, mode="cpp")
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=steps, rows=st.sampled_from([1, 3, 8]), cols=st.sampled_from([1, 5, 17, 33]),
+       transposed=st.booleans(), dtype=st.sampled_from([torch.float32, torch.float64]))
+def test_random_graphs_match_eager_in_triton(program, rows, cols, transposed, dtype):
+    pytest.importorskip("triton")
+    from magpy.codegen.triton_runtime import interpreting
+
+    if not interpreting():
+        pytest.skip("triton was imported before TRITON_INTERPRET=1")
+    torch.manual_seed(0)
+    x = torch.randn(rows, cols, dtype=dtype)
+    y = torch.randn(cols, rows, dtype=dtype).t() if transposed else torch.randn(rows, cols, dtype=dtype)
+    check(build(program), x, y, mode="triton")
