@@ -346,6 +346,52 @@ def test_item_returned_to_the_caller():
     expect_one_graph(stats)
 
 
+class _Scaled(nn.Module):
+    def __init__(self, branch=False):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor(0.5))
+        self.register_buffer("steps", torch.tensor(3))
+        self.branch = branch
+
+    def forward(self, x):
+        s = self.scale.item()
+        if self.branch and s > 1.0:
+            return x - s
+        return torch.relu(x * s) + self.steps.item() + s * float(self.scale) - int(self.steps)
+
+
+def _set(scale, steps=3):
+    def before(m):
+        m.scale.fill_(scale)
+        m.steps.fill_(steps)
+    return before
+
+
+def test_item_of_a_buffer_is_read_before_the_graph_which_compiles_once_for_every_value():
+    from magpy.codegen import mark, reports
+
+    since = mark()
+    calls = [Call((t(4, 8),), before=_set(v, n)) for v, n in ((0.5, 3), (0.25, 3), (2.0, 7), (-1.5, 0))]
+    stats = differential(twins(_Scaled()), calls, backend="magpy")
+    expect_one_graph(stats, calls=4)
+    (report,) = reports(since=since)
+    assert report.graph_fallback is None and report.kernels   # compiled, over the numbers as inputs
+
+
+def test_a_branch_on_an_item_of_a_buffer_follows_the_value():
+    calls = [Call((t(4, 8),), before=_set(v)) for v in (0.5, 0.75, 2.0, 0.5)]
+    differential(twins(_Scaled(branch=True)), calls, backend="magpy")
+
+
+def test_item_of_a_tensor_the_call_writes_first_is_read_after_the_write():
+    def fn(x, n):
+        n.add_(1)
+        return x * n.item()
+
+    calls = [(t(), torch.tensor(1.0)), (t(), torch.tensor(2.0)), (t(), torch.tensor(-3.0))]
+    differential(plain(fn), calls, backend="magpy")
+
+
 def test_branch_on_a_tensor_value_matches_eager():
     def fn(x):
         if x.sum() > 0:

@@ -114,6 +114,16 @@ def test_the_kernel_source_is_the_same_whatever_value_traced_it():
     assert list(first.kernel_sources.values()) == list(second.kernel_sources.values())
 
 
+def test_sums_and_products_of_floats_and_sizes_are_computed_in_double(mode):
+    def fn(x, s):
+        t = s * s + 3 * s                     # a float the graph computes from its float input
+        return x * t - x.shape[0] * s
+
+    compiled, report = compile_once(fn, [torch.randn(5, 8), 2.75], mode)
+    assert report.graph_fallback is None
+    check_values(compiled, fn, [torch.randn(5, 8)], [v for v in VALUES if abs(v) < 1e3], mode)
+
+
 def arithmetic(x, s):
     return x * s, x.div(s), s - x, x + s, x - s
 

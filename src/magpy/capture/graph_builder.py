@@ -51,6 +51,14 @@ def _index_dims(key, graph_key):
     return frozenset(dims)
 
 
+def _version(tensor):
+    """``tensor``'s version counter (None for an inference tensor, which keeps none)."""
+    try:
+        return tensor._version
+    except RuntimeError:
+        return None
+
+
 def _from_argument(source) -> bool:
     """Is ``source`` an argument, or inside one (an item, an attribute), rather than state reached
     through ``self`` or a global?"""
@@ -100,6 +108,7 @@ class GraphBuilding:
             self.cap.host_values = True
         self.nodes[id(tensor)] = (tensor, node)
         self.input_paths[id(tensor)] = source
+        self.input_versions[id(tensor)] = _version(tensor)
         return node
 
     def may_be_symbolic(self, tensor) -> bool:
@@ -494,6 +503,11 @@ class GraphBuilding:
         for a tensor the graph computes from constants alone (``torch.IntTensor([n])[0]`` as a slice bound)."""
         if args and _is_tensor(args[0]) and self._from_constants(args[0], arg_provs[0]):
             return None
+        read = torch.Tensor.item if method == "item" else fn if fn in (float, int) else None
+        if read is not None and len(args) == 1 and type(result) in (int, float):
+            lifted = self._input_number(read, args[0], result)
+            if lifted is not None:
+                return Traced(lifted)
         node = self.record(fn, args, arg_provs, None, None, None, method=method)
         self.scalar_nodes.add(node)
         self.cap.host_values = self.cap.data_values = True
@@ -505,6 +519,20 @@ class GraphBuilding:
             self._trace_list(result, node)
             return None
         return Traced(node)
+
+    def _input_number(self, read, tensor, result):
+        """``t.item()`` (``float(t)``, ``int(t)``: ``read``) of a tensor the call takes as it came (a buffer
+        holding a scale, a temperature): a number the entry program reads before the graph runs and passes
+        to it, which a compiling backend takes as a symbolic int or float. None where the graph computed
+        ``t`` or wrote to it before this read (the number then is the graph's to compute)."""
+        entry = self.nodes.get(id(tensor))
+        source = self.input_paths.get(id(tensor))
+        if entry is None or entry[0] is not tensor or entry[1].op != "placeholder" or source is None:
+            return None
+        version = _version(tensor)
+        if version is None or version != self.input_versions.get(id(tensor)):
+            return None
+        return self.scalar_input(result, Expr(read, (source,)))
 
     def _from_constants(self, tensor, prov):
         """Does the graph compute ``tensor`` from no input and no state (pure ops on constants, which the guards

@@ -232,10 +232,29 @@ class GraphSizes:
             expr = value.node.expr
             if isinstance(expr, _torch_functions().ToFloat):
                 return SizeAsFloat(self.expr(expr.args[0]))
-            if isinstance(expr, sympy.Symbol) and is_float_symbol(expr):
-                return SizeAsFloat(expr)
+            arithmetic = self._float_arithmetic(expr)
+            if arithmetic is not None:
+                return SizeAsFloat(arithmetic)
             raise UnsupportedSize(f"symbolic float {expr}")
         return self.expr(value)
+
+    def _float_arithmetic(self, expr):
+        """A float the graph computes from float inputs, integers and sizes with +, * and whole powers
+        (``scale * temperature``, ``2 * scale + n``), as kernels compute it in double; None for
+        anything else (a division, a fractional constant, which Triton would read as float32)."""
+        if isinstance(expr, sympy.Symbol):
+            return expr if is_float_symbol(expr) else None
+        if isinstance(expr, sympy.Integer):
+            return expr
+        if isinstance(expr, sympy.Float) and float(expr).is_integer() and abs(float(expr)) < 2**53:
+            return sympy.Integer(int(expr))  # (``3 * scale``: the 3 became 3.0)
+        if isinstance(expr, _torch_functions().ToFloat):
+            return self.expr(expr.args[0])
+        if isinstance(expr, (sympy.Add, sympy.Mul)) or \
+                isinstance(expr, sympy.Pow) and expr.exp.is_Integer and int(expr.exp) > 0:
+            args = [self._float_arithmetic(a) for a in expr.args]
+            return None if any(a is None for a in args) else expr.func(*args)
+        return None
 
     def torch_expr(self, value):
         """The sympy expression of a SymInt or SymBool, in torch's vocabulary, replacements applied."""
