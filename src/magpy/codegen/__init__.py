@@ -167,6 +167,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
     (``devices.select``). ``fuse=False`` gives one kernel per buffer. A graph we cannot compile
     runs eagerly (``report.graph_fallback`` says why).
     """
+    from .batch_matmul import batch_shared_matmuls
     from .devices import NotServed, select
     from .graph import GraphFallback, GraphLowering
     from .cpp_ops import CppUnsupported
@@ -181,6 +182,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
         if mode is None:
             mode = report.mode = select(example_inputs)
         _ensure_meta(gm, example_inputs)
+        batch_shared_matmuls(gm)
         lowering = GraphLowering(gm, example_inputs, device=_device_of(example_inputs))
         report.symbolic = lowering.sizes.symbolic
         lowering.run()

@@ -1,0 +1,102 @@
+"""One matrix product where a graph multiplies every slice of one tensor by the same matrix.
+
+A recurrent model applied step by step (``for t in range(T): cell(x[t], h)``) multiplies each
+``x[t]`` by the same input weight: T small products whose inputs are all known before the first
+runs, each a library call of its own. They become one product of the whole ``x`` (its first two
+dims flattened), and each step reads its rows of the result, a view. The recurrent products
+(``h @ W_hh``, whose left side the previous step computes) are left alone.
+
+Rewritten: ``mm(select(x, 0, k), w)`` and ``addmm(b, select(x, 0, k), w)`` for every ``k`` of x's
+first dim, with the same ``w`` (the same node, or the same transpose of one), the same ``b``, and x's
+first two dims flattening into one without a copy. Graphs with in-place ops are left alone.
+"""
+from __future__ import annotations
+
+import collections
+
+import torch
+from torch import fx
+
+aten = torch.ops.aten
+# (op, position of the sliced operand)
+PRODUCTS = {aten.mm.default: 0, aten.addmm.default: 1}
+
+
+def _operand_key(node):
+    """Nodes computing the same matrix compare equal: a transpose of one weight made once per step."""
+    if isinstance(node, fx.Node) and node.target is aten.permute.default:
+        return ("permute", node.args[0], tuple(node.args[1]))
+    return node
+
+
+def _slice_of(node):
+    """(x, k) for ``select(x, 0, k)`` with a static, non-negative k, else None."""
+    if isinstance(node, fx.Node) and node.target is aten.select.int and node.args[1] == 0 and \
+            isinstance(node.args[2], int) and node.args[2] >= 0:
+        return node.args[0], node.args[2]
+    return None
+
+
+def _flattens(x: fx.Node) -> bool:
+    """Whether x's first two dims view as one (static sizes, no copy)."""
+    value = x.meta.get("val")
+    if not isinstance(value, torch.Tensor) or value.dim() != 3 or value.layout != torch.strided:
+        return False
+    sizes, strides = value.shape, value.stride()
+    if not all(isinstance(s, int) for s in (*sizes, *strides)):
+        return False
+    return sizes[1] == 1 or strides[0] == sizes[1] * strides[1]
+
+
+def _mutates(gm) -> bool:
+    return any(n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and
+               n.target._schema.is_mutable for n in gm.graph.nodes)
+
+
+def batch_shared_matmuls(gm: fx.GraphModule) -> int:
+    """Rewrite ``gm`` in place (see the module's text); the number of products it replaced."""
+    if _mutates(gm):
+        return 0
+    groups = collections.defaultdict(list)
+    for node in gm.graph.nodes:
+        at = PRODUCTS.get(node.target) if node.op == "call_function" else None
+        if at is None or node.kwargs:
+            continue
+        sliced = _slice_of(node.args[at])
+        if sliced is None:
+            continue
+        x, k = sliced
+        others = tuple(_operand_key(a) for i, a in enumerate(node.args) if i != at)
+        groups[(node.target, x, others)].append((k, node))
+    replaced = 0
+    for (op, x, _), members in groups.items():
+        steps = x.meta["val"].shape[0] if _flattens(x) else None
+        if steps is None or len(members) < 2 or sorted(k for k, _ in members) != list(range(steps)):
+            continue
+        _, rows, width = x.meta["val"].shape
+        first = members[0][1]
+        at = PRODUCTS[op]
+        with gm.graph.inserting_before(first):
+            flat = _node(gm, aten.view.default, (x, [steps * rows, width]))
+            args = list(first.args)
+            args[at] = flat
+            product = _node(gm, op, tuple(args))
+            out = _node(gm, aten.view.default, (product, [steps, rows, product.meta["val"].shape[1]]))
+        for k, node in members:
+            with gm.graph.inserting_before(node):
+                step = _node(gm, aten.select.int, (out, 0, k))
+            node.replace_all_uses_with(step)
+            gm.graph.erase_node(node)
+            replaced += 1
+    if replaced:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return replaced
+
+
+def _node(gm, target, args):
+    """A new node with its fake value (what the lowering reads)."""
+    node = gm.graph.call_function(target, args)
+    fake = [a.meta["val"] if isinstance(a, fx.Node) else a for a in args]
+    node.meta["val"] = target(*fake)
+    return node
