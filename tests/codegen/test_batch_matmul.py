@@ -12,7 +12,7 @@ def _products(report):
 
 
 def rnn(x, w, u, b):
-    h = torch.zeros(x.shape[1], u.shape[0])
+    h = torch.zeros(x.shape[1], u.shape[0], device=x.device)
     outs = []
     for t in range(x.shape[0]):
         h = torch.tanh(x[t] @ w.t() + h @ u.t() + b)
@@ -21,7 +21,7 @@ def rnn(x, w, u, b):
 
 
 def rnn_linear(x, w, u, b):       # F.linear with a bias: addmm on the CPU
-    h = torch.zeros(x.shape[1], u.shape[0])
+    h = torch.zeros(x.shape[1], u.shape[0], device=x.device)
     for t in range(x.shape[0]):
         h = torch.tanh(F.linear(x[t], w, b) + h @ u.t())
     return h
