@@ -40,6 +40,23 @@ def test_the_input_products_of_every_step_become_one(fn, mode):
     assert _products(report) == 1 + x.shape[0]           # one for the inputs, one per recurrent step
 
 
+def test_steps_taken_by_iterating_or_along_the_second_dim_are_batched_too():
+    x, w, u, b = _inputs()
+
+    def iterated(x, w, u, b):
+        h = torch.zeros(x.shape[1], u.shape[0], device=x.device)
+        for x_t in x:
+            h = torch.tanh(x_t @ w.t() + h @ u.t())
+        return h
+
+    def batch_first(x, w, u, b):
+        return rnn(x.transpose(0, 1).contiguous().transpose(0, 1), w, u, b), \
+            [x[:, k] @ w.t() for k in range(x.shape[1])]
+
+    assert _products(check(iterated, x, w, u, b)) == 1 + x.shape[0]
+    assert _products(check(batch_first, x, w, u, b)) == 2 * x.shape[0] + 1
+
+
 def test_a_second_layer_over_the_first_ones_outputs_is_batched_too():
     x, w, u, b = _inputs(hidden=5)
 

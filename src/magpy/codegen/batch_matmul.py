@@ -6,9 +6,10 @@ runs, each a library call of its own. They become one product of the whole ``x``
 dims flattened), and each step reads its rows of the result, a view. The recurrent products
 (``h @ W_hh``, whose left side the previous step computes) are left alone.
 
-Rewritten: ``mm(select(x, 0, k), w)`` and ``addmm(b, select(x, 0, k), w)`` for every ``k`` of x's
-first dim, with the same ``w`` (the same node, or the same transpose of one), the same ``b``, and x's
-first two dims flattening into one without a copy. Graphs with in-place ops are left alone.
+Rewritten: ``mm(x_k, w)`` and ``addmm(b, x_k, w)`` over every slice ``x_k`` of a 3-d x along its first
+or second dim (``x[k]``, ``x[:, k]``, ``for x_k in x``), with the same ``w`` (the same node, or the same
+transpose of one), the same ``b``, and x's first two dims flattening into one without a copy. Graphs
+with in-place ops are left alone.
 """
 from __future__ import annotations
 
@@ -30,11 +31,22 @@ def _operand_key(node):
 
 
 def _slice_of(node):
-    """(x, k) for ``select(x, 0, k)`` with a static, non-negative k, else None."""
-    if isinstance(node, fx.Node) and node.target is aten.select.int and node.args[1] == 0 and \
-            isinstance(node.args[2], int) and node.args[2] >= 0:
-        return node.args[0], node.args[2]
-    return None
+    """(x, d, k) where ``node`` is x's k-th slice along dim d of 0 and 1 (``select(x, d, k)``, or
+    ``squeeze(slice(x, d, k, k + 1), [d])`` as ``for x_t in x`` traces), with a static k; else None."""
+    if not isinstance(node, fx.Node) or node.op != "call_function":
+        return None
+    if node.target is aten.select.int:
+        x, d, k = node.args
+    elif node.target is aten.squeeze.dims and isinstance(node.args[0], fx.Node) and \
+            node.args[0].target is aten.slice.Tensor and len(node.args[0].args) in (4, 5):
+        x, d, k, end, *step = node.args[0].args
+        if list(node.args[1]) != [d] or not isinstance(k, int) or end != k + 1 or step not in ([], [1]):
+            return None
+    else:
+        return None
+    if d not in (0, 1) or not isinstance(k, int) or k < 0:
+        return None
+    return x, d, k
 
 
 def _flattens(x: fx.Node) -> bool:
@@ -65,26 +77,26 @@ def batch_shared_matmuls(gm: fx.GraphModule) -> int:
         sliced = _slice_of(node.args[at])
         if sliced is None:
             continue
-        x, k = sliced
+        x, d, k = sliced
         others = tuple(_operand_key(a) for i, a in enumerate(node.args) if i != at)
-        groups[(node.target, x, others)].append((k, node))
+        groups[(node.target, x, d, others)].append((k, node))
     replaced = 0
-    for (op, x, _), members in groups.items():
-        steps = x.meta["val"].shape[0] if _flattens(x) else None
+    for (op, x, d, _), members in groups.items():
+        steps = x.meta["val"].shape[d] if _flattens(x) else None
         if steps is None or len(members) < 2 or sorted(k for k, _ in members) != list(range(steps)):
             continue
-        _, rows, width = x.meta["val"].shape
+        outer, inner, width = x.meta["val"].shape
         first = members[0][1]
         at = PRODUCTS[op]
         with gm.graph.inserting_before(first):
-            flat = _node(gm, aten.view.default, (x, [steps * rows, width]))
+            flat = _node(gm, aten.view.default, (x, [outer * inner, width]))
             args = list(first.args)
             args[at] = flat
             product = _node(gm, op, tuple(args))
-            out = _node(gm, aten.view.default, (product, [steps, rows, product.meta["val"].shape[1]]))
+            out = _node(gm, aten.view.default, (product, [outer, inner, product.meta["val"].shape[1]]))
         for k, node in members:
             with gm.graph.inserting_before(node):
-                step = _node(gm, aten.select.int, (out, 0, k))
+                step = _node(gm, aten.select.int, (out, d, k))
             node.replace_all_uses_with(step)
             gm.graph.erase_node(node)
             replaced += 1
