@@ -17,7 +17,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "codeg
 from codegen_check import check  # noqa: E402
 
 UNARY = {
-    "sin": torch.sin, "cos": lambda x: torch.cos(3 * x), "exp": lambda x: torch.exp(x.clamp(max=10)), "relu": torch.relu,
+    # (periodic functions of a bounded argument: of a large sum they would magnify its rounding)
+    "sin": lambda x: torch.sin(x.clamp(-4, 4)), "cos": lambda x: torch.cos(x.clamp(-4, 4)),
+    "exp": lambda x: torch.exp(x.clamp(max=10)), "relu": torch.relu,
     "neg": torch.neg, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "abs": torch.abs,
     "square": lambda x: x * x, "flip": lambda x: x.flip(-1), "roll": lambda x: x.roll(1, 0),
     "reshape": lambda x: x.reshape(-1).reshape(x.shape), "softmax": lambda x: torch.softmax(x, -1),

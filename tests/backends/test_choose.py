@@ -1,9 +1,23 @@
 """On a GPU the first calls time the compiled graph against the captured one and keep the faster."""
-import time
-
+import pytest
 import torch
 
+from magpy.backends import choose
 from magpy.backends.choose import MARGIN, MARGIN_LONG, SAMPLES, FasterOf, faster_of, margin
+
+
+class _Clock:
+    """The choice's clock, advanced only by the candidates' calls: timings are exact, whatever the load."""
+    now = 0.0
+
+    @classmethod
+    def perf_counter(cls):
+        return cls.now
+
+
+@pytest.fixture(autouse=True)
+def exact_clock(monkeypatch):
+    monkeypatch.setattr(choose, "time", _Clock)
 
 
 def _slow(result, seconds):
@@ -11,7 +25,7 @@ def _slow(result, seconds):
 
     def fn(*args):
         calls.append(args)
-        time.sleep(seconds)
+        _Clock.now += seconds
         return result
 
     fn.calls = calls

@@ -350,21 +350,32 @@ class _Scaled(nn.Module):
     def __init__(self, branch=False):
         super().__init__()
         self.register_buffer("scale", torch.tensor(0.5))
-        self.register_buffer("steps", torch.tensor(3))
+        self.register_buffer("offset", torch.tensor(3.0))
+        self.register_buffer("steps", torch.tensor(2))
         self.branch = branch
 
     def forward(self, x):
         s = self.scale.item()
         if self.branch and s > 1.0:
             return x - s
-        return torch.relu(x * s) + self.steps.item() + s * float(self.scale) - int(self.steps)
+        return torch.relu(x * s) + s * float(self.scale) - self.offset.item() + int(self.steps)
 
 
-def _set(scale, steps=3):
+def _set(scale, offset=3.0):
     def before(m):
         m.scale.fill_(scale)
-        m.steps.fill_(steps)
+        m.offset.fill_(offset)
     return before
+
+
+def test_an_int_item_of_a_buffer_is_checked_by_the_guards_and_a_new_value_compiles_again():
+    def steps(n):
+        def before(m):
+            m.steps.fill_(n)
+        return before
+
+    calls = [Call((t(4, 8),), before=steps(n)) for n in (2, 2, 5)]
+    expect_recompile(differential(twins(_Scaled()), calls, backend="magpy"))
 
 
 def test_item_of_a_buffer_is_read_before_the_graph_which_compiles_once_for_every_value():
@@ -381,6 +392,20 @@ def test_item_of_a_buffer_is_read_before_the_graph_which_compiles_once_for_every
 def test_a_branch_on_an_item_of_a_buffer_follows_the_value():
     calls = [Call((t(4, 8),), before=_set(v)) for v in (0.5, 0.75, 2.0, 0.5)]
     differential(twins(_Scaled(branch=True)), calls, backend="magpy")
+
+
+def test_an_int_item_of_an_argument_as_a_loop_count_and_a_slice_bound_follows_the_value():
+    def loop(x, n):
+        out = x * 0
+        for i in range(n.item()):
+            out = out + x * i
+        return out
+
+    def bound(x, n):
+        return x[: n.item()] * 2
+
+    differential(plain(loop), [(t(3), torch.tensor(k)) for k in (2, 3, 2, 0, 5)], backend="magpy")
+    differential(plain(bound), [(t(6), torch.tensor(k)) for k in (2, 4, 6, 0, 3)], backend="magpy")
 
 
 def test_item_of_a_tensor_the_call_writes_first_is_read_after_the_write():

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import predicates, rules, vf
 from .. import markers
-from .guards import TensorGuard, TruthGuard, TypeGuard, dense_with_sizes
+from .guards import TensorGuard, TruthGuard, TypeGuard, ValueGuard, dense_with_sizes
 from .sources import ArgSource, AttrSource, Const, DrawSource, Expr, Source, mentions_draw, paths_in
 from .values import (Traced, UNKNOWN, _ALL, _RUN_ITERATORS, _Row, _SCALARS, _SHAPE_TRACED, _flat_tensors, _is_tensor,
     _is_torch_callable, _replayable_path, _with_fixed)
@@ -504,10 +504,15 @@ class GraphBuilding:
         if args and _is_tensor(args[0]) and self._from_constants(args[0], arg_provs[0]):
             return None
         read = torch.Tensor.item if method == "item" else fn if fn in (float, int) else None
-        if read is not None and len(args) == 1 and type(result) in (int, float):
-            lifted = self._input_number(read, args[0], result)
-            if lifted is not None:
-                return Traced(lifted)
+        source = self._unwritten_input(args[0]) if read is not None and len(args) == 1 and \
+            type(result) in (int, float) else None
+        if source is not None:
+            if type(result) is float:  # read by the entry, passed as a number
+                return Traced(self.scalar_input(result, Expr(read, (source,))))
+            # an int (a zero point, a count): the entry checks it is this one, as an int argument's first
+            # value is, since as a size or a loop count it would fix the trace to it anyway
+            self.guard(ValueGuard(Expr(read, (source,)), result))
+            return None
         node = self.record(fn, args, arg_provs, None, None, None, method=method)
         self.scalar_nodes.add(node)
         self.cap.host_values = self.cap.data_values = True
@@ -520,11 +525,12 @@ class GraphBuilding:
             return None
         return Traced(node)
 
-    def _input_number(self, read, tensor, result):
-        """``t.item()`` (``float(t)``, ``int(t)``: ``read``) of a tensor the call takes as it came (a buffer
-        holding a scale, a temperature): a number the entry program reads before the graph runs and passes
-        to it, which a compiling backend takes as a symbolic int or float. None where the graph computed
-        ``t`` or wrote to it before this read (the number then is the graph's to compute)."""
+    def _unwritten_input(self, tensor):
+        """The path of ``tensor`` if the call takes it as it came and the graph has not written to it yet (its
+        node is still the placeholder, its version unchanged), else None. A float ``t.item()`` or ``float(t)``
+        of it (a buffer holding a scale, a temperature) is then read by the entry before the graph runs, and
+        a compiling backend takes it as a symbolic float; an int is checked by the entry's guards. (Of a
+        tensor the graph computes, or wrote to first, the number is the graph's to compute.)"""
         entry = self.nodes.get(id(tensor))
         source = self.input_paths.get(id(tensor))
         if entry is None or entry[0] is not tensor or entry[1].op != "placeholder" or source is None:
@@ -532,7 +538,7 @@ class GraphBuilding:
         version = _version(tensor)
         if version is None or version != self.input_versions.get(id(tensor)):
             return None
-        return self.scalar_input(result, Expr(read, (source,)))
+        return source
 
     def _from_constants(self, tensor, prov):
         """Does the graph compute ``tensor`` from no input and no state (pure ops on constants, which the guards
