@@ -110,6 +110,13 @@ class CompiledFunction:
         self.extra_frames = 0     # frames between the user's call and ours (a module wrapper's)
         functools.update_wrapper(self, self.func)
 
+    def __get__(self, obj, objtype=None):
+        """A compiled function stored on a class binds as the function would (``@magpy.compile`` on a
+        method or a module's ``forward``): the instance becomes its first argument."""
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
     def __vm_call_instead__(self):
         """Inside a function MagPy is capturing, this runs as the code it compiles (one graph)."""
         return self.fn
@@ -412,7 +419,7 @@ def _compiled_module(module, **options):
 
     # ``stats`` is a plain class attribute: a user attribute of that name in the shared __dict__ wins
     sub = type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__,
-                                      "_magpy_compiled": compiled_call, "stats": compiled_call.stats})
+                                      "_magpy_compiled": staticmethod(compiled_call), "stats": compiled_call.stats})
     wrapper = object.__new__(sub)
     object.__setattr__(wrapper, "__dict__", module.__dict__)
     track(wrapper, compiled_call)

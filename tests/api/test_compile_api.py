@@ -79,6 +79,40 @@ def test_compile_a_bound_method():
     assert f.stats.cache_hits == 1
 
 
+def test_decorated_methods_bind_like_functions():
+    # ``@magpy.compile`` on a method (a module's forward, a plain class's method) is a descriptor, as the
+    # function is: the instance becomes the first argument, each instance sees its own state
+    class Scale(nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.k = nn.Parameter(torch.full((3,), float(k)))
+
+        @magpy.compile
+        def forward(self, x):
+            return x * self.k + 1
+
+    class Shift:
+        def __init__(self, k):
+            self.k = k
+
+        @magpy.compile(backend="eager")
+        def apply(self, x, *, twice=False):
+            return x + (2 * self.k if twice else self.k)
+
+    x = torch.randn(3)
+    modules, holders = [Scale(2), Scale(3)], [Shift(1), Shift(5)]
+    for _ in range(3):
+        for m in modules:
+            assert torch.allclose(m(x), x * m.k + 1)
+        for h in holders:
+            assert torch.equal(h.apply(x), x + h.k)
+            assert torch.equal(h.apply(x, twice=True), x + 2 * h.k)
+    assert Scale.forward.stats.cache_hits >= 4
+    assert Scale.__dict__["forward"] is Scale.forward  # (looked up on the class: the compiled function)
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        modules[0].forward()
+
+
 def test_compile_rejects_what_it_cannot_compile():
     with pytest.raises(TypeError):
         magpy.compile(42)

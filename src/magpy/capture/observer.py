@@ -24,6 +24,8 @@ from . import predicates, rules
 from ..errors import Unsupported
 from ..interp import Observer, VM
 from ..interp.lookaside import CALL_INSTEAD
+from .entry_state import aliasing_guard, global_state_guard
+from .graph_builder import _version
 from .guards import IdGuard, NoneGuard, TruthGuard, TypeGuard, ValueGuard
 from .mutations import OutsideState
 from .sources import ArgSource, AttrSource, Const, Expr, Source
@@ -323,6 +325,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.input_versions = {}  # id(tensor) -> its version when it became a graph input
     obs.computed_inputs = {}  # Expr -> the placeholder of the tensor the entry computes with it
     obs.scalar_nodes = set()  # graph nodes computing Python numbers (``t.item()``, a dynamic size)
+    obs.guard(global_state_guard())  # (read now: the state the call enters with)
     vm = VM(observer=obs)
     obs.vm = vm
     try:
@@ -343,11 +346,11 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
             obs.cap.unsupported = obs.cap.unsupported or Unsupported(
                 f"internal capture error in {step.__name__}: {type(exc).__name__}: {exc}")
     _drop_implied(obs.cap.guards)
-    paths = tuple(source for source, value in obs.cap.inputs if _is_tensor(value))
-    if len(paths) > 1:
-        # the graph was traced with distinct input tensors; the same tensor passed twice later (an
-        # in-place op on one would show through the other) needs a graph of its own
-        obs.guard(TruthGuard(Expr(distinct, paths), True))
+    inputs = [(source, value) for source, value in obs.cap.inputs if _is_tensor(value)]
+    written = tuple(k for k, (_, t) in enumerate(inputs) if _version(t) != obs.input_versions.get(id(t)))
+    aliasing = aliasing_guard(tuple(source for source, _ in inputs), [t for _, t in inputs], written)
+    if aliasing is not None:
+        obs.guard(aliasing)
     return result, None, obs.cap
 
 
@@ -378,7 +381,3 @@ def _drop_implied(guards):
                 all(fixed(a) for a in g.expr.args) and g.expr.args:
             del guards[key]
 
-
-def distinct(*tensors):
-    """Are these different objects? (tensors hash by identity, but through a Python ``__hash__``)"""
-    return len(set(map(id, tensors))) == len(tensors)
