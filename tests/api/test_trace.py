@@ -123,7 +123,9 @@ def test_writes_to_outside_objects_are_reported():
 def test_guards_are_reported_as_they_are_added():
     trace = traced_call(scaled, torch.randn(3))
     assert "SCALE == 2.0" in details(trace, "guard")
-    assert set(details(trace, "guard")) >= set(trace.guards) - {g for g in trace.guards if "distinct" in g}
+    # (what capture adds once the call is over: the inputs' aliasing, torch's global state on entry)
+    assert set(details(trace, "guard")) >= set(trace.guards) - {g for g in trace.guards if "distinct" in g or
+                                                                 "global state" in g}
 
 
 def test_where_capture_gave_up_is_reported_with_its_reason():

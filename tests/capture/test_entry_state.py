@@ -5,7 +5,7 @@ aliasing of its inputs must get eager's answer (a miss and a new entry), never t
 import pytest
 import torch
 
-from twin import Call, differential, plain
+from twin import Call, differential, fresh, plain
 
 BACKENDS = ["eager", "magpy"]
 
@@ -110,3 +110,18 @@ def test_deterministic_algorithms_decide_what_the_program_does():
     calls = [Call((torch.ones(3),)), Call((torch.ones(3),)), Call((torch.ones(3),), before=deterministic(True)),
              Call((torch.ones(3),)), Call((torch.ones(3),), before=deterministic(False))]
     differential(plain(fn), calls, reset=_restore, backend="magpy")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_retain_grad_inside_the_call(backend):
+    def fn(x, w):
+        v = w * 2
+        h = x * v
+        h.retain_grad()
+        v.retain_grad()
+        (h * 3).sum().backward()
+        return h.grad, v.grad, x.grad, w.grad
+
+    def args():
+        return torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    differential(plain(fn), fresh(args, 4), backend=backend)

@@ -316,6 +316,8 @@ class Calls(BuiltinMethods):
                     return None if traced is _SHAPE_TRACED else traced
                 self._offset_guard(name, self_obj, result)
                 return None  # static metadata: the tensor's guard covers it
+            if name in rules.TENSOR_AUTOGRAD_MARKS and not args and not kwargs:
+                return self._autograd_mark(getattr(torch.Tensor, name), self_obj, self.input_paths.get(id(self_obj)))
             if name in rules.TENSOR_TEXT and type(result) is str:
                 return self.traced_op(fn.__func__ if hasattr(fn, "__func__") else getattr(type(self_obj), name),
                                       (self_obj, *args), (None, *arg_provs))
@@ -337,6 +339,8 @@ class Calls(BuiltinMethods):
                     return None if traced is _SHAPE_TRACED else traced
                 self._offset_guard(fn.__name__, args[0], result)
                 return None
+            if fn.__name__ in rules.TENSOR_AUTOGRAD_MARKS and len(args) == 1 and not kwargs:
+                return self._autograd_mark(fn, args[0], arg_provs[0])
             if fn.__name__ in rules.TENSOR_TEXT and type(result) is str:
                 return self.traced_op(fn, args, arg_provs)  # (the graph prints it again: an error message)
             if not _holds_tensor(result) and result is not None:
@@ -465,6 +469,31 @@ class Calls(BuiltinMethods):
         self.unsupported(f"{getattr(fn, '__qualname__', fn)}() is a native call MagPy has no rule for "
                          "(it could have effects a replay would miss)")
 
+    def _autograd_mark(self, method, tensor, prov):
+        """``w.retain_grad()`` on a tensor the call was given: replayed by the mock on the tensor its path
+        reads. On a tensor the call computes that requires grad, calls like this one run eagerly: a
+        compiled graph takes the gradients of its ops inside itself, never through the tensors it hands
+        back, and a graph break here would not help (ops before it may have used the tensor already)."""
+        if not isinstance(prov, Source) and tensor.requires_grad:
+            self.unsupported(f"Tensor.{method.__name__}() on a tensor the call computes: its gradient must "
+                             "reach that very tensor (runs eagerly)", split=False)
+        self.node_of(tensor, prov)
+        self.cap.side_effects.append(("call", method, [self.template(tensor, prov)], {}))
+        return None
+
+    def _of_tensor_object(self, fn, args, arg_provs):
+        """``str(t)``, ``format(t, ".2f")``: the graph formats the tensor again on every call (as f-strings
+        do). ``id(t)``, ``hash(t)``: the tensor the call was given, by its path (the guard re-reads it);
+        of a tensor the graph makes, a new object every call: unknown."""
+        if fn in rules.TEXT_OF_VALUES:
+            return self.traced_op(fn, args, arg_provs)
+        tensor = args[0]
+        source = self.input_paths.get(id(tensor)) if len(args) == 1 and _is_tensor(tensor) else None
+        entry = self.nodes.get(id(tensor)) if source is not None else None
+        if entry is not None and entry[0] is tensor:
+            return Expr(fn, (source,))
+        return UNKNOWN
+
     def _unconverted(self, tensor, args, arg_provs, kwargs, kw_provs):
         """``t.to(device=d, dtype=t.dtype)`` that returned ``t`` itself: it already was what it converts to
         (its dtype and device are guarded, the arguments are made so), so the call is a read of ``t``."""
@@ -503,6 +532,9 @@ class Calls(BuiltinMethods):
             self.guard(ValueGuard(Expr(torch.Tensor.storage_offset, (known[1],)), value))
 
     def _pure(self, fn, args, arg_provs, kwargs, kw_provs, result):
+        if args and not kwargs and (fn in rules.TEXT_OF_VALUES or fn in rules.IDENTITY_OF_VALUES) and \
+                any(map(_holds_tensor, args)):
+            return self._of_tensor_object(fn, args, arg_provs)
         if type(result) is bool and _is_torch_callable(fn) and any(map(_holds_tensor, args)) and \
                 rules.is_type_predicate(fn):
             return None  # ``has_torch_function(ts)``: decided by tensor types, which the guards fix

@@ -51,7 +51,22 @@ class Containers:
 
 
 
+    def _as_written(self, value, prov):
+        """A container from outside whose items the call wrote (by key) is read whole (``d.values()``,
+        ``dict(d)``, ``str(d)``, iterated): from here on what it holds is followed item by item, from its
+        state on entry and the writes since (``mutations.OutsideState.shadow``); where capture cannot, the
+        read is of unknown origin (a break), never the entry state's value."""
+        if self.items_written.get(id(value)) is not value or self.contents.changed_outside(value):
+            return
+        if type(value) in (dict, list, collections.OrderedDict) and self.outside_state.entry.get(id(value), (None,))[0] is value:
+            self.outside_state.shadow(value, f"a read of all of a {type(value).__name__} the call changed")
+        else:
+            self.contents[id(value)] = (value, None)  # (what it holds is unknown from here)
+            self.contents.outside.add(id(value))
+
     def _element_provs(self, container, prov):
+        if isinstance(prov, Source):
+            self._as_written(container, prov)
         entry = self.contents.get(id(container))
         if entry is not None and entry[0] is container:
             return entry[1] if entry[1] is not None else [UNKNOWN] * len(container)
@@ -70,6 +85,8 @@ class Containers:
         return [UNKNOWN] * len(container)
 
     def _dict_provs(self, d, prov):
+        if isinstance(prov, Source):
+            self._as_written(d, prov)
         entry = self.contents.get(id(d))
         if entry is not None and entry[0] is d and type(entry[1]) is dict:
             return {k: entry[1].get(k) for k in d}
@@ -89,7 +106,10 @@ class Containers:
 
     def effective(self, value, prov):
         """``prov``, except that a container (or generator) made inside that holds values from outside
-        is the expression that rebuilds it from their provenance, or UNKNOWN — never a constant."""
+        is the expression that rebuilds it from their provenance, or UNKNOWN — never a constant. (So is a
+        container from outside whose items the call wrote: ``_as_written``.)"""
+        if self.items_written and isinstance(prov, Source):
+            self._as_written(value, prov)
         if prov is not None and not (isinstance(prov, Source) and self.contents.changed_outside(value)):
             return prov
         if self.outside_state.constant_sets.get(id(value)) is value:

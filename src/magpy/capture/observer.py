@@ -58,6 +58,10 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         self.nodes = _TensorNodes()  # id(tensor) -> (tensor, node), weakly
         self.contents = _Contents(self)  # id(container made inside) -> (container, element provs)
         self.written = {}         # (id(obj), name) -> prov of the value the program stored there
+        # id(container) -> container whose items the call wrote by key (``d[k] = v``, an attribute of the
+        # object whose ``__dict__`` it is): a read of all of it is no longer a read of its entry state
+        self.items_written = {}
+        self.class_attrs_written = set()  # names of attributes the call set on classes
         self.input_paths = {}     # id(graph input tensor) -> the path it was first read by
         # outside reads already guarded: (id(globals), name) -> (value, prov) and
         # (id(obj), name) -> (obj, value, obj_prov, prov)
@@ -69,15 +73,16 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         self.outside_state = OutsideState(self)  # outside containers the call changes (``mutations``)
 
     # ---- failure ---------------------------------------------------------------------------------
-    def unsupported(self, reason, frame=None):
+    def unsupported(self, reason, frame=None, split=True):
         """Give up on replaying this call. The program itself runs on to its real end (its first call
-        must still happen exactly once); observation stops here."""
+        must still happen exactly once); observation stops here. ``split=False``: a graph break here would
+        not help either (calls like this one run eagerly)."""
         frame = frame or self.frame
         if self.cap.unsupported is None:
             self.cap.unsupported = Unsupported(reason, frame.filename if frame else None,
                                                frame.lineno if frame else None)
             # (the root frame's instruction running now: a later capture may stop before it)
-            self.cap.failed_at = self.root.index if self.root is not None and self.splittable() else None
+            self.cap.failed_at = self.root.index if split and self.root is not None and self.splittable() else None
         self.stop_observing()
         raise _Abandon
 
@@ -325,7 +330,9 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.input_versions = {}  # id(tensor) -> its version when it became a graph input
     obs.computed_inputs = {}  # Expr -> the placeholder of the tensor the entry computes with it
     obs.scalar_nodes = set()  # graph nodes computing Python numbers (``t.item()``, a dynamic size)
-    obs.guard(global_state_guard())  # (read now: the state the call enters with)
+    # (read now, the state the call enters with; a fact of the entry, not a read of the program's: no event)
+    state_guard = global_state_guard()
+    obs.cap.guards[state_guard.key()] = state_guard
     vm = VM(observer=obs)
     obs.vm = vm
     try:

@@ -12,7 +12,7 @@ import torch
 from ..interp.protocols import NATIVE_BINARY, NATIVE_COMPARE
 from .guards import ValueGuard
 from .sources import Const, Expr, Source
-from .values import Traced, UNKNOWN, _is_tensor, _pinned
+from .values import Traced, UNKNOWN, _NOT_WRITTEN, _hkey, _holds_tensor, _is_tensor, _pinned
 from .iteration import _elements, _op_for_iter, _op_for_iter_end, _op_get_iter, _op_unpack, _op_unpack_ex
 
 
@@ -29,6 +29,8 @@ def _op_binary(obs, k, inputs, provs, outputs):
     provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     if k >= 13 and not _is_tensor(a) and type(a) not in (list, dict, set):
         fn = NATIVE_BINARY[k - 13]  # ``n += t`` on an immutable number is ``n = n + t`` (fx cannot write ``0 += t``)
+    if type(outputs[0]) is str and (_holds_tensor(a) or _holds_tensor(b)):
+        return [obs.traced_op(fn, (a, b), provs)]  # ``"%s" % t``: the graph formats it again every call
     if _is_tensor(a) or _is_tensor(b) or _is_tensor(outputs[0]):
         obs.record(fn, (a, b), provs, None, None, outputs[0])
         return [None]
@@ -150,8 +152,21 @@ def _op_contains(obs, invert, inputs, provs, outputs):
         return [None]  # membership by identity among objects whose identities replay (a memo set)
     if _is_tensor(container) or _is_tensor(item):
         obs.unsupported("`in` on a tensor (graph break)")
-    provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     fn = _not_contains if invert else operator.contains
+    if isinstance(provs[1], Source) and obs.items_written.get(id(container)) is container and \
+            isinstance(container, dict) and not obs.contents.changed_outside(container):
+        # one key of an outside dict the call wrote items of: a key it wrote is there by its own doing (or
+        # gone, deleted); any other is as on entry (no need to follow the whole dict for it)
+        try:
+            written = obs.written.get((id(container), ("item", _hkey(item))), _NOT_WRITTEN)
+        except TypeError:
+            written = UNKNOWN
+        if written is not UNKNOWN:
+            obs.need(item, provs[0])
+            if written is not _NOT_WRITTEN:
+                return [None]
+            return [Expr(fn, (provs[1], provs[0] if provs[0] is not None else Const(item)))]
+    provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     return [_derive(fn, (container, item), (provs[1], provs[0]), obs)]  # (``x.size(0) in (3, 5)``)
 
 

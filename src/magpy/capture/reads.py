@@ -61,6 +61,8 @@ class Reads:
     @_event(None)
     def read_attr(self, obj, obj_prov, name, value, computed=NOT_RETURNED):
         written = self.written.get((id(obj), name), _NOT_WRITTEN)
+        if written is _NOT_WRITTEN and name in self.class_attrs_written:
+            written = self._class_attr_written(obj, name)
         if written is _DELETED:
             self.unsupported(f"reading attribute {name!r} after the call deleted it")
         if written is not _NOT_WRITTEN:
@@ -113,6 +115,21 @@ class Reads:
         if path:
             self.reads[(id(obj), name)] = (obj, value, obj_prov, prov)
         return prov
+
+    def _class_attr_written(self, obj, name):
+        """``self.count`` after ``type(self).count += 1``: the instance holds no ``count`` of its own, so the
+        read finds the first class of its MRO that has one; if the call wrote it there, it is that value."""
+        if isinstance(obj, type):
+            return _NOT_WRITTEN
+        try:
+            if name in object.__getattribute__(obj, "__dict__"):
+                return _NOT_WRITTEN
+        except Exception:  # noqa: BLE001 - no instance dict: the class decides
+            pass
+        for cls in type(obj).__mro__:
+            if name in cls.__dict__:
+                return self.written.get((id(cls), name), _NOT_WRITTEN)
+        return _NOT_WRITTEN
 
     def attribute_table(self, obj, table):
         """``obj.__dict__`` (or ``vars(obj)``) of an object the call made: a dict made here holding the

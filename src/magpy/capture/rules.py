@@ -205,6 +205,15 @@ TENSOR_VIEW_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
 TENSOR_CONVERSIONS = {"to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long", "short",
                       "bool", "byte", "char", "cpu", "cuda"}
 
+#: builtins giving a value's text or identity: of a tensor, neither is fixed by its guards (new values, a new
+#: object on every call), so the graph formats the text again, and an identity is re-read by path or unknown
+TEXT_OF_VALUES = IdentitySet([str, repr, format, ascii])
+IDENTITY_OF_VALUES = IdentitySet([id, hash])
+
+#: tensor methods that change the autograd state of the very tensor object they are called on: a compiling
+#: backend's graph makes new output tensors, so the mock calls them again on the tensors the graph returned
+TENSOR_AUTOGRAD_MARKS = {"retain_grad"}
+
 #: a tensor's text (its values printed): a Python value of unknown origin, usable only where nothing depends
 #: on it (the message of a check the guards decide)
 TENSOR_TEXT = {"__format__", "__str__", "__repr__"}

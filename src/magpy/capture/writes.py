@@ -45,6 +45,8 @@ class Writes:
             return
         self.written[(id(obj), name)] = prov
         self.table_changed(obj, name, prov)
+        if not _is_tensor(obj):
+            self._attribute_storage_written(obj, name, value, prov)
         if name == "requires_grad" and _is_tensor(obj) and type(value) is bool and id(obj) not in self.input_paths:
             entry = self.nodes.get(id(obj))
             if entry is not None and entry[0] is obj:
@@ -138,6 +140,7 @@ class Writes:
                 self.contents[id(obj)] = (obj, provs)
             return
         self.written[(id(obj), ("item", _hkey(key)))] = prov
+        self.items_written[id(obj)] = obj
         if isinstance(obj_prov, (Source, Expr)):
             self.need(key, key_prov)
             self.cap.side_effects.append(("setitem", obj_prov, key, self.template(value, prov)))
@@ -146,6 +149,20 @@ class Writes:
         elif prov is not None or (key_prov is not None and self.effective(key, key_prov) is not None):
             # (an array made here now holds a value from outside: it is no longer a constant)
             dict.__setitem__(self.contents, id(obj), (obj, None))
+
+    def _attribute_storage_written(self, obj, name, value, prov):
+        """An attribute lives in its object's ``__dict__``, or for a class, is seen through every instance
+        that does not hold its own: a read by either of those other ways after this write must see it."""
+        if isinstance(obj, type):
+            self.class_attrs_written.add(name)
+            return
+        try:
+            table = object.__getattribute__(obj, "__dict__")
+        except Exception:  # noqa: BLE001 - no instance dict (slots), or one that cannot be read
+            return
+        if type(table) is dict and name in table and table[name] is value:
+            self.written[(id(table), ("item", name))] = prov
+            self.items_written[id(table)] = table
 
     def _graph_tensor_attr(self, tensor, name, value, prov):
         """``t._static_kind = "unguarded"`` on a tensor the graph makes (a cache buffer marked for
