@@ -77,6 +77,7 @@ class KernelPrinter(KernelNames):
         self.stage_locals: dict[str, str] = {}  # buffer -> variable of the current loop body
         self.row_arrays: dict[str, str] = {}
         self.staged: dict = {}  # (buffer, index) -> element of a transposed tile buffer
+        self.checks = False  # the body has an ``ops.check``: the kernel returns an error code
 
     # ------------------------------------------------------------------------------------------
     # Sizes
@@ -146,7 +147,12 @@ class KernelPrinter(KernelNames):
             const = "" if buf in self.stored else "const "
             args.append(f"{const}{t}* __restrict__ {self.param_names[buf]}")
         args += [f"{'double' if is_float_symbol(s) else 'int64_t'} {self.size_names[s]}" for s in self.size_params]
-        signature = f'extern "C" void {name}({", ".join(args)})'
+        if self.checks:
+            # The code of a failed ``ops.check`` (``checks.py``), 0 when none failed.
+            signature = f'extern "C" int32_t {name}({", ".join(args)})'
+            body = ["    int32_t magpy_error = 0;"] + body + ["    return magpy_error;"]
+        else:
+            signature = f'extern "C" void {name}({", ".join(args)})'
         return "\n".join([signature, "{"] + body + ["}"]) + "\n"
 
     def _loops(self, lines, variables, sizes, indent, pragma=None, collapse=True):
@@ -376,16 +382,17 @@ def _parallel_pragma(pragma: str, parallel):
     return f"{pragma} if(parallel: {parallel})"
 
 
-def render_kernel(kernel: Kernel, layouts, graph_outputs) -> tuple[str, list[str], list]:
+def render_kernel(kernel: Kernel, layouts, graph_outputs) -> tuple[str, list[str], list, bool]:
     """(C++ source of the kernel function without the prelude, buffer names of its pointer
-    arguments, graph symbols of its ``int64_t`` and ``double`` arguments)."""
+    arguments, graph symbols of its ``int64_t`` and ``double`` arguments, whether it returns the
+    code of a failed check)."""
     printer = KernelPrinter(kernel, layouts, graph_outputs)
     # Stored buffers are parameters even if nothing in the kernel reads them back.
     for node in kernel.nodes:
         if kernel.storage[node.name] == "memory":
             printer.param(node.name)
     source = printer.render(kernel.name)
-    return source, printer.params, printer.size_params
+    return source, printer.params, printer.size_params, printer.checks
 
 
 def kernel_source(body: str) -> str:

@@ -287,9 +287,23 @@ def signbit(h, d, a):
 
 def floordiv(h, d, a, b):
     if _float(d):
-        return f"tl.floor({a} / {b})"
+        return _float_floordiv(h, d, a, b)
     q = _v(h, f"({a} // {b})", d, a, b)
     return f"tl.where((({a} % {b}) != 0) & (({a} < 0) != ({b} < 0)), {q} - 1, {q})"
+
+
+def _float_floordiv(h, d, a, b):
+    """Eager's (ATen's ``div_floor_floating``, Python's): from fmod, exact, then rounded —
+    ``floor(a / b)`` rounds the quotient first (3.0 / 0.3 is 10.000001)."""
+    a, b = h.as_tensor(a), h.as_tensor(b)
+    mod = _v(h, f"({a} % {b})", d, a, b)  # (Triton's float % is C's fmod)
+    div = _v(h, f"(({a} - {mod}) / {b})", d, a, b)
+    div = _v(h, f"tl.where(({mod} != 0) & (({b} < 0) != ({mod} < 0)), {div} - 1, {div})", d, div)
+    low = _v(h, f"tl.floor({div})", d, div)
+    rounded = _v(h, f"tl.where({div} - {low} > 0.5, {low} + 1, {low})", d, div)
+    quotient = _v(h, f"({a} / {b})", d, a, b)
+    exact = _v(h, f"tl.where({div} == 0, {quotient} * 0.0, {rounded})", d, div, quotient)
+    return f"tl.where({b} == 0, {quotient}, {exact})"
 
 
 def truncdiv(h, d, a, b):
