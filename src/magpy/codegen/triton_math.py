@@ -224,8 +224,8 @@ def lgamma(h, d, a):
 
 
 def int_pow(h, d, a, b):
-    """Integer powers by squaring, one exponent bit per step (negative exponents give 0 or ±1
-    only for |a| = 1, as eager's; they are refused before reaching here when constant)."""
+    """Integer powers by squaring, one exponent bit per step (negative exponents give 0, or ±1 for
+    |a| = 1, as eager's; a number exponent is checked before reaching here)."""
     a, b = h.as_tensor(a), h.as_tensor(b)
     base, exponent, result = (h.printer.new_var(p) for p in ("base", "exponent", "power"))
     indent = h.indent
@@ -235,7 +235,9 @@ def int_pow(h, d, a, b):
                 f"{indent}    {result} = tl.where(({exponent} & 1) != 0, {result} * {base}, {result})",
                 f"{indent}    {base} = {base} * {base}",
                 f"{indent}    {exponent} = {exponent} >> 1"]
-    return _v(h, result, d, a, b)
+    # a negative exponent (from a tensor): 1 for a base of 1, ±1 for -1, else 0 — eager's
+    negative = f"tl.where({a} == -1, tl.where(({b} & 1) != 0, -1, 1), tl.where({a} == 1, 1, 0))"
+    return _v(h, f"tl.where({b} < 0, {negative}, {result}).to({tl_type(d)})", d, a, b)
 
 
 def pow_(h, d, a, b):
@@ -377,7 +379,8 @@ MATH = {
     "left_shift": _infix("<<"), "right_shift": _infix(">>"),
     "logical_and": _logical("&"), "logical_or": _logical("|"), "logical_xor": _logical("^"),
     "logical_not": _not, "bitwise_not": _bitwise_not,
-    "neg": lambda h, d, a: f"(-{a})",
+    # (Triton's unary minus is 0 - x: +0.0 for 0.0, where eager gives -0.0)
+    "neg": lambda h, d, a: f"({a} * -1.0)" if _float(d) else f"(-{a})",
     "abs": _abs,
     "square": lambda h, d, a: f"({a} * {a})",
     "relu": _relu,
