@@ -38,6 +38,13 @@ THREADS = os.cpu_count() or 1
 REDUCTION_COMBINE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "|", "all": "&"}
 
 
+# Rows of at least this many elements sum float32 in double. Each SIMD lane (and thread) adds its
+# share one after another: past ~1e5 elements a float32 lane sum strays ~1e-5 relative from eager's
+# cascade sum (2M elements: 3e-5). Rows that long are read from memory, not cache: the wider adds
+# cost nothing there, and short rows (softmax, norms) keep float32.
+LONG_SUM = 65536
+
+
 def reduction_init(reduction_type: str, dtype: torch.dtype) -> str:
     t = ctype(dtype)
     if reduction_type == "sum":
@@ -275,6 +282,9 @@ class KernelPrinter(KernelNames):
         for node in reductions:
             red = node.data
             acc_dtype = accumulator_dtype(red.reduction_type, red.src_dtype, red.dtype)
+            if red.reduction_type == "sum" and acc_dtype == torch.float32 and \
+                    at_least(prod(k.inner), LONG_SUM) is True:
+                acc_dtype = torch.float64
             acc = self.new_var("acc")
             accs[node.name] = (acc, acc_dtype)
             t = ctype(acc_dtype)
