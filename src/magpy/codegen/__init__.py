@@ -240,12 +240,13 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
     scheduler = Scheduler(lowering.nodes, lowering.layouts, outputs, fuse=fuse)
     kernels = [it for it in scheduler.items if isinstance(it, Kernel)]
     if mode == "triton":
-        callables, params, bodies, sizes = _triton_kernels(kernels, lowering)
+        callables, params, bodies, sizes, checked = _triton_kernels(kernels, lowering)
     elif mode in ("cpp", "reference"):
-        callables, params, bodies, sizes = _cpp_kernels(kernels, lowering, outputs, mode)
+        callables, params, bodies, sizes, checked = _cpp_kernels(kernels, lowering, outputs, mode)
     else:
         raise ValueError(f"unknown mode {mode!r}")
-    writer = WrapperWriter(lowering, scheduler, params, "pointer" if mode == "cpp" else "tensor", sizes)
+    writer = WrapperWriter(lowering, scheduler, params, "pointer" if mode == "cpp" else "tensor", sizes,
+                           checked=checked)
     source = writer.write(callables, eager)
     call = _exec_wrapper(source, writer.namespace, report)
     report.kernels = [k.name for k in kernels]
@@ -285,34 +286,39 @@ def _exec_wrapper(source: str, namespace: dict, report: CompileReport) -> Callab
 
 
 def _cpp_kernels(kernels, lowering, outputs, mode):
-    """(callables, parameter buffers, sources, size symbols) of C++ kernels, or of the reference
-    evaluator."""
+    """(callables, parameter buffers, sources, size symbols, names of the kernels returning an
+    error code) of C++ kernels, or of the reference evaluator (which raises the error itself)."""
     from .compile_cache import WIDE_VECTORS, compile_sources, load_function
     from .cpp import kernel_source, render_kernel
     from .reference import ReferenceKernel
     from .sizes import is_float_symbol
 
-    params, bodies, callables, sizes = {}, {}, {}, {}
+    params, bodies, callables, sizes, checked = {}, {}, {}, {}, set()
     for kernel in kernels:
-        body, kernel_params, sizes[kernel.name] = render_kernel(kernel, lowering.layouts, outputs)
+        body, kernel_params, sizes[kernel.name], checks = render_kernel(kernel, lowering.layouts, outputs)
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
+        if checks:
+            checked.add(kernel.name)
     if mode == "cpp":
         sources = [kernel_source(bodies[k.name]) for k in kernels]
         extra = [WIDE_VECTORS if _vector_math(k) else () for k in kernels]
         paths = compile_sources(sources, extra_flags=extra)
         for kernel, path in zip(kernels, paths):
             callables[kernel.name] = load_function(path, kernel.name, len(params[kernel.name]),
-                                                   [float if is_float_symbol(s) else int for s in sizes[kernel.name]])
+                                                   [float if is_float_symbol(s) else int for s in sizes[kernel.name]],
+                                                   kernel.name in checked)
     else:
         for kernel in kernels:
             callables[kernel.name] = ReferenceKernel(kernel, params[kernel.name], lowering.layouts,
                                                      sizes[kernel.name])
-    return callables, params, bodies, sizes
+    return callables, params, bodies, sizes, checked
 
 
 def _triton_kernels(kernels, lowering):
-    """(launchers, parameter buffers, sources, size symbols) of Triton kernels."""
+    """(launchers, parameter buffers, sources, size symbols, names of the kernels taking the error
+    flag ``ERROR_FLAG`` among their buffers) of Triton kernels."""
+    from .checks import ERROR_FLAG
     from .triton_kernel import render_kernel
     from .triton import TritonUnsupported
     from .triton_runtime import ALTERNATIVE, SymbolicLauncher, TritonLauncher, interpreting, load_kernel
@@ -341,7 +347,8 @@ def _triton_kernels(kernels, lowering):
                         raise TritonUnsupported(f"the {kind} form of {kernel.name} takes other arguments")
                 forms[kind, wide] = load_kernel(source, kernel.name)
         callables[kernel.name] = SymbolicLauncher(forms, plan, kernel.name, sizes[kernel.name])
-    return callables, params, bodies, sizes
+    checked = {name for name, names in params.items() if ERROR_FLAG in names}
+    return callables, params, bodies, sizes, checked
 
 
 def _vector_math(kernel) -> bool:

@@ -138,14 +138,15 @@ _libraries: dict[Path, ctypes.CDLL] = {}
 _lock = threading.Lock()
 
 
-def load_function(path: Path, name: str, nargs: int, scalars: Sequence[type] = ()):
+def load_function(path: Path, name: str, nargs: int, scalars: Sequence[type] = (), returns_code: bool = False):
     """The ``extern "C"`` function ``name`` of the library at ``path``, taking ``nargs`` pointers
-    then one number per item of ``scalars``: an int64 for ``int``, a double for ``float``."""
+    then one number per item of ``scalars``: an int64 for ``int``, a double for ``float``;
+    ``returns_code``: it returns an int32 (the code of a failed check), else nothing."""
     with _lock:
         lib = _libraries.get(path)
         if lib is None:
             lib = _libraries[path] = ctypes.CDLL(str(path))
     fn = getattr(lib, name)
     fn.argtypes = [ctypes.c_void_p] * nargs + [ctypes.c_double if t is float else ctypes.c_int64 for t in scalars]
-    fn.restype = None
+    fn.restype = ctypes.c_int32 if returns_code else None
     return fn

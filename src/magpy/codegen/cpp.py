@@ -38,6 +38,13 @@ THREADS = os.cpu_count() or 1
 REDUCTION_COMBINE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "|", "all": "&"}
 
 
+# Rows of at least this many elements sum float32 in double. Each SIMD lane (and thread) adds its
+# share one after another: past ~1e5 elements a float32 lane sum strays ~1e-5 relative from eager's
+# cascade sum (2M elements: 3e-5). Rows that long are read from memory, not cache: the wider adds
+# cost nothing there, and short rows (softmax, norms) keep float32.
+LONG_SUM = 65536
+
+
 def reduction_init(reduction_type: str, dtype: torch.dtype) -> str:
     t = ctype(dtype)
     if reduction_type == "sum":
@@ -77,6 +84,7 @@ class KernelPrinter(KernelNames):
         self.stage_locals: dict[str, str] = {}  # buffer -> variable of the current loop body
         self.row_arrays: dict[str, str] = {}
         self.staged: dict = {}  # (buffer, index) -> element of a transposed tile buffer
+        self.checks = False  # the body has an ``ops.check``: the kernel returns an error code
 
     # ------------------------------------------------------------------------------------------
     # Sizes
@@ -146,7 +154,12 @@ class KernelPrinter(KernelNames):
             const = "" if buf in self.stored else "const "
             args.append(f"{const}{t}* __restrict__ {self.param_names[buf]}")
         args += [f"{'double' if is_float_symbol(s) else 'int64_t'} {self.size_names[s]}" for s in self.size_params]
-        signature = f'extern "C" void {name}({", ".join(args)})'
+        if self.checks:
+            # The code of a failed ``ops.check`` (``checks.py``), 0 when none failed.
+            signature = f'extern "C" int32_t {name}({", ".join(args)})'
+            body = ["    int32_t magpy_error = 0;"] + body + ["    return magpy_error;"]
+        else:
+            signature = f'extern "C" void {name}({", ".join(args)})'
         return "\n".join([signature, "{"] + body + ["}"]) + "\n"
 
     def _loops(self, lines, variables, sizes, indent, pragma=None, collapse=True):
@@ -269,6 +282,9 @@ class KernelPrinter(KernelNames):
         for node in reductions:
             red = node.data
             acc_dtype = accumulator_dtype(red.reduction_type, red.src_dtype, red.dtype)
+            if red.reduction_type == "sum" and acc_dtype == torch.float32 and \
+                    at_least(prod(k.inner), LONG_SUM) is True:
+                acc_dtype = torch.float64
             acc = self.new_var("acc")
             accs[node.name] = (acc, acc_dtype)
             t = ctype(acc_dtype)
@@ -376,16 +392,17 @@ def _parallel_pragma(pragma: str, parallel):
     return f"{pragma} if(parallel: {parallel})"
 
 
-def render_kernel(kernel: Kernel, layouts, graph_outputs) -> tuple[str, list[str], list]:
+def render_kernel(kernel: Kernel, layouts, graph_outputs) -> tuple[str, list[str], list, bool]:
     """(C++ source of the kernel function without the prelude, buffer names of its pointer
-    arguments, graph symbols of its ``int64_t`` and ``double`` arguments)."""
+    arguments, graph symbols of its ``int64_t`` and ``double`` arguments, whether it returns the
+    code of a failed check)."""
     printer = KernelPrinter(kernel, layouts, graph_outputs)
     # Stored buffers are parameters even if nothing in the kernel reads them back.
     for node in kernel.nodes:
         if kernel.storage[node.name] == "memory":
             printer.param(node.name)
     source = printer.render(kernel.name)
-    return source, printer.params, printer.size_params
+    return source, printer.params, printer.size_params, printer.checks
 
 
 def kernel_source(body: str) -> str:

@@ -195,13 +195,21 @@ class CppHandler:
         self.lines.append(f"{self.indent}}}")
         return CppValue(name, value.dtype)
 
+    def check(self, ok, error):
+        if ok.text == "true":
+            return
+        # (a plain store of a constant: every lane or thread that fails writes the same kind of
+        # value, so a race between them loses nothing that matters)
+        self.lines.append(f"{self.indent}if (!({ok})) magpy_error = {error.code};")
+        self.printer.checks = True
+
     def indirect_indexing(self, x, size):
         name = self.printer.new_var("idx")
         n = self.printer.size(size)
         last = max(size - 1, 0) if isinstance(size, int) else f"({n} - 1)"
         self.lines.append(f"{self.indent}int64_t {name} = static_cast<int64_t>({x});")
-        # Negative positions count from the end; out-of-range ones are clamped rather than
-        # read out of bounds (eager raises for them).
+        # Negative positions count from the end; out-of-range ones are clamped rather than read
+        # out of bounds (the lowering's ``ops.check`` has reported them: the wrapper raises).
         self.lines.append(f"{self.indent}{name} = {name} < 0 ? {name} + {n} : {name};")
         self.lines.append(f"{self.indent}{name} = {name} < 0 ? 0 : ({name} >= {n} ? {last} : {name});")
         return sympy.Symbol(name, integer=True, nonnegative=True)
@@ -267,7 +275,9 @@ _SPECIAL = {
     "logical_not": lambda d, f, a: f"(!({a[0]}))",
     "maximum": lambda d, f, a: f"magpy_max({a[0]}, {a[1]})",
     "minimum": lambda d, f, a: f"magpy_min({a[0]}, {a[1]})",
-    "floordiv": lambda d, f, a: f"magpy_floordiv({a[0]}, {a[1]})",
+    "floordiv": lambda d, f, a: (
+        f"magpy_floordiv{'f' if ctype(d) == 'float' else 'd'}({a[0]}, {a[1]})" if f
+        else f"magpy_floordiv({a[0]}, {a[1]})"),
     "truncdiv": lambda d, f, a: f"magpy_truncdiv({a[0]}, {a[1]})",
     "remainder": lambda d, f, a: (
         f"magpy_fmod{'f' if ctype(d) == 'float' else 'd'}({a[0]}, {a[1]})" if f

@@ -78,6 +78,20 @@ template <typename T> MAGPY_INLINE T magpy_floordiv(T a, T b) {
     T q = a / b;
     return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
+// Floor division of floats as eager (ATen's div_floor_floating) and Python compute it: from
+// fmod, exact, then rounded — floor(a / b) rounds the quotient first (3.0 / 0.3 is 10.000001).
+#define MAGPY_FLOAT_FLOORDIV(name, T, FMOD, FLOOR, COPYSIGN)                      \
+    MAGPY_INLINE T name(T a, T b) {                                               \
+        if (b == 0) return a / b;                                                 \
+        T mod = FMOD(a, b);                                                       \
+        T div = (a - mod) / b;                                                    \
+        if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;                         \
+        if (div == 0) return COPYSIGN((T)0, a / b);                               \
+        T q = FLOOR(div);                                                         \
+        return div - q > (T)0.5 ? q + 1 : q;                                      \
+    }
+MAGPY_FLOAT_FLOORDIV(magpy_floordivf, float, fmodf, floorf, copysignf)
+MAGPY_FLOAT_FLOORDIV(magpy_floordivd, double, fmod, floor, copysign)
 template <typename T> MAGPY_INLINE T magpy_truncdiv(T a, T b) { return b == 0 ? 0 : a / b; }
 template <typename T> MAGPY_INLINE T magpy_mod(T a, T b) {
     if (b == 0) return 0;

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sympy
 import torch
 
+from .checks import GATHER, INDEX, INDEX_SELECT, IndexCheck
 from .ir import Pointwise, TensorValue, as_size
 from .lowering import Unsupported, aten, broadcast_shapes, normalize_dim, register_lowering, scalar
 from .ops import ops
@@ -99,9 +100,18 @@ def lower_constant_pad_nd(ctx, x, pad, value=0):
     return Pointwise(size, dtype, inner_fn)
 
 
-def _indirect(loader, index, size: int):
-    """An index symbol for the integer value ``loader(index)`` into a dim of ``size``."""
-    return ops.indirect_indexing(loader(index), size)
+def _indirect(loader, index, size, check: IndexCheck):
+    """An index symbol for the integer value ``loader(index)`` into a dim of ``size``: a position
+    out of range is reported as eager's ``check.error`` (and clamped, so nothing reads out of
+    bounds before the wrapper raises)."""
+    position = loader(index)
+    if position.dtype != torch.int64:
+        position = ops.to_dtype(position, torch.int64)
+    zero, n = ops.constant(0, torch.int64), scalar(size, torch.int64)
+    if check.negative:
+        position = ops.where(ops.lt(position, zero), ops.add(position, n), position)
+    ops.check(ops.logical_and(ops.ge(position, zero), ops.lt(position, n)), check.error)
+    return ops.indirect_indexing(position, size)
 
 
 def _picks_from(ctx, *sizes):
@@ -121,7 +131,7 @@ def lower_gather(ctx, x, dim, index, sparse_grad=False):
     _picks_from(ctx, x.size[dim])
 
     def inner_fn(idx):
-        position = _indirect(index_load, idx, x.size[dim])
+        position = _indirect(index_load, idx, x.size[dim], GATHER)
         source = list(idx)
         source[dim] = position
         return x_load(source)
@@ -162,7 +172,7 @@ def lower_index(ctx, x, indices):
         for i, d in enumerate(after):
             source[d] = idx[len(before) + k + i]
         for d in used:
-            source[d] = _indirect(loaders[d], broadcast_index, x.size[d])
+            source[d] = _indirect(loaders[d], broadcast_index, x.size[d], INDEX)
         return x_load(source)
 
     return Pointwise(size, x.dtype, inner_fn)
@@ -178,7 +188,7 @@ def lower_embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=Fal
     k = indices.ndim
 
     def inner_fn(idx):
-        row = _indirect(i_load, list(idx[:k]), weight.size[0])
+        row = _indirect(i_load, list(idx[:k]), weight.size[0], INDEX_SELECT)
         return w_load([row, idx[k]])
 
     return Pointwise(ctx.size, weight.dtype, inner_fn)
@@ -193,7 +203,7 @@ def lower_index_select(ctx, x, dim, index):
 
     def inner_fn(idx):
         source = list(idx)
-        source[dim] = _indirect(i_load, [idx[dim]] if index.ndim else [], x.size[dim])
+        source[dim] = _indirect(i_load, [idx[dim]] if index.ndim else [], x.size[dim], INDEX_SELECT)
         return x_load(source)
 
     return Pointwise(ctx.size, x.dtype, inner_fn)

@@ -6,6 +6,7 @@ import math
 import sympy
 import torch
 
+from .checks import ZERO_DIVISION
 from .ir import Pointwise, TensorValue
 from .lowering import (
     Unsupported,
@@ -80,6 +81,11 @@ BINARY = {
     aten.bitwise_or: "bitwise_or",
     aten.bitwise_xor: "bitwise_xor",
 }
+# Divisions eager refuses a zero divisor for on integers (RuntimeError "ZeroDivisionError"; on
+# floats they give inf or NaN).
+INTEGER_DIVISIONS = frozenset({"floordiv", "truncdiv", "remainder", "fmod"})
+
+
 COMPARISONS = {
     aten.eq: "eq",
     aten.ne: "ne",
@@ -145,11 +151,45 @@ for _op, _name in UNARY.items():
 for _op, _name in UNARY_PREDICATES.items():
     register_lowering(_op)(_predicate(_name))
 for _op, _name in BINARY.items():
-    register_lowering(_op)(_binary(_name))
+    if _name not in INTEGER_DIVISIONS:
+        register_lowering(_op)(_binary(_name))
 for _op, _name in COMPARISONS.items():
     register_lowering(_op)(_comparison(_name))
 for _op, _name in LOGICAL.items():
     register_lowering(_op)(_logical(_name))
+
+
+def division(ctx, name, a, b, dtype):
+    """``ops.<name>(a, b)`` elementwise in ``dtype``, raising as eager does for an integer divisor 0:
+    a tensor divisor is checked by the kernel (``ops.check``), a symbolic int one by the wrapper
+    before any kernel runs (a call where it is 0 runs eagerly, which raises), a constant 0 is left
+    to eager (an extern call)."""
+    op = getattr(ops, name)
+    if name not in INTEGER_DIVISIONS or dtype.is_floating_point or dtype == torch.bool:
+        return pointwise(op, [a, b], dtype, dtype)
+    if isinstance(b, TensorValue):
+        def checked(x, y):
+            ops.check(ops.ne(y, ops.constant(0, dtype)), ZERO_DIVISION)
+            return op(x, y)
+
+        return pointwise(checked, [a, b], dtype, dtype)
+    if isinstance(b, sympy.Expr) and b.free_symbols:
+        ctx.require(sympy.Ne(b, 0))
+    elif b == 0:
+        raise Unsupported("integer division by zero (eager raises)")
+    return pointwise(op, [a, b], dtype, dtype)
+
+
+def _integer_division(name):
+    def lower(ctx, a, b):
+        return division(ctx, name, a, b, ctx.dtype)
+
+    return lower
+
+
+for _op, _name in BINARY.items():
+    if _name in INTEGER_DIVISIONS:
+        register_lowering(_op)(_integer_division(_name))
 
 
 @register_lowering(aten.logical_not)
@@ -201,19 +241,16 @@ def lower_div_mode(ctx, a, b, rounding_mode=None):
     dtype = ctx.dtype
     if rounding_mode is None:
         return pointwise(ops.truediv, [a, b], dtype, dtype)
-    if dtype.is_floating_point:
-        rounder = ops.floor if rounding_mode == "floor" else ops.trunc
-        return pointwise(lambda x, y: rounder(ops.truediv(x, y)), [a, b], dtype, dtype)
-    integer_div = ops.floordiv if rounding_mode == "floor" else ops.truncdiv
-    return pointwise(integer_div, [a, b], dtype, dtype)
+    if dtype.is_floating_point and rounding_mode == "trunc":
+        return pointwise(lambda x, y: ops.trunc(ops.truediv(x, y)), [a, b], dtype, dtype)
+    # (float floor division is ``ops.floordiv`` too: eager's is not floor(a / b), whose rounded
+    # quotient is off by one where a / b rounds up to an integer — 3.0 // 0.3 is 9)
+    return division(ctx, "floordiv" if rounding_mode == "floor" else "truncdiv", a, b, dtype)
 
 
 @register_lowering(aten.floor_divide)
 def lower_floor_divide(ctx, a, b):
-    dtype = ctx.dtype
-    if dtype.is_floating_point:
-        return pointwise(lambda x, y: ops.floor(ops.truediv(x, y)), [a, b], dtype, dtype)
-    return pointwise(ops.floordiv, [a, b], dtype, dtype)
+    return division(ctx, "floordiv", a, b, ctx.dtype)
 
 
 @register_lowering(aten.pow)
@@ -230,6 +267,10 @@ def lower_pow(ctx, base, exponent):
             return pointwise(lambda x: ops.mul(ops.mul(x, x), x), [base], dtype, dtype)
     if not dtype.is_floating_point and isinstance(exponent, (int, float)) and exponent < 0:
         raise Unsupported("negative integer power")
+    if not dtype.is_floating_point and isinstance(exponent, sympy.Expr) and exponent.free_symbols:
+        # eager raises for an integer base to a negative number power: the wrapper runs such a
+        # call eagerly (a tensor exponent gives 0, 1 or -1, as the kernels do)
+        ctx.require(sympy.Ge(exponent, 0))
     if isinstance(exponent, SizeAsFloat) and dtype.is_floating_point:
         # a float input as exponent: eager takes sqrt and rsqrt for 0.5 and -0.5, which differ from
         # pow at -0.0 and -inf
@@ -427,7 +468,7 @@ def lower_prims_div(ctx, a, b):
     dtype = ctx.dtype
     if dtype.is_floating_point:
         return pointwise(ops.truediv, [a, b], dtype, dtype)
-    return pointwise(ops.truncdiv, [a, b], dtype, dtype)
+    return division(ctx, "truncdiv", a, b, dtype)
 
 
 @register_lowering(prims.hypot.default)

@@ -42,8 +42,9 @@ BINARY_OPS.update(
 )
 
 # Ops that are not plain math (signatures differ): load, constant, index_expr, to_dtype, where,
-# masked, indirect_indexing.
-SPECIAL_OPS = ("load", "constant", "index_expr", "to_dtype", "where", "masked", "indirect_indexing")
+# masked, indirect_indexing, and check(ok, error) — a statement, no value: where the
+# bool ``ok`` is false the kernel reports ``error`` (``checks.KernelError``) and the wrapper raises it.
+SPECIAL_OPS = ("load", "constant", "index_expr", "to_dtype", "where", "masked", "indirect_indexing", "check")
 
 ALL_OPS = frozenset(UNARY_OPS) | frozenset(BINARY_OPS) | frozenset(SPECIAL_OPS)
 
@@ -169,6 +170,9 @@ class AnalysisHandler:
         self._indirect += 1
         return sympy.Symbol(f"indirect{self._indirect}", integer=True, nonnegative=True)
 
+    def check(self, ok, error):
+        self.op_names.append("check")
+
 
 class DependencyHandler(AnalysisHandler):
     """Records ``reads``: (buffer, index, indirect) for every load; ``op_names`` in call order.
@@ -241,6 +245,9 @@ class KeyHandler:
 
     def indirect_indexing(self, x, size):
         raise Unkeyable("indirect")
+
+    def check(self, ok, error):
+        raise Unkeyable("check")  # (a body with a check is never merged into one without)
 
     def __getattr__(self, name):
         if name in UNARY_OPS or name in BINARY_OPS:

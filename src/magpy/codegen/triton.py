@@ -15,6 +15,7 @@ import math
 import sympy
 import torch
 
+from .checks import ERROR_FLAG
 from .ir import FloorDiv, is_nonnegative, render_index
 from .ops import result_dtype, set_handler
 from .sizes import is_float_symbol
@@ -228,13 +229,27 @@ class TritonHandler:
         fallback = literal(other, value.dtype)
         return self.where(mask, value, fallback)
 
+    def check(self, ok, error):
+        if not self.printer.interpret:
+            # On a GPU eager does not raise for these either (an index past its dimension is a
+            # device-side assert there, an integer divided by zero is -1): no flag to read back.
+            return
+        ok = self.as_tensor(ok)
+        # (one lane or many store the same code: any of them tells the wrapper which check failed)
+        axes = ok.axes | (self.mask.axes if self.mask is not None else frozenset()) or frozenset("x")
+        offset = self.printer.spread("0", axes)
+        mask = self.printer.mask_text(axes, self.mask)
+        bad = f"({ok} == 0)" + (f" & {mask}" if mask else "")
+        flag = self.printer.param(ERROR_FLAG)
+        self.lines.append(f"{self.indent}tl.store({flag} + ({offset}), {error.code}, {bad})")
+
     def indirect_indexing(self, x, size):
         n = self.printer.size(size)
         last = max(size - 1, 0) if isinstance(size, int) else f"{n} - 1"
         x = self.as_tensor(x)
         position = self.emit(f"{x}.to(tl.int64)", torch.int64, x.axes)
-        # Negative positions count from the end; out-of-range ones are clamped rather than
-        # read out of bounds (eager raises for them).
+        # Negative positions count from the end; out-of-range ones are clamped rather than read
+        # out of bounds (the lowering's ``ops.check`` has reported them: the wrapper raises).
         wrapped = self.emit(f"tl.where({position} < 0, {position} + {n}, {position})", torch.int64, x.axes)
         clamped = self.emit(f"tl.minimum(tl.maximum({wrapped}, 0), {last})", torch.int64, x.axes)
         symbol = sympy.Symbol(clamped.text, integer=True, nonnegative=True)

@@ -224,8 +224,8 @@ def lgamma(h, d, a):
 
 
 def int_pow(h, d, a, b):
-    """Integer powers by squaring, one exponent bit per step (negative exponents give 0 or ±1
-    only for |a| = 1, as eager's; they are refused before reaching here when constant)."""
+    """Integer powers by squaring, one exponent bit per step (negative exponents give 0, or ±1 for
+    |a| = 1, as eager's; a number exponent is checked before reaching here)."""
     a, b = h.as_tensor(a), h.as_tensor(b)
     base, exponent, result = (h.printer.new_var(p) for p in ("base", "exponent", "power"))
     indent = h.indent
@@ -235,7 +235,9 @@ def int_pow(h, d, a, b):
                 f"{indent}    {result} = tl.where(({exponent} & 1) != 0, {result} * {base}, {result})",
                 f"{indent}    {base} = {base} * {base}",
                 f"{indent}    {exponent} = {exponent} >> 1"]
-    return _v(h, result, d, a, b)
+    # a negative exponent (from a tensor): 1 for a base of 1, ±1 for -1, else 0 — eager's
+    negative = f"tl.where({a} == -1, tl.where(({b} & 1) != 0, -1, 1), tl.where({a} == 1, 1, 0))"
+    return _v(h, f"tl.where({b} < 0, {negative}, {result}).to({tl_type(d)})", d, a, b)
 
 
 def pow_(h, d, a, b):
@@ -287,9 +289,23 @@ def signbit(h, d, a):
 
 def floordiv(h, d, a, b):
     if _float(d):
-        return f"tl.floor({a} / {b})"
+        return _float_floordiv(h, d, a, b)
     q = _v(h, f"({a} // {b})", d, a, b)
     return f"tl.where((({a} % {b}) != 0) & (({a} < 0) != ({b} < 0)), {q} - 1, {q})"
+
+
+def _float_floordiv(h, d, a, b):
+    """Eager's (ATen's ``div_floor_floating``, Python's): from fmod, exact, then rounded —
+    ``floor(a / b)`` rounds the quotient first (3.0 / 0.3 is 10.000001)."""
+    a, b = h.as_tensor(a), h.as_tensor(b)
+    mod = _v(h, f"({a} % {b})", d, a, b)  # (Triton's float % is C's fmod)
+    div = _v(h, f"(({a} - {mod}) / {b})", d, a, b)
+    div = _v(h, f"tl.where(({mod} != 0) & (({b} < 0) != ({mod} < 0)), {div} - 1, {div})", d, div)
+    low = _v(h, f"tl.floor({div})", d, div)
+    rounded = _v(h, f"tl.where({div} - {low} > 0.5, {low} + 1, {low})", d, div)
+    quotient = _v(h, f"({a} / {b})", d, a, b)
+    exact = _v(h, f"tl.where({div} == 0, {quotient} * 0.0, {rounded})", d, div, quotient)
+    return f"tl.where({b} == 0, {quotient}, {exact})"
 
 
 def truncdiv(h, d, a, b):
@@ -363,7 +379,8 @@ MATH = {
     "left_shift": _infix("<<"), "right_shift": _infix(">>"),
     "logical_and": _logical("&"), "logical_or": _logical("|"), "logical_xor": _logical("^"),
     "logical_not": _not, "bitwise_not": _bitwise_not,
-    "neg": lambda h, d, a: f"(-{a})",
+    # (Triton's unary minus is 0 - x: +0.0 for 0.0, where eager gives -0.0)
+    "neg": lambda h, d, a: f"({a} * -1.0)" if _float(d) else f"(-{a})",
     "abs": _abs,
     "square": lambda h, d, a: f"({a} * {a})",
     "relu": _relu,

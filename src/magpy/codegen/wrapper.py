@@ -22,10 +22,13 @@ from typing import Optional
 import sympy
 import torch
 
+from .checks import ERROR_FLAG, error_flag, kernel_error
 from .graph import Constant
 from .ir import BufferRef, ExternCall, GetItem, WrapperView, python_size
 from .scheduler import Kernel
-from .sizes import SizeAsFloat, SizeRelation, SizeSource, UnsupportedSize, guard_namespace
+from .sizes import SizeAsFloat, SizeRelation, SizeSource, UnsupportedSize, guard_namespace, is_float_symbol
+
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 
 
 def _empty_strided(device: torch.device):
@@ -90,19 +93,23 @@ class WrapperWriter:
     """Builds the wrapper source; ``namespace`` holds every object the source names."""
 
     def __init__(self, lowering, scheduler, kernel_params: dict, call_style: str = "pointer",
-                 kernel_sizes: dict = None, direct: Optional[dict] = None):
+                 kernel_sizes: dict = None, direct: Optional[dict] = None, checked=frozenset()):
         """``kernel_sizes``: kernel name -> the size symbols it takes after its buffers (symbolic
         graphs). ``direct``: kernel name -> ``DirectLaunch`` of kernels launched directly (a GPU
         wrapper written after the first call); they need ``general``, the first wrapper, in
-        ``write`` for calls whose inputs are not aligned as when the kernels were compiled."""
+        ``write`` for calls whose inputs are not aligned as when the kernels were compiled.
+        ``checked``: kernels that report a failed ``ops.check`` (C++: they return its code;
+        Triton: they store it into the ``_error_code`` tensor passed last); the wrapper raises
+        eager's exception right after such a kernel."""
         self.lowering = lowering
         self.scheduler = scheduler
         self.kernel_params = kernel_params  # kernel name -> buffer names in argument order
         self.kernel_sizes = kernel_sizes or {}  # kernel name -> size symbols after the buffers
         self.call_style = call_style
         self.direct = direct or {}
+        self.checked = checked
         self.namespace: dict = {"torch": torch, "aten": torch.ops.aten, "prims": torch.ops.prims,
-                                "reinterpret": _reinterpret()}
+                                "reinterpret": _reinterpret(), "_kernel_error": kernel_error}
         self.lines: list[str] = []
         self.launched_directly: set[str] = set()
         self._constants = 0
@@ -216,6 +223,11 @@ class WrapperWriter:
         for position, value in low.sizes.int_inputs.items():
             if sources.get(value) != SizeSource(position, "value"):
                 checks.append(f"{names[position]} != {self.size(value)}")
+        for symbol, source in sources.items():
+            if source.kind == "value" and not is_float_symbol(symbol):
+                # A Python int becomes an int64 kernel argument (ctypes would wrap it silently):
+                # one past int64 runs eagerly, where torch raises OverflowError.
+                checks.append(f"not {INT64_MIN} <= {symbol} <= {INT64_MAX}")
         if checks:
             out.append("    # Kernels are specialised to these sizes and strides.")
             out.append("    if " + " or ".join(checks) + ":")
@@ -232,7 +244,7 @@ class WrapperWriter:
             self._direct_prologue(general)
         last_use = self._last_uses()
         outputs = self._output_names()
-        keep = set(outputs) | {n for n in low.inputs if n} | set(low.constants)
+        keep = set(outputs) | {n for n in low.inputs if n} | set(low.constants) | {ERROR_FLAG}
         for i, item in enumerate(items):
             if isinstance(item, Kernel):
                 self._kernel(item)
@@ -351,7 +363,20 @@ class WrapperWriter:
         else:
             args = list(params)
         args += [self.size(s) for s in self.kernel_sizes.get(kernel.name, ())]
-        out.append(f"    {kernel.name}({', '.join(args)})")
+        launch = f"{kernel.name}({', '.join(args)})"
+        if kernel.name not in self.checked:
+            out.append(f"    {launch}")
+        elif self.call_style == "pointer":
+            out.append(f"    if (_code := {launch}):")
+            out.append("        raise _kernel_error(_code)")
+        else:
+            # (the flag among the kernel's buffers stays zero on every call but one that raises,
+            # which resets it)
+            if ERROR_FLAG not in self.namespace:
+                self.namespace[ERROR_FLAG] = error_flag(self.lowering.device)
+            out.append(f"    {launch}")
+            out.append(f"    if {ERROR_FLAG}[0]:")
+            out.append(f"        raise _kernel_error({ERROR_FLAG}.item(), {ERROR_FLAG})")
 
     def _direct_prologue(self, general):
         """Which kernels launch directly, and the lines before them: the inputs those kernels
