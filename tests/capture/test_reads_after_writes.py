@@ -137,3 +137,29 @@ def test_an_instance_reads_the_class_attribute_the_call_incremented(backend):
         return Counter().step, Counter
     differential(make, fresh(lambda: (torch.randn(3),), 4), backend=backend,
                  observe=lambda cls: cls.count)
+
+
+def nested_config_text(x, cfg):
+    cfg["opt"]["lr"] *= 0.5
+    return x * cfg["opt"]["lr"], str(cfg), sum(cfg["opt"].values())
+
+
+def attribute_items(x, box):
+    box.n += 1
+    return x * sum(v for k, v in vars(box).items() if k == "n"), sorted(box.__dict__)
+
+
+@pytest.mark.parametrize("backend", ["eager", "magpy"])
+def test_a_container_holding_a_dict_the_call_wrote_read_whole(backend):
+    def make():
+        return nested_config_text, {"opt": {"lr": 1.0, "momentum": 0.5}}
+    differential(make, fresh(lambda: (torch.randn(3), FromEnv()), 4), backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["eager", "magpy"])
+def test_the_items_of_an_objects_dict_after_an_attribute_write(backend):
+    def make():
+        env = box_env()
+        return attribute_items, env
+    differential(make, fresh(lambda: (torch.randn(3), FromEnv()), 4), backend=backend,
+                 observe=lambda box: dict(vars(box)))

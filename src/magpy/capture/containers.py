@@ -13,6 +13,10 @@ from .values import (Traced, UNKNOWN, _LIST_REARRANGES, _RUN_ITERATORS, _SCALARS
 from .iteration import _elements, _unpacked
 
 
+#: containers a native call reads whole (their text, a copy, a sum of their elements)
+_WHOLE_READS = (dict, list, tuple, set, frozenset, collections.deque)
+
+
 def _dict_pop(obs, provs, args, arg_provs):
     """``d.pop(key[, default])`` on a dict the call made: the value's provenance, or the default's."""
     obs.need(args[0], arg_provs[0])  # (which key)
@@ -55,14 +59,34 @@ class Containers:
         """A container from outside whose items the call wrote (by key) is read whole (``d.values()``,
         ``dict(d)``, ``str(d)``, iterated): from here on what it holds is followed item by item, from its
         state on entry and the writes since (``mutations.OutsideState.shadow``); where capture cannot, the
-        read is of unknown origin (a break), never the entry state's value."""
-        if self.items_written.get(id(value)) is not value or self.contents.changed_outside(value):
-            return
-        if type(value) in (dict, list, collections.OrderedDict) and self.outside_state.entry.get(id(value), (None,))[0] is value:
+        read is of unknown origin (a break), never the entry state's value. True when ``value`` is such
+        a container."""
+        if self.items_written.get(id(value)) is not value:
+            return False
+        if self.contents.changed_outside(value):
+            return True
+        if isinstance(prov, Source) and type(value) in (dict, list, collections.OrderedDict) and \
+                self.outside_state.entry.get(id(value), (None,))[0] is value:
             self.outside_state.shadow(value, f"a read of all of a {type(value).__name__} the call changed")
         else:
             self.contents[id(value)] = (value, None)  # (what it holds is unknown from here)
             self.contents.outside.add(id(value))
+        return True
+
+    def _holds_written(self, prov):
+        """Does the outside object at path ``prov`` hold, at any depth capture knows a path for, an object
+        whose items or attributes the call wrote (``str(cfg)`` after ``cfg["opt"]["lr"] *= 0.5``)?"""
+        for obj in self.objects_written.values():
+            known = self.outside_state.paths.get(id(obj))
+            if known is None or known[0] is not obj:
+                continue
+            for path in known[1]:
+                path = getattr(path, "base", None)
+                while path is not None:
+                    if path == prov:
+                        return True
+                    path = getattr(path, "base", None)
+        return False
 
     def _element_provs(self, container, prov):
         if isinstance(prov, Source):
@@ -108,9 +132,14 @@ class Containers:
         """``prov``, except that a container (or generator) made inside that holds values from outside
         is the expression that rebuilds it from their provenance, or UNKNOWN — never a constant. (So is a
         container from outside whose items the call wrote: ``_as_written``.)"""
-        if self.items_written and isinstance(prov, Source):
-            self._as_written(value, prov)
-        if prov is not None and not (isinstance(prov, Source) and self.contents.changed_outside(value)):
+        written = False
+        if self.objects_written and prov is not None and type(prov) is not Traced:
+            written = self._as_written(value, prov)
+            if not written and isinstance(prov, Source) and isinstance(value, _WHOLE_READS) and \
+                    self._holds_written(prov):
+                return UNKNOWN  # (what it holds was changed deeper than capture follows whole containers)
+        if prov is not None and not (isinstance(prov, Source) and self.contents.changed_outside(value)) and \
+                not written:
             return prov
         if self.outside_state.constant_sets.get(id(value)) is value:
             return None

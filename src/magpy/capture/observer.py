@@ -61,6 +61,7 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         # id(container) -> container whose items the call wrote by key (``d[k] = v``, an attribute of the
         # object whose ``__dict__`` it is): a read of all of it is no longer a read of its entry state
         self.items_written = {}
+        self.objects_written = {}  # id(obj) -> outside obj whose items or attributes the call wrote
         self.class_attrs_written = set()  # names of attributes the call set on classes
         self.input_paths = {}     # id(graph input tensor) -> the path it was first read by
         # outside reads already guarded: (id(globals), name) -> (value, prov) and

@@ -140,7 +140,7 @@ class Writes:
                 self.contents[id(obj)] = (obj, provs)
             return
         self.written[(id(obj), ("item", _hkey(key)))] = prov
-        self.items_written[id(obj)] = obj
+        self.items_written[id(obj)] = self.objects_written[id(obj)] = obj
         if isinstance(obj_prov, (Source, Expr)):
             self.need(key, key_prov)
             self.cap.side_effects.append(("setitem", obj_prov, key, self.template(value, prov)))
@@ -153,6 +153,7 @@ class Writes:
     def _attribute_storage_written(self, obj, name, value, prov):
         """An attribute lives in its object's ``__dict__``, or for a class, is seen through every instance
         that does not hold its own: a read by either of those other ways after this write must see it."""
+        self.objects_written[id(obj)] = obj
         if isinstance(obj, type):
             self.class_attrs_written.add(name)
             return
@@ -162,7 +163,7 @@ class Writes:
             return
         if type(table) is dict and name in table and table[name] is value:
             self.written[(id(table), ("item", name))] = prov
-            self.items_written[id(table)] = table
+            self.items_written[id(table)] = self.objects_written[id(table)] = table
 
     def _graph_tensor_attr(self, tensor, name, value, prov):
         """``t._static_kind = "unguarded"`` on a tensor the graph makes (a cache buffer marked for
