@@ -1,11 +1,14 @@
 """Differential fuzzing of capture: a compiled program leaves exactly what eager leaves.
 
-Each example is a program from ``capture_programs.programs()`` and the changes made to its state from
-outside between calls. Two worlds are built from the same source (eager and compiled: each its own
-module globals, closure cells and state object); both make the same calls, and after every call must
-agree on the returned value, the exception raised (type and message), the printed output, and the
-complete state: the state object, the globals and the cells, compared deeply, aliasing included (which
-containers are the same object). Nothing is said of how well it was captured: only that it is right.
+Each example is a ``capture_programs.Case``: a program, the changes made to its state from outside
+between calls (torch's global state and the aliasing of the input views included), how the compiled
+function is bound and its backend. Two worlds are built from the same source (eager and compiled: each
+its own module globals, closure cells, state object and inputs); both make the same calls, and after
+every call must agree on the returned value, the exception raised (type, and message unless torch
+raised it), the printed output, the complete state: the state object, the globals, the class attribute,
+the cells and the inputs (through their base), compared deeply, aliasing, dtypes and leaves' gradients
+included, and torch's global state. Whatever global state a check changes is restored after it.
+Nothing is said of how well it was captured: only that it is right.
 
 Programs the fuzzer once found wrong are kept in ``FOUND`` and run as tests of their own. Budget:
 ``MAGPY_FUZZ_EXAMPLES`` examples (default 50); ``python -m fuzz capture --minutes N`` runs longer.
@@ -14,7 +17,6 @@ import collections
 import contextlib
 import io
 import os
-import types
 import warnings
 
 import pytest
@@ -23,7 +25,8 @@ torch = pytest.importorskip("torch")
 
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
-from capture_programs import programs, betweens, render  # noqa: E402
+from capture_families import views  # noqa: E402
+from capture_programs import Case, cases  # noqa: E402
 
 CALLS = 4
 #: ``MAGPY_FUZZ_SIZES=1``: each call's ``x`` has another number of rows (a batch), so that the compiled side
@@ -42,7 +45,7 @@ class State:
     """What a program works on besides its globals and cells."""
 
 
-def new_state():
+def new_state(module):
     s = State()
     s.tl = [torch.full((3,), 1.5), torch.full((3,), -0.5)]
     s.alias = s.tl
@@ -60,39 +63,108 @@ def new_state():
     s.mod.register_buffer("buf", torch.zeros(3))
     s.mod.count = 1
     s.mod.hist = [torch.ones(3)]
+    s.cnt = {"steps": 0, "lr": 1.0}
+    s.obj = module["Obj"](3)
+    s.memo = {}     # id -> the object itself (kept alive: no id is reused while the check runs)
+    s.ids = []
+    s.log = []
     return s
 
 
-class World:
-    """One side: its own module (globals), program and cells, and state."""
+#: attributes of the state holding ids: compared by what the ids tell apart, not by their numbers
+#: (each world has its own objects): a dict by its values, a list by which entries are equal
+ID_KEYED = {"memo": lambda memo: list(memo.values()),
+            "ids": lambda ids: [ids.index(i) for i in ids]}
 
-    def __init__(self, source, compiled):
+
+class Call:
+    """How the harness makes a call's inputs; the changes between calls may set ``views``."""
+
+    def __init__(self):
+        self.views = "disjoint"
+
+
+class World:
+    """One side: its own module (globals), program and cells, state, and every input it was given
+    (kept alive, so that ids stay unique)."""
+
+    def __init__(self, case, compiled):
         import magpy
-        self.globals = {"__name__": "fuzzed_capture"}
-        exec(compile(source, "<fuzzed capture program>", "exec"), self.globals)
-        self.program, self.cells = self.globals["make"]()
+        compiles = []
+
+        def compile_(fn):
+            compiles.append(magpy.compile(fn, backend=case.backend))
+            return compiles[-1]
+
+        self.globals = {"__name__": "fuzzed_capture", "COMPILE": compile_ if compiled else (lambda fn: fn)}
         if compiled:
             magpy.reset()
-            self.program = magpy.compile(self.program, backend="eager")
-        self.state = new_state()
+        exec(compile(case.source(), "<fuzzed capture program>", "exec"), self.globals)
+        self.program, self.cells = self.globals["make"]()
+        self.compiles = compiles
+        self.state = new_state(self.globals)
+        self.how = Call()
+        self.inputs = []
 
-    def call(self, x):
+    def call(self, k):
+        """Call ``k``: ``x`` (rows by ``SIZES``) and the views ``a``, ``b`` of a new base, as ``how`` says."""
+        torch.manual_seed(k)
+        x = torch.randn(SIZES[k % len(SIZES)], 3) if SIZES else torch.randn(3, dtype=torch.float32)
+        base = torch.arange(6, dtype=torch.float32) * 0.5 - 1
+        a, b = views(base, self.how.views)
+        self.inputs.append((x, base, a, b))
         out = io.StringIO()
         with contextlib.redirect_stdout(out), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                result, error = self.program(self.state, x), None
+                result, error = self.program(self.state, x, a, b), None
             except Exception as exc:  # noqa: BLE001 - the program's own error is compared
                 result, error = None, exc
         return result, error, out.getvalue()
 
     def everything(self):
-        g = {k: v for k, v in self.globals.items() if k in ("GL", "GD", "GN", "GT")}
-        return {"state": self.state, "globals": g, "cells": self.cells()}
+        g = {k: v for k, v in self.globals.items() if k in ("GL", "GD", "GN", "GT", "GC", "GO")}
+        x, base, a, b = self.inputs[-1]
+        return {"state": self.state, "globals": g, "class": vars(self.globals["Obj"]).get("count"),
+                "cells": self.cells(), "inputs": {"x": x, "base": base, "a": a, "b": b}}
+
+    @property
+    def stats(self):
+        return self.compiles[0].stats
 
 
 def between(change, world):
-    exec(change, {"st": world.state, "g": world.globals, "torch": torch})
+    exec(change, {"st": world.state, "g": world.globals, "torch": torch, "call": world.how})
+
+
+#: torch's process-wide state a program or a change between calls may set: (name, read, write)
+GLOBAL_STATE = (
+    ("default dtype", torch.get_default_dtype, torch.set_default_dtype),
+    ("grad mode", torch.is_grad_enabled, torch.set_grad_enabled),
+    ("deterministic", torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms),
+    ("matmul precision", torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
+    ("autocast", lambda: torch.is_autocast_enabled("cpu"), lambda on: torch.set_autocast_enabled("cpu", on)),
+    ("autocast dtype", lambda: torch.get_autocast_dtype("cpu"), lambda t: torch.set_autocast_dtype("cpu", t)),
+)
+
+
+def global_state():
+    return {name: read() for name, read, _ in GLOBAL_STATE}
+
+
+def set_global_state(values):
+    for name, _, write in GLOBAL_STATE:
+        write(values[name])
+
+
+@contextlib.contextmanager
+def global_state_kept():
+    """Whatever a program and its changes do to torch's global state is undone after it."""
+    saved = global_state()
+    try:
+        yield
+    finally:
+        set_global_state(saved)
 
 
 def same(a, b, path, ids_a, ids_b):
@@ -101,14 +173,19 @@ def same(a, b, path, ids_a, ids_b):
         same(_module_state(a), _module_state(b), path, ids_a, ids_b)
         return
     if isinstance(a, (list, dict, set, collections.deque, State)) or isinstance(a, torch.Tensor):
-        first_a, first_b = ids_a.setdefault(id(a), len(ids_a)), ids_b.setdefault(id(b), len(ids_b))
+        # (each object is held with its number: a temporary compared here, a module's state dict, must
+        # not die and hand its id to the next one)
+        first_a = ids_a.setdefault(id(a), (len(ids_a), a))[0]
+        first_b = ids_b.setdefault(id(b), (len(ids_b), b))[0]
         assert first_a == first_b, f"{path}: aliasing differs (compiled shares it differently)"
         if first_a != len(ids_a) - 1:
             return  # seen before, compared there
+    if type(a).__name__ == type(b).__name__ == "Obj":   # (each world's module has its own class)
+        same(vars(a), vars(b), f"{path}.__dict__", ids_a, ids_b)
+        return
     assert type(a) is type(b), f"{path}: {type(b).__name__} vs eager {type(a).__name__}"
     if isinstance(a, torch.Tensor):
-        assert a.shape == b.shape and torch.equal(a.detach(), b.detach()), f"{path}: {b} vs eager {a}"
-        assert a.requires_grad == b.requires_grad, f"{path}: requires_grad differs"
+        same_tensor(a, b, path, ids_a, ids_b)
     elif isinstance(a, (list, tuple, collections.deque)):
         assert len(a) == len(b), f"{path}: length {len(b)} vs eager {len(a)}: {b!r} vs {a!r}"
         if isinstance(a, collections.deque):
@@ -120,9 +197,21 @@ def same(a, b, path, ids_a, ids_b):
         for k in a:
             same(a[k], b[k], f"{path}[{k!r}]", ids_a, ids_b)
     elif isinstance(a, State):
-        same(vars(a), vars(b), f"{path}.__dict__", ids_a, ids_b)
+        same(_state_vars(a), _state_vars(b), f"{path}.__dict__", ids_a, ids_b)
     else:
         assert a == b, f"{path}: {b!r} vs eager {a!r}"
+
+
+def same_tensor(a, b, path, ids_a, ids_b):
+    assert a.dtype == b.dtype, f"{path}: dtype {b.dtype} vs eager {a.dtype}"
+    assert a.shape == b.shape and torch.equal(a.detach(), b.detach()), f"{path}: {b} vs eager {a}"
+    assert a.requires_grad == b.requires_grad, f"{path}: requires_grad differs"
+    if a.requires_grad and a.is_leaf:   # (a parameter's, or a leaf's the program kept)
+        same(a.grad, b.grad, f"{path}.grad", ids_a, ids_b)
+
+
+def _state_vars(s):
+    return {k: ID_KEYED[k](v) if k in ID_KEYED else v for k, v in vars(s).items()}
 
 
 def _module_state(m):
@@ -131,46 +220,59 @@ def _module_state(m):
             "children": dict(m._modules)}
 
 
-def check(source, changes):
-    eager, compiled = World(source, False), World(source, True)
-    for k, change in enumerate(changes):
-        between(change, eager)
-        between(change, compiled)
-        torch.manual_seed(k)
-        x = torch.randn(SIZES[k % len(SIZES)], 3) if SIZES else torch.randn(3)
-        want, got = eager.call(x.clone()), compiled.call(x.clone())
-        where = f"call {k + 1}"
-        if want[1] is not None or got[1] is not None:
-            assert type(got[1]) is type(want[1]) and str(got[1]) == str(want[1]), \
-                f"{where}: raised {got[1]!r}, eager {want[1]!r}"
-        else:
-            same(want[0], got[0], f"{where}: result", {}, {})
-        assert got[2] == want[2], f"{where}: printed {got[2]!r}, eager {want[2]!r}"
-        same(eager.everything(), compiled.everything(), f"{where}: after", {}, {})
-    return compiled.program.stats
+def same_error(want, got, where):
+    """The same exception type; the same message too, except for torch's own errors (a generated kernel
+    words the same failure its own way: the type is the contract)."""
+    assert type(got) is type(want), f"{where}: raised {got!r}, eager {want!r}"
+    if not (isinstance(want, RuntimeError) or "out of bounds" in str(want)):
+        assert str(got) == str(want), f"{where}: raised {got!r}, eager {want!r}"
+
+
+def check(case):
+    """Run ``case`` eagerly and compiled, call by call; raise AssertionError at the first difference.
+    Gives the compiled side's Stats."""
+    with global_state_kept():
+        eager, compiled = World(case, False), World(case, True)
+        for k, change in enumerate(case.changes):
+            between(change, eager)
+            between(change, compiled)
+            before = global_state()
+            want = eager.call(k)
+            want_global = global_state()
+            set_global_state(before)
+            got = compiled.call(k)
+            where = f"call {k + 1}"
+            if want[1] is not None or got[1] is not None:
+                same_error(want[1], got[1], where)
+            else:
+                same(want[0], got[0], f"{where}: result", {}, {})
+            assert got[2] == want[2], f"{where}: printed {got[2]!r}, eager {want[2]!r}"
+            same(eager.everything(), compiled.everything(), f"{where}: after", {}, {})
+            same(want_global, global_state(), f"{where}: torch's global state", {}, {})
+        return compiled.stats
 
 
 @SETTINGS
-@given(programs(), betweens(CALLS))
-def test_compiled_programs_leave_what_eager_leaves(source, changes):
-    check(source, changes)
+@given(cases(CALLS))
+def test_compiled_programs_leave_what_eager_leaves(case):
+    check(case)
 
 
 #: programs the fuzzer found wrong, kept as tests: (statements, changes between calls)
 FOUND = [
-    (["GL.append(x * 1)", "if GL: GL[-1] = acc * 2", "acc = acc + GL[0]"], ["pass"] * CALLS),
-    (["st.alias.append(x * 2)", "if len(st.tl) > 1: acc = acc + st.tl.pop(0)"], ["pass"] * CALLS),
+    Case(["GL.append(x * 1)", "if GL: GL[-1] = acc * 2", "acc = acc + GL[0]"], ["pass"] * CALLS),
+    Case(["st.alias.append(x * 2)", "if len(st.tl) > 1: acc = acc + st.tl.pop(0)"], ["pass"] * CALLS),
     # a lookup that failed after the list grew was guarded on the entry's length (a wrong answer once the
     # list grown through another path reached the index)
-    (["st.alias.append(x * 1)", "try:\n    acc = acc + st.nest[0][5]\nexcept IndexError:\n    acc = acc - 1"],
-     ["pass", "pass", "st.nest[0] = st.tl", "pass"]),
+    Case(["st.alias.append(x * 1)", "try:\n    acc = acc + st.nest[0][5]\nexcept IndexError:\n    acc = acc - 1"],
+         ["pass", "pass", "st.nest[0] = st.tl", "pass"]),
     # a second graph break, inside the first one's resume function: its own stack parameters were taken
     # for locals of the original (the rewrite failed, raising into the program's call)
-    (["if len(st.tl) > 1: print(acc.sum())", "if st.n > 1: print(acc)"],
-     ["st.n += 1", "pass", "st.nest[0] = st.tl", "st.alias = st.tl"]),
+    Case(["if len(st.tl) > 1: print(acc.sum())", "if st.n > 1: print(acc)"],
+         ["st.n += 1", "pass", "st.nest[0] = st.tl", "st.alias = st.tl"]),
 ]
 
 
-@pytest.mark.parametrize("body, changes", FOUND)
-def test_found_program(body, changes):
-    check(render(body), changes)
+@pytest.mark.parametrize("case", FOUND)
+def test_found_program(case):
+    check(case)
