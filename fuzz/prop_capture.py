@@ -23,10 +23,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st  # noqa: E402
 
+from capture_compare import same  # noqa: E402
 from capture_families import views  # noqa: E402
-from capture_programs import Case, cases  # noqa: E402
+from capture_programs import ALL_FAMILIES, Case, cases  # noqa: E402
 
 CALLS = 4
 #: ``MAGPY_FUZZ_SIZES=1``: each call's ``x`` has another number of rows (a batch), so that the compiled side
@@ -69,12 +70,6 @@ def new_state(module):
     s.ids = []
     s.log = []
     return s
-
-
-#: attributes of the state holding ids: compared by what the ids tell apart, not by their numbers
-#: (each world has its own objects): a dict by its values, a list by which entries are equal
-ID_KEYED = {"memo": lambda memo: list(memo.values()),
-            "ids": lambda ids: [ids.index(i) for i in ids]}
 
 
 class Call:
@@ -167,59 +162,6 @@ def global_state_kept():
         set_global_state(saved)
 
 
-def same(a, b, path, ids_a, ids_b):
-    """Deep comparison; ``ids_*`` number the mutable objects in order of first sight (aliasing)."""
-    if isinstance(a, torch.nn.Module):  # (its state: parameters, buffers, attributes, children)
-        same(_module_state(a), _module_state(b), path, ids_a, ids_b)
-        return
-    if isinstance(a, (list, dict, set, collections.deque, State)) or isinstance(a, torch.Tensor):
-        # (each object is held with its number: a temporary compared here, a module's state dict, must
-        # not die and hand its id to the next one)
-        first_a = ids_a.setdefault(id(a), (len(ids_a), a))[0]
-        first_b = ids_b.setdefault(id(b), (len(ids_b), b))[0]
-        assert first_a == first_b, f"{path}: aliasing differs (compiled shares it differently)"
-        if first_a != len(ids_a) - 1:
-            return  # seen before, compared there
-    if type(a).__name__ == type(b).__name__ == "Obj":   # (each world's module has its own class)
-        same(vars(a), vars(b), f"{path}.__dict__", ids_a, ids_b)
-        return
-    assert type(a) is type(b), f"{path}: {type(b).__name__} vs eager {type(a).__name__}"
-    if isinstance(a, torch.Tensor):
-        same_tensor(a, b, path, ids_a, ids_b)
-    elif isinstance(a, (list, tuple, collections.deque)):
-        assert len(a) == len(b), f"{path}: length {len(b)} vs eager {len(a)}: {b!r} vs {a!r}"
-        if isinstance(a, collections.deque):
-            assert a.maxlen == b.maxlen, f"{path}: maxlen"
-        for k, (u, v) in enumerate(zip(a, b)):
-            same(u, v, f"{path}[{k}]", ids_a, ids_b)
-    elif isinstance(a, dict):
-        assert list(a) == list(b), f"{path}: keys {list(b)} vs eager {list(a)}"
-        for k in a:
-            same(a[k], b[k], f"{path}[{k!r}]", ids_a, ids_b)
-    elif isinstance(a, State):
-        same(_state_vars(a), _state_vars(b), f"{path}.__dict__", ids_a, ids_b)
-    else:
-        assert a == b, f"{path}: {b!r} vs eager {a!r}"
-
-
-def same_tensor(a, b, path, ids_a, ids_b):
-    assert a.dtype == b.dtype, f"{path}: dtype {b.dtype} vs eager {a.dtype}"
-    assert a.shape == b.shape and torch.equal(a.detach(), b.detach()), f"{path}: {b} vs eager {a}"
-    assert a.requires_grad == b.requires_grad, f"{path}: requires_grad differs"
-    if a.requires_grad and a.is_leaf:   # (a parameter's, or a leaf's the program kept)
-        same(a.grad, b.grad, f"{path}.grad", ids_a, ids_b)
-
-
-def _state_vars(s):
-    return {k: ID_KEYED[k](v) if k in ID_KEYED else v for k, v in vars(s).items()}
-
-
-def _module_state(m):
-    return {"state": dict(m.state_dict(keep_vars=True)), "training": m.training,
-            "attributes": {k: v for k, v in vars(m).items() if not k.startswith("_") and k != "training"},
-            "children": dict(m._modules)}
-
-
 def same_error(want, got, where):
     """The same exception type; the same message too, except for torch's own errors (a generated kernel
     words the same failure its own way: the type is the contract)."""
@@ -231,6 +173,7 @@ def same_error(want, got, where):
 def check(case):
     """Run ``case`` eagerly and compiled, call by call; raise AssertionError at the first difference.
     Gives the compiled side's Stats."""
+    exact = case.backend == "eager"    # (generated kernels may round differently)
     with global_state_kept():
         eager, compiled = World(case, False), World(case, True)
         for k, change in enumerate(case.changes):
@@ -245,16 +188,27 @@ def check(case):
             if want[1] is not None or got[1] is not None:
                 same_error(want[1], got[1], where)
             else:
-                same(want[0], got[0], f"{where}: result", {}, {})
+                same(want[0], got[0], f"{where}: result", exact)
             assert got[2] == want[2], f"{where}: printed {got[2]!r}, eager {want[2]!r}"
-            same(eager.everything(), compiled.everything(), f"{where}: after", {}, {})
-            same(want_global, global_state(), f"{where}: torch's global state", {}, {})
+            same(eager.everything(), compiled.everything(), f"{where}: after", exact)
+            same(want_global, global_state(), f"{where}: torch's global state")
         return compiled.stats
 
 
-@SETTINGS
-@given(cases(CALLS))
-def test_compiled_programs_leave_what_eager_leaves(case):
+#: (the families share the examples budget: each test names the family that went wrong)
+FAMILY_SETTINGS = settings(SETTINGS, max_examples=max(3, SETTINGS.max_examples // len(ALL_FAMILIES)))
+
+
+@pytest.mark.parametrize("family", sorted(ALL_FAMILIES))
+@FAMILY_SETTINGS
+@given(data=st.data())
+def test_compiled_programs_leave_what_eager_leaves(family, data):
+    check(data.draw(cases(CALLS, [family], ["function"])))
+
+
+@FAMILY_SETTINGS
+@given(cases(CALLS, ["containers"], ["method", "module", "bound"]))
+def test_compiled_methods_bind_as_functions(case):
     check(case)
 
 
