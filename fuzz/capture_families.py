@@ -179,7 +179,7 @@ FAMILIES = {
                                 "torch.set_float32_matmul_precision('medium')",
                                 "torch.set_autocast_enabled('cpu', True)",
                                 "torch.set_autocast_enabled('cpu', False)")),
-    "edges": Family(EDGES, ("st.n += 1",), codegen=70),
+    "edges": Family(EDGES, ("st.n += 1", "call.scale = 3.0", "call.scale = 0.25"), codegen=70),
 }
 
 
