@@ -16,7 +16,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "src")]
 
 
-def capture(minutes, seed, families=None, bindings=None, stop=False):
+def capture(minutes, seed, families=None, bindings=None, stop=False, shrink=False):
     import random
 
     import prop_capture
@@ -26,9 +26,48 @@ def capture(minutes, seed, families=None, bindings=None, stop=False):
 
     def draw():
         case = draw_case(rng.choice, prop_capture.CALLS, families, bindings)
-        return f"    {case!r}", [("", lambda: prop_capture.check(case))]
+        return f"    {case!r}", [("", lambda: _checked(case, prop_capture.check, shrink))]
 
     return _fuzz(minutes, draw, stop)
+
+
+def _checked(case, check, shrink):
+    """``check(case)``; with ``shrink``, a failure also shows the smallest case found that still fails."""
+    start = time.monotonic()
+    try:
+        return check(case)
+    except AssertionError as err:
+        if not shrink:
+            raise
+        seconds = time.monotonic() - start
+        smallest, error = _shrunk(case, check)
+        shrunk = AssertionError(f"{err}\n  shrunk to: {error}\n    {smallest!r}")
+        shrunk.seconds_to_fail = seconds
+        raise shrunk from err
+
+
+def _shrunk(case, check):
+    """The case with as few statements and changes between calls as still fail (statements dropped one
+    at a time, changes set to ``pass``), and its failure."""
+    import dataclasses
+
+    def failure(candidate):
+        try:
+            check(candidate)
+        except AssertionError as err:
+            return err
+        return None
+
+    error = failure(case)
+    for k in reversed(range(len(case.body))):
+        smaller = dataclasses.replace(case, body=case.body[:k] + case.body[k + 1:])
+        if smaller.body and (err := failure(smaller)):
+            case, error = smaller, err
+    for k, change in enumerate(case.changes):
+        calmer = dataclasses.replace(case, changes=case.changes[:k] + ["pass"] + case.changes[k + 1:])
+        if change != "pass" and (err := failure(calmer)):
+            case, error = calmer, err
+    return case, error
 
 
 def shapes(minutes, seed):
@@ -62,14 +101,18 @@ def _fuzz(minutes, draw, stop=False):
         tried += 1
         for label, check in checks:
             where = f" ({label})" if label else ""
-            where += f" after {time.monotonic() - start:.1f} s, program {tried}"
+            begun = time.monotonic()
             try:
                 stats = check()
             except AssertionError as err:
+                # (when found: shrinking it afterwards is not finding it)
+                took = getattr(err, "seconds_to_fail", time.monotonic() - begun)
+                where += f" after {begun - start + took:.1f} s, program {tried}"
                 failures += 1
                 print(f"--- FAILURE {failures}{where}: {err}\n{shown}", flush=True)
                 break
             except Exception:  # noqa: BLE001 - a crash of the harness or of ours: report it too
+                where += f" after {time.monotonic() - start:.1f} s, program {tried}"
                 failures += 1
                 print(f"--- CRASH {failures}{where}:\n{traceback.format_exc()}{shown}", flush=True)
                 break
@@ -94,12 +137,13 @@ def main(argv=None):
     cap.add_argument("--binding", action="append", choices=sorted(BINDINGS),
                      help="bind the compiled function this way only (repeatable; default: every way)")
     cap.add_argument("--stop", action="store_true", help="stop at the first failure")
+    cap.add_argument("--shrink", action="store_true", help="also show each failure's smallest failing case")
     shp = sub.add_parser("shapes", help="compiled vs eager on programs reading sizes that change between calls")
     shp.add_argument("--minutes", type=float, default=5.0)
     shp.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.what == "capture":
-        return capture(args.minutes, args.seed, args.family, args.binding, args.stop)
+        return capture(args.minutes, args.seed, args.family, args.binding, args.stop, args.shrink)
     return shapes(args.minutes, args.seed)
 
 
