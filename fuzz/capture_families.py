@@ -22,7 +22,8 @@ class Family:
     statements: tuple
     betweens: tuple = ()
     #: chance in percent that a program of this family runs on the "magpy" backend (our codegen):
-    #: aliasing and integer edges go wrong only in generated kernels
+    #: aliasing and integer edges go wrong only in generated kernels, retained gradients and the
+    #: default dtype there first
     codegen: int = 20
 
 
@@ -172,13 +173,15 @@ FAMILIES = {
                     codegen=70),
     "identity": Family(IDENTITY, ("call.views = 'same'", "call.views = 'disjoint'", "st.memo.clear()")),
     "text": Family(TEXT, ("st.log.clear()",)),
-    "grad": Family(GRAD, ("st.mod.zero_grad()", "torch.set_grad_enabled(False)", "torch.set_grad_enabled(True)")),
+    "grad": Family(GRAD, ("st.mod.zero_grad()", "torch.set_grad_enabled(False)", "torch.set_grad_enabled(True)"),
+                   codegen=50),
     "globals": Family(GLOBALS, ("torch.set_default_dtype(torch.float64)", "torch.set_default_dtype(torch.float32)",
                                 "torch.set_grad_enabled(False)", "torch.set_grad_enabled(True)",
                                 "torch.use_deterministic_algorithms(True)",
                                 "torch.set_float32_matmul_precision('medium')",
                                 "torch.set_autocast_enabled('cpu', True)",
-                                "torch.set_autocast_enabled('cpu', False)")),
+                                "torch.set_autocast_enabled('cpu', False)"),
+                      codegen=50),
     "edges": Family(EDGES, ("st.n += 1", "call.scale = 3.0", "call.scale = 0.25"), codegen=70),
 }
 
