@@ -230,9 +230,38 @@ FOUND = [
     # for locals of the original (the rewrite failed, raising into the program's call)
     Case(["if len(st.tl) > 1: print(acc.sum())", "if st.n > 1: print(acc)"],
          ["st.n += 1", "pass", "st.nest[0] = st.tl", "st.alias = st.tl"]),
+    # (found by the families; wrong on the code they were found on, one per family)
+    # a value the call wrote, read back through anything but its key or attribute, was the first call's
+    Case(["GC['steps'] = GC['steps'] - 2", "acc = acc + sum(v for _, v in GC.items())"], ["pass"] * CALLS),
+    Case(["type(st.obj).count += 1", "acc = acc + st.obj.count"], ["pass"] * CALLS),
+    Case(["st.obj.n += 1", "acc = acc + copy.copy(st.obj).n"], ["pass"] * CALLS),
+    # a write through one input view, read through another that overlaps it only from the third call on
+    Case(["b.clamp_(min=0)", "acc = acc + a.sum()"], ["pass", "pass", "call.views = 'overlap'", "pass"],
+         backend="magpy"),
+    # an id used as a key: the first call's id replayed
+    Case(["st.memo[hash(x)] = x"], ["pass"] * CALLS),
+    # the text of a tensor's values: the first call's
+    Case(["st.log.append(repr(x.max()))"], ["pass"] * CALLS),
+    Case(["acc = acc + float(format(x.sum(), '.2f'))"], ["pass"] * CALLS),
+    # a gradient retained in the call and read after its backward
+    Case(["h = st.mod.lin(acc.detach())\nh.retain_grad()\nh.pow(2).sum().backward()\nacc = acc + h.grad"],
+         ["pass"] * CALLS, backend="magpy"),
+    # torch's global state changed between calls
+    Case(["acc = acc + torch.zeros(3)"], ["pass", "pass", "torch.set_default_dtype(torch.float64)", "pass"],
+         backend="magpy"),
+    Case(["st.keep = st.mod.lin(x)\nst.keep.retain_grad()\nst.keep.sum().backward()"],
+         ["pass", "pass", "pass", "torch.set_grad_enabled(False)"]),
+    Case(["acc = acc + (torch.get_float32_matmul_precision() == 'highest')"],
+         ["pass", "pass", "torch.set_float32_matmul_precision('medium')", "pass"]),
+    # values past the ends: eager raises, the generated kernel did not
+    Case(["acc = acc + torch.arange(3) // (x > 0).long()"], ["pass"] * CALLS, backend="magpy"),
+    Case(["acc = acc + acc[(x * 2).long()]"], ["pass", "pass", "call.scale = 3.0", "pass"], backend="magpy"),
+    # a compiled method, decorated: bound like a function
+    Case(["acc = acc + 1"], ["pass"] * CALLS, binding="method"),
+    Case(["acc = acc + 1"], ["pass"] * CALLS, binding="module"),
 ]
 
 
-@pytest.mark.parametrize("case", FOUND)
+@pytest.mark.parametrize("case", FOUND, ids=lambda case: f"{case.binding}-{case.body[-1][:40]}")
 def test_found_program(case):
     check(case)
