@@ -1,7 +1,8 @@
 """``python -m fuzz capture|shapes --minutes N``: run a capture fuzzer for a while, report what it found.
 
-Each failure is printed with its program and changes between calls (ready to paste into
-``prop_capture.FOUND``); the run goes on to the next program. The closing line counts the programs
+Each failure is printed as its ``Case`` (program, changes between calls, binding, backend; ready to
+paste into ``prop_capture.FOUND``); the run goes on to the next program. ``--family NAME`` (repeatable)
+draws programs of those families only (``capture_programs.ALL_FAMILIES``). The closing line counts the programs
 tried, the failures, and how the compiled side fared (compiles, cache hits, fallbacks and their reasons).
 """
 import argparse
@@ -15,19 +16,58 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "src")]
 
 
-def capture(minutes, seed):
+def capture(minutes, seed, families=None, bindings=None, stop=False, shrink=False):
     import random
 
     import prop_capture
+    from capture_programs import draw_case
 
     rng = random.Random(seed)
 
     def draw():
-        body, changes = _draw(rng), _draw_changes(rng, prop_capture.CALLS)
-        source = prop_capture.render(body)
-        return f"    body={body!r}\n    changes={changes!r}", [("", lambda: prop_capture.check(source, changes))]
+        case = draw_case(rng.choice, prop_capture.CALLS, families, bindings)
+        return f"    {case!r}", [("", lambda: _checked(case, prop_capture.check, shrink))]
 
-    return _fuzz(minutes, draw)
+    return _fuzz(minutes, draw, stop)
+
+
+def _checked(case, check, shrink):
+    """``check(case)``; with ``shrink``, a failure also shows the smallest case found that still fails."""
+    start = time.monotonic()
+    try:
+        return check(case)
+    except AssertionError as err:
+        if not shrink:
+            raise
+        seconds = time.monotonic() - start
+        smallest, error = _shrunk(case, check)
+        shrunk = AssertionError(f"{err}\n  shrunk to: {error}\n    {smallest!r}")
+        shrunk.seconds_to_fail = seconds
+        raise shrunk from err
+
+
+def _shrunk(case, check):
+    """The case with as few statements and changes between calls as still fail (statements dropped one
+    at a time, changes set to ``pass``), and its failure."""
+    import dataclasses
+
+    def failure(candidate):
+        try:
+            check(candidate)
+        except AssertionError as err:
+            return err
+        return None
+
+    error = failure(case)
+    for k in reversed(range(len(case.body))):
+        smaller = dataclasses.replace(case, body=case.body[:k] + case.body[k + 1:])
+        if smaller.body and (err := failure(smaller)):
+            case, error = smaller, err
+    for k, change in enumerate(case.changes):
+        calmer = dataclasses.replace(case, changes=case.changes[:k] + ["pass"] + case.changes[k + 1:])
+        if change != "pass" and (err := failure(calmer)):
+            case, error = calmer, err
+    return case, error
 
 
 def shapes(minutes, seed):
@@ -46,26 +86,33 @@ def shapes(minutes, seed):
     return _fuzz(minutes, draw)
 
 
-def _fuzz(minutes, draw):
-    """Check programs until ``minutes`` are up. ``draw()`` gives one: (how to print it, [(label, check)]),
-    each ``check()`` returning the compiled side's Stats or raising; a program's first failure or crash is
-    printed and ends its checks."""
-    deadline = time.monotonic() + 60 * minutes
+def _fuzz(minutes, draw, stop=False):
+    """Check programs until ``minutes`` are up (or, with ``stop``, until the first failure). ``draw()``
+    gives one: (how to print it, [(label, check)]), each ``check()`` returning the compiled side's Stats
+    or raising; a program's first failure or crash is printed (with the seconds and programs it took to
+    find) and ends its checks."""
+    start = time.monotonic()
+    deadline = start + 60 * minutes
     tried = failures = 0
     totals = collections.Counter()
     reasons = collections.Counter()
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (stop and failures):
         shown, checks = draw()
         tried += 1
         for label, check in checks:
             where = f" ({label})" if label else ""
+            begun = time.monotonic()
             try:
                 stats = check()
             except AssertionError as err:
+                # (when found: shrinking it afterwards is not finding it)
+                took = getattr(err, "seconds_to_fail", time.monotonic() - begun)
+                where += f" after {begun - start + took:.1f} s, program {tried}"
                 failures += 1
                 print(f"--- FAILURE {failures}{where}: {err}\n{shown}", flush=True)
                 break
             except Exception:  # noqa: BLE001 - a crash of the harness or of ours: report it too
+                where += f" after {time.monotonic() - start:.1f} s, program {tried}"
                 failures += 1
                 print(f"--- CRASH {failures}{where}:\n{traceback.format_exc()}{shown}", flush=True)
                 break
@@ -78,33 +125,26 @@ def _fuzz(minutes, draw):
     return 1 if failures else 0
 
 
-def _draw(rng):
-    """A list of 1–8 statements drawn with ``rng`` (reproducible by seed, unlike ``.example()``)."""
-    from capture_programs import STATEMENTS, TENSOR_LISTS, INT_LISTS, TENSOR_DICTS, KEYS
-    out = []
-    for _ in range(rng.randint(1, 8)):
-        out.append(rng.choice(STATEMENTS).format(
-            T=rng.choice(TENSOR_LISTS), I=rng.choice(INT_LISTS), D=rng.choice(TENSOR_DICTS),
-            k=rng.choice(KEYS), c=rng.randint(1, 3), i=rng.choice([0, -1]), big=rng.choice([2, 5])))
-    return out
-
-
-def _draw_changes(rng, calls):
-    from capture_programs import BETWEEN
-    return [rng.choice(BETWEEN) for _ in range(calls)]
-
-
 def main(argv=None):
+    from capture_programs import ALL_FAMILIES, BINDINGS
     parser = argparse.ArgumentParser(prog="python -m fuzz")
     sub = parser.add_subparsers(dest="what", required=True)
     cap = sub.add_parser("capture", help="compiled vs eager on programs that change outside state")
     cap.add_argument("--minutes", type=float, default=5.0)
     cap.add_argument("--seed", type=int, default=0)
+    cap.add_argument("--family", action="append", choices=sorted(ALL_FAMILIES),
+                     help="draw programs of this family only (repeatable; default: every family)")
+    cap.add_argument("--binding", action="append", choices=sorted(BINDINGS),
+                     help="bind the compiled function this way only (repeatable; default: every way)")
+    cap.add_argument("--stop", action="store_true", help="stop at the first failure")
+    cap.add_argument("--shrink", action="store_true", help="also show each failure's smallest failing case")
     shp = sub.add_parser("shapes", help="compiled vs eager on programs reading sizes that change between calls")
     shp.add_argument("--minutes", type=float, default=5.0)
     shp.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    return (capture if args.what == "capture" else shapes)(args.minutes, args.seed)
+    if args.what == "capture":
+        return capture(args.minutes, args.seed, args.family, args.binding, args.stop, args.shrink)
+    return shapes(args.minutes, args.seed)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,27 @@
 """Programs for the capture fuzzer: tensor ops mixed with reads and changes of outside state.
 
 A program is the source of a module defining ``make()``, which returns ``(program, cells)``:
-``program(st, x)`` works on ``st`` (a user object holding lists, dicts, a set, a deque, an
+``program(st, x, a, b)`` works on ``st`` (a user object holding lists, dicts, a set, a deque, an
 OrderedDict, numbers, a tensor; one list reachable twice, one nested in another), on the module's
 globals (a list, a dict, a number, a tensor) and on closure cells of ``make`` (a list and a counter);
 ``cells()`` reads the cells back. Every statement is drawn from ``STATEMENTS``: one kind of read or
 change, written so that eager never fails on it whatever state earlier calls left (its guards are
 part of the program: ``if len(L) > 1: del L[0]``), except where the program catches the error itself.
 Between calls the harness changes the state from outside (``BETWEEN``).
+
+Those are the "containers" family; ``capture_families`` holds the others (stale reads after writes,
+aliased input views, identities, text of tensors, gradients, torch's global state, integer edges). A
+``Case`` is one drawn program: its statements, the changes between calls, how the compiled function is
+bound (a function, a decorated method, a module's decorated ``forward``, a compiled bound method) and
+the backend.
 """
+from dataclasses import dataclass, field
+
 from hypothesis import strategies as st
 
+from capture_families import FAMILIES, Family
+
+#: names the templates' placeholders stand for (drawn one at a time, each time it is used)
 #: lists of tensors the program can reach (the same list twice: ``st.alias is st.tl``)
 TENSOR_LISTS = ["st.tl", "st.alias", "GL", "cl", "st.nest[0]"]
 #: lists of small ints
@@ -18,6 +29,12 @@ INT_LISTS = ["st.il", "st.nest[1]"]
 #: dicts of str -> tensor
 TENSOR_DICTS = ["st.td", "GD"]
 KEYS = ["a", "b", "c"]
+#: dicts of str -> number (keys "steps" and "lr" always there) and plain objects (``Obj``)
+NUMBER_DICTS = ["st.cnt", "GC"]
+NUMBER_KEYS = ["steps", "lr"]
+OBJECTS = ["st.obj", "GO"]
+#: the input views
+VIEWS = ["a", "b"]
 
 #: statement templates: {T} a tensor list, {I} an int list, {D} a tensor dict, {k} a key,
 #: {c} a small int, {i} an index that exists when the guard in front says so
@@ -116,55 +133,6 @@ STATEMENTS = [
 ]
 
 
-@st.composite
-def statements(draw):
-    template = draw(st.sampled_from(STATEMENTS))
-    return template.format(T=draw(st.sampled_from(TENSOR_LISTS)), I=draw(st.sampled_from(INT_LISTS)),
-                           D=draw(st.sampled_from(TENSOR_DICTS)), k=draw(st.sampled_from(KEYS)),
-                           c=draw(st.integers(1, 3)), i=draw(st.sampled_from([0, -1])),
-                           big=draw(st.sampled_from([2, 5])))
-
-
-def render(body):
-    """The module source of a program whose body is ``body`` (a list of statements)."""
-    lines = ["    " + line for statement in body for line in statement.splitlines()]
-    return PRELUDE + "\n".join("    " + line for line in lines) + "\n" + EPILOGUE
-
-
-PRELUDE = '''\
-import bisect
-import heapq
-import torch
-
-GL = [torch.ones(3)]
-GD = {"a": torch.zeros(3)}
-GN = 1
-GT = torch.full((3,), 2.0)
-
-
-def make():
-    cl = [torch.full((3,), 3.0)]
-    cn = 1
-
-    def program(st, x):
-        global GN, GT, GL
-        nonlocal cn
-        acc = x * 1
-'''
-
-EPILOGUE = '''\
-        return acc
-
-    def cells():
-        return cl, cn
-
-    return program, cells
-'''
-
-
-@st.composite
-def programs(draw, min_size=1, max_size=8):
-    return render(draw(st.lists(statements(), min_size=min_size, max_size=max_size)))
 
 
 #: changes made from outside between calls (on both sides alike), as statements over ``st`` and ``g``
@@ -186,5 +154,117 @@ BETWEEN = [
 ]
 
 
-def betweens(calls):
-    return st.lists(st.sampled_from(BETWEEN), min_size=calls, max_size=calls)
+def _placeholders(choose):
+    """One value for every placeholder a template may hold (``choose(options)`` picks one)."""
+    return dict(T=choose(TENSOR_LISTS), I=choose(INT_LISTS), D=choose(TENSOR_DICTS), k=choose(KEYS),
+                c=choose(range(1, 4)), i=choose([0, -1]), big=choose([2, 5]), N=choose(NUMBER_DICTS),
+                K=choose(NUMBER_KEYS), O=choose(OBJECTS), V=choose(VIEWS))
+
+
+#: changes between calls that matter to every family
+COMMON_BETWEEN = ["pass", "st.n += 1"]
+
+#: the containers family: the statements above
+CONTAINERS = Family(tuple(STATEMENTS), tuple(b for b in BETWEEN if b not in COMMON_BETWEEN))
+ALL_FAMILIES = {"containers": CONTAINERS, **FAMILIES}
+
+#: how the compiled function is bound, with its weight in draws (see ``render``)
+BINDINGS = {"function": 7, "method": 1, "module": 1, "bound": 1}
+
+
+@dataclass
+class Case:
+    """One drawn program: ``repr`` is ready to paste into ``prop_capture.FOUND``."""
+    body: list
+    changes: list
+    binding: str = "function"
+    backend: str = "eager"
+    families: list = field(default_factory=list, compare=False)
+
+    def source(self):
+        return render(self.body, self.binding)
+
+    def __repr__(self):
+        return (f"Case(body={self.body!r},\n     changes={self.changes!r},\n"
+                f"     binding={self.binding!r}, backend={self.backend!r})  # {'+'.join(self.families)}")
+
+
+def draw_case(choose, calls, families=None, bindings=None):
+    """A ``Case`` drawn with ``choose(options)`` (Hypothesis' ``sampled_from`` or ``random.choice``):
+    one or two families (of ``families``, default all), 1–8 of their statements, one change per call,
+    a binding (of ``bindings``, default all, by weight)."""
+    names = sorted(families or ALL_FAMILIES)
+    drawn = sorted({choose(names) for _ in range(choose([1, 1, 2]))})
+    pool = [t for name in drawn for t in ALL_FAMILIES[name].statements]
+    body = [choose(pool).format(**_placeholders(choose)) for _ in range(choose(range(1, 9)))]
+    betweens = COMMON_BETWEEN + [b for name in drawn for b in ALL_FAMILIES[name].betweens]
+    changes = [choose(betweens) for _ in range(calls)]
+    binding = choose([name for name, weight in BINDINGS.items() for _ in range(weight)
+                      if name in (bindings or BINDINGS)])
+    codegen = max(ALL_FAMILIES[name].codegen for name in drawn)
+    backend = "magpy" if choose(range(100)) < codegen else "eager"
+    return Case(body, changes, binding, backend, drawn)
+
+
+@st.composite
+def cases(draw, calls, families=None, bindings=None):
+    return draw_case(lambda options: draw(st.sampled_from(list(options))), calls, families, bindings)
+
+
+def render(body, binding="function"):
+    """The module source of a program whose body is ``body`` (a list of statements), bound as
+    ``binding`` says (``BINDINGS``): ``COMPILE`` (a global the harness sets: ``magpy.compile`` or
+    nothing) is applied to the function, as a decorator of a method or of a module's ``forward``, or
+    to a bound method."""
+    name, head, tail = BINDING_SOURCE[binding]
+    depth = 2 if not head else 3
+    pad = "    " * (depth - 1)
+    lines = [pad + "def " + name + ("(st, x, a, b):" if not head else "(self, st, x, a, b):"),
+             pad + "    global GN, GT, GL", pad + "    nonlocal cn", pad + "    acc = x * 1"]
+    lines += [pad + "    " + line for statement in body for line in statement.splitlines()]
+    lines.append(pad + "    return acc")
+    return PRELUDE + head + "\n".join(lines) + "\n" + tail + EPILOGUE
+
+
+PRELUDE = '''\
+import bisect
+import copy
+import heapq
+import torch
+
+
+class Obj:
+    count = 1
+
+    def __init__(self, n):
+        self.n = n
+
+
+GL = [torch.ones(3)]
+GD = {"a": torch.zeros(3)}
+GN = 1
+GT = torch.full((3,), 2.0)
+GC = {"steps": 0, "lr": 1.0}
+GO = Obj(2)
+
+
+def make():
+    cl = [torch.full((3,), 3.0)]
+    cn = 1
+
+'''
+
+#: binding -> (the function's name, source before it, source after it: binds ``program``)
+BINDING_SOURCE = {
+    "function": ("program", "", "    program = COMPILE(program)\n"),
+    "method": ("program", "    class Holder:\n        @COMPILE\n", "    program = Holder().program\n"),
+    "module": ("forward", "    class Holder(torch.nn.Module):\n        @COMPILE\n", "    program = Holder()\n"),
+    "bound": ("program", "    class Holder:\n", "    program = COMPILE(Holder().program)\n"),
+}
+
+EPILOGUE = '''
+    def cells():
+        return cl, cn
+
+    return program, cells
+'''

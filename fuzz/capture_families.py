@@ -1,0 +1,203 @@
+"""Families of statements for the capture fuzzer, beyond changes of containers.
+
+Each family is one kind of outside state a compiled call may get wrong from its second call on: its
+statement templates (read and written inside the call) and the changes the harness makes between calls
+that matter to it. A program draws one or two families and mixes their statements, so that a write and
+a later read of the same thing meet in one call often. Families are tables; adding a read kind or a
+write kind is adding a row.
+
+Templates use the placeholders of ``capture_programs.PLACEHOLDERS`` (``{N}`` a dict of numbers, ``{K}``
+one of its keys, ``{O}`` a plain object, ``{V}`` an input view, ...). What the program reaches:
+``st.cnt``/``GC`` dicts of numbers with keys "steps" and "lr" (never deleted), ``st.obj``/``GO``
+instances of the module's class ``Obj`` (instance attribute ``n``, class attribute ``count``),
+``a``/``b`` the input views (their relation, ``call.views``, changes between calls), ``st.memo`` (id →
+the object itself, so that no id is reused while the check runs), ``st.ids`` (ids of inputs), ``st.log``
+(strings).
+"""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Family:
+    statements: tuple
+    betweens: tuple = ()
+    #: chance in percent that a program of this family runs on the "magpy" backend (our codegen):
+    #: aliasing and integer edges go wrong only in generated kernels, retained gradients and the
+    #: default dtype there first
+    codegen: int = 20
+
+
+#: writes of a value the call reads back later through another path (the read kinds below)
+STALE_WRITES = (
+    "{N}['{K}'] += {c}",
+    "{N}['{K}'] *= 0.5",
+    "{N}['{K}'] = {N}['{K}'] - {c}",
+    "{N}.update({K}={N}['{K}'] * 2)",
+    "{N}['extra'] = {c}",
+    "{O}.n += {c}",
+    "{O}.n = {O}.n * 2",
+    "setattr({O}, 'n', {O}.n - {c})",
+    "type({O}).count += {c}",
+    "Obj.count = Obj.count * 2",
+    "{O}.__dict__['n'] = {c}",
+    "vars({O})['n'] += 1",
+)
+
+#: reads of a dict or an object through anything but one key or one attribute
+STALE_READS = (
+    "acc = acc * sum({N}.values())",
+    "acc = acc + sum(v for _, v in {N}.items())",
+    "acc = acc * next(iter({N}.values()))",
+    "acc = acc + list({N}.items())[-1][1]",
+    "acc = acc + dict({N})['{K}']",
+    "acc = acc + {N}.copy()['{K}']",
+    "acc = acc + {{**{N}}}['{K}']",
+    "acc = acc + len(str({N}))",
+    "acc = acc + sorted({N}.values())[0]",
+    "acc = acc + max({N}.values())",
+    "acc = acc + [*{N}.values()][0]",
+    "acc = acc + {N}['{K}']",
+    "acc = acc + vars({O})['n']",
+    "acc = acc + {O}.__dict__['n']",
+    "acc = acc + copy.copy({O}).n",
+    "acc = acc + {O}.count",
+    "acc = acc + type({O}).count",
+    "acc = acc + getattr({O}, 'n')",
+    "acc = acc + sum(vars({O}).values())",
+    "acc = acc + len(str(vars({O})))",
+    "acc = acc + {O}.n",
+)
+
+#: in-place writes through one input view, reads through another (their overlap changes between calls)
+ALIAS = (
+    "{V}.mul_({c})",
+    "{V}.add_(x)",
+    "{V} += {c}",
+    "{V}.copy_(acc)",
+    "{V}[0] = acc[{i}]",
+    "{V}.clamp_(min=0)",
+    "a.sub_(b)",
+    "acc = acc + {V}",
+    "acc = acc + a * b",
+    "acc = acc + {V}.sum()",
+    "torch.add(acc, {c}, out={V})",
+    "acc = acc + {V}.clone()",
+)
+
+#: identities and hashes used as values: they must follow each call's new objects
+IDENTITY = (
+    "st.memo[id(x)] = x",
+    "st.memo[id({V})] = {V}",
+    "st.memo[hash(x)] = x",
+    "acc = acc + len(st.memo)",
+    "if id(x) in st.memo: acc = acc + st.memo[id(x)]",
+    "acc = acc + st.memo.get(id({V}), x)",
+    "st.ids.append(id(x))",
+    "st.ids.append(id({V}))",
+    "acc = acc + len(set(st.ids))",
+    "acc = acc + (id(a) == id(b))",
+    "acc = acc + (hash(a) == hash(b))",
+    "acc = acc + (a is b)",
+    "acc = acc + (a.data_ptr() == b.data_ptr())",
+    "acc = acc + (a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())",
+    "acc = acc + (st.ids.count(id(x)) if st.ids else -1)",
+)
+
+#: the text of tensor values, used in the result or stored
+TEXT = (
+    "acc = acc + len(str(acc))",
+    "acc = acc + len(repr(x))",
+    "acc = acc + len('%s' % (acc,))",
+    "acc = acc + len(f'{{x}}')",
+    "acc = acc + float(format(x.sum(), '.2f'))",
+    "acc = acc + len(str(x.tolist()))",
+    "st.log.append(str(acc))",
+    "st.log.append('%s' % (x,))",
+    "st.log.append(format(acc.sum(), '.2f'))",
+    "st.log.append(repr(x.max()))",
+    "acc = acc + len(st.log)",
+)
+
+#: gradients inside the call: retained ones of non-leaves, of parameters, of a leaf made here
+GRAD = (
+    "w = x.detach().requires_grad_()\nh = w * {c} + acc.detach()\nh.retain_grad()\n"
+    "(h * h).sum().backward()\nacc = acc + h.grad + w.grad",
+    "h = st.mod.lin(acc.detach())\nh.retain_grad()\nh.pow(2).sum().backward()\nacc = acc + h.grad",
+    "acc = acc + st.mod.lin.bias.grad if st.mod.lin.bias.grad is not None else acc",
+    "h = acc * {c}\nif h.requires_grad:\n    h.retain_grad()\n    h.sum().backward()\n    acc = acc + h.grad",
+    "st.keep = st.mod.lin(x)\nst.keep.retain_grad()\nst.keep.sum().backward()",
+    "if hasattr(st, 'keep') and st.keep.grad is not None: acc = acc + st.keep.grad",
+    "acc = acc + st.mod.lin.weight.sum()",
+)
+
+#: reads (and a few writes) of torch's global state; the harness changes it between calls
+GLOBALS = (
+    "acc = acc + torch.zeros(3)",
+    "acc = acc + torch.tensor([0.5, 1.0, 2.0])",
+    "acc = acc + torch.arange(3) / 2",
+    "acc = acc * torch.is_grad_enabled()",
+    "acc = acc + st.mod.lin.weight.sum()",
+    "acc = acc + torch.are_deterministic_algorithms_enabled()",
+    "acc = acc + (torch.get_float32_matmul_precision() == 'highest')",
+    "acc = acc + torch.mm(acc.reshape(-1, 3), st.mod.lin.weight).reshape(acc.shape)",
+    "acc = acc + torch.get_default_dtype().itemsize",
+    "acc = acc.to(torch.get_default_dtype())",
+    "acc = acc + torch.is_autocast_enabled('cpu')",
+    "torch.set_grad_enabled(st.n % 2 == 1)",
+    "torch.set_default_dtype(torch.float64 if st.n > 2 else torch.float32)",
+)
+
+#: out-of-range indices, zero divisors, negative exponents, ints past int64, float floor division:
+#: eager raises (or not) by the call's values; compiled must raise the same
+EDGES = (
+    "acc = acc + acc[(x * 2).long()]",
+    "acc = acc + acc[(x * 2).long() % 3 - 3]",
+    "acc = acc + torch.gather(acc.reshape(-1), 0, (x.reshape(-1) * 2).long().clamp(min=0))[:3]",
+    "acc = acc + torch.arange(3) // (x > 0).long()",
+    "acc = acc + torch.arange(3) % (x > -0.5).long()",
+    "acc = acc + torch.arange(1, 4) ** (st.n - 2)",
+    "acc = acc * (1 << (30 * st.n))",
+    "acc = acc + torch.tensor(1 << (21 * st.n)).float()",
+    "acc = acc + acc // 0.3",
+    "acc = acc + torch.remainder(acc, -0.7)",
+    "acc = acc + (torch.full((3,), 2 ** 62) * (x > 0).long() * 4).float()",
+    "acc = acc + torch.zeros(5).index_add(0, (x.reshape(-1) * 3).long()[:3].abs(), acc.reshape(-1)[:3])[:3]",
+    "acc = acc + torch.nn.functional.one_hot((x.reshape(-1) * 2).long().abs(), 4)[:3, 0]",
+)
+
+FAMILIES = {
+    "stale": Family(STALE_WRITES + STALE_READS, ("st.cnt['steps'] = 0", "g['GO'].n = 5", "g['Obj'].count += 1")),
+    "alias": Family(ALIAS, tuple(f"call.views = {name!r}" for name in ("disjoint", "overlap", "same",
+                                                                          "same_region", "interleaved",
+                                                                          "expanded", "separate")),
+                    codegen=70),
+    "identity": Family(IDENTITY, ("call.views = 'same'", "call.views = 'disjoint'", "st.memo.clear()")),
+    "text": Family(TEXT, ("st.log.clear()",)),
+    "grad": Family(GRAD, ("st.mod.zero_grad()", "torch.set_grad_enabled(False)", "torch.set_grad_enabled(True)"),
+                   codegen=50),
+    "globals": Family(GLOBALS, ("torch.set_default_dtype(torch.float64)", "torch.set_default_dtype(torch.float32)",
+                                "torch.set_grad_enabled(False)", "torch.set_grad_enabled(True)",
+                                "torch.use_deterministic_algorithms(True)",
+                                "torch.set_float32_matmul_precision('medium')",
+                                "torch.set_autocast_enabled('cpu', True)",
+                                "torch.set_autocast_enabled('cpu', False)"),
+                      codegen=50),
+    "edges": Family(EDGES, ("st.n += 1", "call.scale = 3.0", "call.scale = 0.25"), codegen=70),
+}
+
+
+def _views(base):
+    """The input views ``(a, b)`` by relation, over a 6-element ``base`` made fresh for each call."""
+    return {
+        "disjoint": (base[0:3], base[3:6]),
+        "overlap": (base[0:3], base[1:4]),
+        "same": (base[0:3],) * 2,
+        "same_region": (base[0:3], base[0:3]),
+        "interleaved": (base[0:6:2], base[1:6:2]),
+        "expanded": (base[0:1].expand(3), base[3:6]),
+        "separate": (base[0:3].clone(), base[3:6].clone()),
+    }
+
+
+def views(base, relation):
+    return _views(base)[relation]
