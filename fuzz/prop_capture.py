@@ -259,6 +259,17 @@ FOUND = [
     # a compiled method, decorated: bound like a function
     Case(["acc = acc + 1"], ["pass"] * CALLS, binding="method"),
     Case(["acc = acc + 1"], ["pass"] * CALLS, binding="module"),
+    # (found on the fixed code, then fixed) an item of an object's __dict__ written, read as its attribute
+    Case(["vars(GO)['n'] += 1", "acc = acc + getattr(GO, 'n')"], ["pass", "g['GO'].n = 5", "pass", "pass"]),
+    Case(["GO.__dict__['n'] = 1", "acc = acc + copy.copy(GO).n", "vars(GO)['n'] += 1"], ["pass"] * CALLS,
+         backend="magpy"),
+    # a Python int past int64 taken by the graph as an input
+    Case(["acc = acc + torch.tensor(1 << (21 * st.n)).float()", "acc = acc * (1 << (30 * st.n))"],
+         ["pass", "pass", "st.n += 1", "pass"], backend="magpy"),
+    # an expanded view (elements sharing memory) written in place
+    Case(["b.mul_(1)", "a[0] = acc[0]", "acc = acc + a * b", "b.clamp_(min=0)"],
+         ["call.views = 'separate'", "call.views = 'same_region'", "call.views = 'expanded'", "pass"],
+         backend="magpy"),
 ]
 
 

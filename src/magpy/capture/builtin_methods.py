@@ -95,6 +95,8 @@ class BuiltinMethods:
             return self._dict_fromkeys(args, arg_provs, result)
         if fn is vars and len(args) == 1 and not kwargs and self.made.get(id(args[0])) is args[0]:
             return self.attribute_table(args[0], result)
+        if fn is vars and len(args) == 1 and not kwargs and type(result) is dict:
+            self.dict_owners[id(result)] = (result, args[0])  # (then its pure rule gives its provenance)
         owner = _builtin_owner(fn, args)
         call = _bound_call(fn, args, arg_provs) if owner in (dict, collections.OrderedDict) and not kwargs else ()
         made = self.table_owner(call[0]) if call else None

@@ -581,6 +581,8 @@ class Calls(BuiltinMethods):
                 return UNKNOWN
             return self._pure(on_rebuilt, (self_obj, *args), (None, *arg_provs), kwargs, kw_provs, result)
         arg_provs = [None if _library_constant(a, p) else self.effective(a, p) for a, p in zip(args, arg_provs)]
+        if self.reads_written_deeply(fn, args, arg_provs):
+            return UNKNOWN
         provs = list(arg_provs) + list(kw_provs.values())
         if fn is torch.is_grad_enabled and self.grad_mode is not _NOT_WRITTEN:
             return self.grad_mode  # the program set it: as it set it

@@ -6,6 +6,7 @@ import collections
 import operator
 import types
 
+from . import rules
 from .guards import ValueGuard
 from .sources import AttrSource, Const, Expr, ItemSource, Source
 from .values import (Traced, UNKNOWN, _LIST_REARRANGES, _RUN_ITERATORS, _SCALARS, _bound_self, _build_dict, _build_list,
@@ -13,7 +14,7 @@ from .values import (Traced, UNKNOWN, _LIST_REARRANGES, _RUN_ITERATORS, _SCALARS
 from .iteration import _elements, _unpacked
 
 
-#: containers a native call reads whole (their text, a copy, a sum of their elements)
+#: containers a native call may read whole (their text, a copy, a sum of their elements)
 _WHOLE_READS = (dict, list, tuple, set, frozenset, collections.deque)
 
 
@@ -72,6 +73,14 @@ class Containers:
             self.contents[id(value)] = (value, None)  # (what it holds is unknown from here)
             self.contents.outside.add(id(value))
         return True
+
+    def reads_written_deeply(self, fn, args, arg_provs):
+        """Does native call ``fn`` read, through a container from outside, state the call wrote deeper
+        than capture follows whole containers (``str(cfg)`` after ``cfg["opt"]["lr"] *= 0.5``)? Calls that
+        read one level by key or ask about the container itself (``len``, ``d.get(k)``) do not."""
+        return bool(self.objects_written) and fn not in rules.SHALLOW_READS and any(
+            isinstance(p, Source) and isinstance(a, _WHOLE_READS) and self._holds_written(p)
+            for a, p in zip(args, arg_provs))
 
     def _holds_written(self, prov):
         """Does the outside object at path ``prov`` hold, at any depth capture knows a path for, an object
@@ -133,11 +142,8 @@ class Containers:
         is the expression that rebuilds it from their provenance, or UNKNOWN — never a constant. (So is a
         container from outside whose items the call wrote: ``_as_written``.)"""
         written = False
-        if self.objects_written and prov is not None and type(prov) is not Traced:
+        if self.items_written and prov is not None and type(prov) is not Traced:
             written = self._as_written(value, prov)
-            if not written and isinstance(prov, Source) and isinstance(value, _WHOLE_READS) and \
-                    self._holds_written(prov):
-                return UNKNOWN  # (what it holds was changed deeper than capture follows whole containers)
         if prov is not None and not (isinstance(prov, Source) and self.contents.changed_outside(value)) and \
                 not written:
             return prov

@@ -53,9 +53,9 @@ def aliasing_guard(paths, tensors, written):
     decides what the graph computes (``a.mul_(2); b + 1`` with ``b`` a view overlapping ``a``): that is part
     of the guard, tested by address ranges (a view interleaved with another counts as overlapping: a miss
     compiles for what the call meets, which is always right)."""
-    if len(paths) < 2:
-        return None
     if not written:
+        if len(paths) < 2:
+            return None
         return TruthGuard(Expr(distinct, paths), True)
     try:
         signature = overlaps(written, *tensors)
@@ -78,10 +78,20 @@ def distinct(*tensors):
 def overlaps(written, *tensors):
     """For each written input (by position) and each other input: None where their address ranges do not
     meet, else how far apart they start (with the sizes and strides the tensor guards fix, that is where
-    each element of one lies in the other: the graph compiled for one such layout)."""
+    each element of one lies in the other: the graph compiled for one such layout); then whether each
+    written input has elements sharing memory (an expanded view)."""
     spans = [_span(t) for t in tensors]
     return tuple(spans[j][0] - spans[i][0] if _meet(spans[i], spans[j]) else None
-                 for i in written for j in range(len(spans)) if j != i)
+                 for i in written for j in range(len(spans)) if j != i) + \
+        tuple(self_overlapping(tensors[i]) for i in written)
+
+
+def self_overlapping(t):
+    """Do some elements of ``t`` share memory (torch's own test; "too hard to tell" counts as yes)?"""
+    try:
+        return torch._debug_has_internal_overlap(t) != 0
+    except Exception:  # noqa: BLE001 - a layout without strides (sparse): nothing to tell
+        return False
 
 
 def _span(t):

@@ -51,6 +51,14 @@ def _index_dims(key, graph_key):
     return frozenset(dims)
 
 
+def fits_int64(n):
+    """Does Python int ``n`` fit a torch int64?"""
+    return -0x8000000000000000 <= n <= 0x7FFFFFFFFFFFFFFF
+
+
+fits_int64.spelling = "{0} fits int64"
+
+
 def _version(tensor):
     """``tensor``'s version counter (None for an inference tensor, which keeps none)."""
     try:
@@ -496,6 +504,10 @@ class GraphBuilding:
             # it would take as a constant)
             self.cap.data_values |= type(value) not in (int, float) or mentions_draw(prov)
             self.cap.float_inputs |= type(value) is float
+            if type(value) is int:
+                # the graph holds it as an int64 (torch raises OverflowError for one past it): a later
+                # call's number past int64 misses, and its capture raises as eager does
+                self.guard(TruthGuard(Expr(fits_int64, (prov,)), True))
         return known
 
     def scalar_of(self, fn, args, arg_provs, result, method=None):

@@ -24,7 +24,7 @@ from . import predicates, rules
 from ..errors import Unsupported
 from ..interp import Observer, VM
 from ..interp.lookaside import CALL_INSTEAD
-from .entry_state import aliasing_guard, global_state_guard
+from .entry_state import aliasing_guard, global_state_guard, self_overlapping
 from .graph_builder import _version
 from .guards import IdGuard, NoneGuard, TruthGuard, TypeGuard, ValueGuard
 from .mutations import OutsideState
@@ -63,6 +63,7 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         self.items_written = {}
         self.objects_written = {}  # id(obj) -> outside obj whose items or attributes the call wrote
         self.class_attrs_written = set()  # names of attributes the call set on classes
+        self.dict_owners = {}     # id(an object's __dict__ the call read) -> (that dict, the object)
         self.input_paths = {}     # id(graph input tensor) -> the path it was first read by
         # outside reads already guarded: (id(globals), name) -> (value, prov) and
         # (id(obj), name) -> (obj, value, obj_prov, prov)
@@ -356,6 +357,10 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     _drop_implied(obs.cap.guards)
     inputs = [(source, value) for source, value in obs.cap.inputs if _is_tensor(value)]
     written = tuple(k for k, (_, t) in enumerate(inputs) if _version(t) != obs.input_versions.get(id(t)))
+    if any(self_overlapping(inputs[k][1]) for k in written) and obs.cap.unsupported is None:
+        # (eager writes such a view element by element; a graph's write back of its result cannot)
+        obs.cap.unsupported = Unsupported("an input tensor whose elements share memory (an expanded view) is "
+                                          "written in place (runs eagerly)")
     aliasing = aliasing_guard(tuple(source for source, _ in inputs), [t for _, t in inputs], written)
     if aliasing is not None:
         obs.guard(aliasing)

@@ -153,7 +153,7 @@ def _op_contains(obs, invert, inputs, provs, outputs):
     if _is_tensor(container) or _is_tensor(item):
         obs.unsupported("`in` on a tensor (graph break)")
     fn = _not_contains if invert else operator.contains
-    if isinstance(provs[1], Source) and obs.items_written.get(id(container)) is container and \
+    if isinstance(provs[1], (Source, Expr)) and obs.items_written.get(id(container)) is container and \
             isinstance(container, dict) and not obs.contents.changed_outside(container):
         # one key of an outside dict the call wrote items of: a key it wrote is there by its own doing (or
         # gone, deleted); any other is as on entry (no need to follow the whole dict for it)

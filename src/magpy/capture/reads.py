@@ -60,6 +60,8 @@ class Reads:
 
     @_event(None)
     def read_attr(self, obj, obj_prov, name, value, computed=NOT_RETURNED):
+        if name == "__dict__" and type(value) is dict:
+            self.dict_owners[id(value)] = (value, obj)  # (an item written there is an attribute written)
         written = self.written.get((id(obj), name), _NOT_WRITTEN)
         if written is _NOT_WRITTEN and name in self.class_attrs_written:
             written = self._class_attr_written(obj, name)

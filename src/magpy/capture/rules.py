@@ -210,6 +210,13 @@ TENSOR_CONVERSIONS = {"to", "type", "type_as", "float", "double", "half", "bfloa
 TEXT_OF_VALUES = IdentitySet([str, repr, format, ascii])
 IDENTITY_OF_VALUES = IdentitySet([id, hash])
 
+#: native reads of a container that see only its own level (by key, its length, its type): state the call
+#: wrote inside its elements does not change what they answer
+SHALLOW_READS = IdentitySet([len, isinstance, issubclass, type, id, hash, callable, hasattr, getattr, iter, next,
+                             operator.getitem, operator.contains, dict.get, dict.__getitem__, dict.__contains__,
+                             dict.keys, dict.__len__, list.__getitem__, list.__len__, tuple.__getitem__,
+                             tuple.__len__, list.index, tuple.index, list.count, tuple.count])
+
 #: tensor methods that change the autograd state of the very tensor object they are called on: a compiling
 #: backend's graph makes new output tensors, so the mock calls them again on the tensors the graph returned
 TENSOR_AUTOGRAD_MARKS = {"retain_grad"}

@@ -93,8 +93,8 @@ class Writes:
                 self.unsupported("tensor data written into a numpy array (graph break)")
             if self._write_made_array(obj, obj_prov, key, key_prov, value, prov):
                 return
-        if isinstance(obj_prov, Source) and isinstance(obj, _MUTABLE_CONTAINERS) and (
-                not isinstance(obj, dict) or self.contents.changed_outside(obj)):
+        if isinstance(obj_prov, (Source, Expr)) and isinstance(obj, _MUTABLE_CONTAINERS) and (
+                self.contents.changed_outside(obj) or (isinstance(obj_prov, Source) and not isinstance(obj, dict))):
             # (``d[k] = v`` on a dict whose other items are not followed needs no shadow: ``written``)
             self.need(key, key_prov)
             self.outside_state.store_item(obj, obj_prov, key, value, prov)
@@ -141,6 +141,10 @@ class Writes:
             return
         self.written[(id(obj), ("item", _hkey(key)))] = prov
         self.items_written[id(obj)] = self.objects_written[id(obj)] = obj
+        owner = self.dict_owners.get(id(obj)) if type(key) is str else None
+        if owner is not None and owner[0] is obj:  # ``vars(o)["n"] = v`` is ``o.n = v``
+            self.written[(id(owner[1]), key)] = prov
+            self.objects_written[id(owner[1])] = owner[1]
         if isinstance(obj_prov, (Source, Expr)):
             self.need(key, key_prov)
             self.cap.side_effects.append(("setitem", obj_prov, key, self.template(value, prov)))
