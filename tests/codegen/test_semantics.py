@@ -5,7 +5,8 @@ call next to eager — values exactly equal, or eager's exception type raised.
 What they cover: an index past its dimension (``x[idx]``, ``gather``, ``embedding``, ``index_select``,
 ``take``), float floor division and remainder, integer division by zero (a tensor divisor, or a
 number that automatic dynamic makes a kernel argument), integers to a negative number power, a Python
-int past int64.
+int past int64 (as an operand, or made by arithmetic over ints the graph takes), a tensor made from a
+Python int past int32.
 """
 import os
 
@@ -133,6 +134,34 @@ def test_a_python_int_past_int64_raises_overflow_error(codegen):
     x = torch.arange(4)
     calls = [(x, 1), (x, 2), (x, 3), (x, 1 << 70), (x, -(2**63) - 1), (x, 2**63 - 1), (x, 5)]
     differential(lambda x, k: x + k, calls, codegen)
+
+
+class _State:
+    def __init__(self, n):
+        self.n = n
+
+
+def test_a_tensor_made_from_an_int_past_int32_keeps_its_value(codegen):
+    # (automatic dynamic makes both numbers graph inputs; torch's trace of ``torch.tensor`` of one
+    # stored it through 32 bits: 2**42 became the constant 0)
+    def fn(x, st):
+        acc = x * 1
+        acc = acc + torch.tensor(1 << (21 * st.n)).float()
+        return acc * (1 << (30 * st.n))
+
+    x = torch.linspace(-2, 2, 5)
+    differential(fn, [(x, _State(n)) for n in (1, 1, 2, 2, 1)], codegen)
+    calls = [(x, k, m) for k, m in ((3, 2), (5, 3), (2**40 + 5, 7), (2**31, 9), (-(2**31) - 1, 11), (7, 13))]
+    differential(lambda x, k, m: x * m + torch.tensor([[k, 3], [-k, m]]).sum(0).repeat(3)[:5], calls, codegen)
+    differential(lambda x, k, m: x.double() * m + x.new_tensor(k), calls, codegen)
+
+
+def test_int_arithmetic_past_int64_raises_overflow_error(codegen):
+    # (``x.shape[0] * k * m`` is computed in the kernel: one past int64 runs eagerly, which raises)
+    calls = [(torch.ones(3 + i % 3), k, m) for i, (k, m) in enumerate(
+        ((3, 5), (7, 11), (2**40 + 1, 2**30 + 3), (2**61, 3), (2**31, 2**31), (13, 17)))]
+    differential(lambda x, k, m: x * (x.shape[0] * k * m), calls, codegen)
+    differential(lambda x, k, m: x.long() + x.shape[0] * k // m, calls, codegen)
 
 
 def _relative_error(got, exact):

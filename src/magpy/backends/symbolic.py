@@ -59,16 +59,19 @@ def compile_symbolic(backend: Callable, gm, examples, dims, unbacked=False) -> t
     check of the relations it relied on — ``check(*inputs) -> bool`` — or None when it relied on none
     beyond what the tensor guards state). ``unbacked``: the graph makes sizes from data (``nonzero``):
     sizes no input has, which the backend takes as they come on each run."""
+    from .tensor_data import symbolic_data_kept
+
     fakes, env = fake_inputs(examples, dims, unbacked)
-    compiled = backend(gm, fakes)
-    fixed = _fixed_floats(gm, fakes, env)
+    with symbolic_data_kept(gm):
+        compiled = backend(gm, fakes)
+    fixed = _fixed_numbers(gm, fakes, env)
     if fixed:
         # (a fake kernel read the number: ``torch.tensor(scale)``) the graph runs as captured, which is
         # right for every value, rather than compiled for this one and guarded to it
         if compiled != gm.forward:  # (a backend that runs it as captured has said why)
             from ..codegen import record_fallback
 
-            record_fallback(gm, f"the backend's trace fixed float input {', '.join(fixed)} to this call's value")
+            record_fallback(gm, f"the backend's trace fixed input {', '.join(fixed)} to this call's value")
         return gm.forward, None
     code = env.produce_guards_expression(fakes, ignore_static=True)
     return compiled, _size_check(code, fakes) if code and code != "True" else None
@@ -87,13 +90,21 @@ def _size_check(code: str, fakes) -> Optional[Callable]:
     return sizes_hold
 
 
-def _fixed_floats(gm, fakes, env) -> list[str]:
-    """The float inputs (named by their sources) that the trace replaced by their values."""
+def _fixed_numbers(gm, fakes, env) -> list[str]:
+    """The inputs (named by their sources) that the trace replaced by their values: floats, and ints past
+    int32 — torch stores some ints it fixes through 32 bits (``torch.tensor`` of a SymInt, kept symbolic
+    by ``tensor_data``; any other such path would bake in a wrapped constant, right only for small values)."""
     import torch
 
     names = [n.meta.get("source", n.name) for n in gm.graph.nodes if n.op == "placeholder"]
-    return [str(name) for name, f in zip(names, fakes)
-            if isinstance(f, torch.SymFloat) and env.replace(f.node.expr).is_number]
+    fixed = []
+    for name, f in zip(names, fakes):
+        if isinstance(f, torch.SymFloat) and env.replace(f.node.expr).is_number:
+            fixed.append(str(name))
+        elif isinstance(f, torch.SymInt) and env.replace(f.node.expr).is_number and \
+                not -2**31 <= int(env.replace(f.node.expr)) < 2**31:
+            fixed.append(str(name))
+    return fixed
 
 
 @contextlib.contextmanager

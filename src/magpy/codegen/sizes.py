@@ -221,6 +221,7 @@ class GraphSizes:
         self.symbolic: list[str] = []
         self.int_inputs: dict[int, sympy.Expr] = {}
         self.assertions: list = []  # torch relations the graph asserts of sizes made from data
+        self.numbers: list[sympy.Expr] = []  # int arithmetic the graph computes as numbers (``n * m``)
         self._strides: list[tuple[sympy.Symbol, SizeSource]] = []
 
     def scalar(self, value):
@@ -231,12 +232,36 @@ class GraphSizes:
                 return constant
             expr = value.node.expr
             if isinstance(expr, _torch_functions().ToFloat):
-                return SizeAsFloat(self.expr(expr.args[0]))
+                return SizeAsFloat(self._number(self.expr(expr.args[0])))
             arithmetic = self._float_arithmetic(expr)
             if arithmetic is not None:
-                return SizeAsFloat(arithmetic)
+                return SizeAsFloat(self._number(arithmetic))
             raise UnsupportedSize(f"symbolic float {expr}")
-        return self.expr(value)
+        return self._number(self.expr(value))
+
+    def _number(self, expr):
+        """``expr``, noted among the ``numbers`` where it is arithmetic (not one symbol or constant)."""
+        if isinstance(expr, sympy.Basic) and not expr.is_Atom:
+            self.numbers.append(expr)
+        return expr
+
+    def int64_checks(self, readable) -> list:
+        """The parts of the graph's ``numbers`` that kernels compute in int64 from int inputs (``n * m``,
+        ``s0 * n``), where Python, and so eager, computes exactly: the wrapper runs eagerly unless each
+        fits int64 (eager raises OverflowError for a number past it that reaches an op, and computes one
+        that overflows only on the way exactly). Parts over ``readable`` symbols only; none where no
+        number involves an int input (sizes alone stay far from int64)."""
+        ints = {symbol for symbol, source in self.sources.items()
+                if source.kind == "value" and not is_float_symbol(symbol)}
+        parts = {}
+        for number in self.numbers:
+            for part in sympy.preorder_traversal(number):
+                symbols = getattr(part, "free_symbols", set())
+                if part.is_Atom or not symbols & ints or not symbols <= readable or \
+                        any(is_float_symbol(symbol) for symbol in symbols):
+                    continue  # (a part over a float input is computed in double)
+                parts[part] = None
+        return list(parts)
 
     def _float_arithmetic(self, expr):
         """A float the graph computes from float inputs, integers and sizes with +, * and whole powers

@@ -228,6 +228,8 @@ class WrapperWriter:
                 # A Python int becomes an int64 kernel argument (ctypes would wrap it silently):
                 # one past int64 runs eagerly, where torch raises OverflowError.
                 checks.append(f"not {INT64_MIN} <= {symbol} <= {INT64_MAX}")
+        for number in low.sizes.int64_checks(self.read):  # (``n * m``: each part of it, as kernels compute)
+            checks.append(f"not {INT64_MIN} <= {self.size(number)} <= {INT64_MAX}")
         if checks:
             out.append("    # Kernels are specialised to these sizes and strides.")
             out.append("    if " + " or ".join(checks) + ":")
