@@ -1,4 +1,5 @@
 """``python -m fuzz capture|shapes --minutes N``: run a capture fuzzer for a while, report what it found.
+``python -m fuzz opinfo``: PyTorch's OpInfo samples compiled vs eager, as a table (``opinfo_table.py``).
 
 Each failure is printed with its program and changes between calls (ready to paste into
 ``prop_capture.FOUND``); the run goes on to the next program. The closing line counts the programs
@@ -103,7 +104,12 @@ def main(argv=None):
     shp = sub.add_parser("shapes", help="compiled vs eager on programs reading sizes that change between calls")
     shp.add_argument("--minutes", type=float, default=5.0)
     shp.add_argument("--seed", type=int, default=0)
+    import opinfo_table
+
+    opinfo_table.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.what == "opinfo":
+        return opinfo_table.run(args)
     return (capture if args.what == "capture" else shapes)(args.minutes, args.seed)
 
 
