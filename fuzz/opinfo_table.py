@@ -29,13 +29,14 @@ def run(args) -> int:
     names = _selected_ops(opinfo_check, args)
     dtypes = args.dtypes.split(",") if args.dtypes else list(opinfo_check.DTYPES)
     codegen = "triton" if args.triton else "cpp"
+    variants = args.variants.split(",") if args.variants else opinfo_check.VARIANTS
     outcomes = []
     save = open(args.save, "a") if args.save else None
     started = time.monotonic()
     for name in names:
         op = opinfo_check.op_table()[name]
         for dtype in [d for d in opinfo_check.dtypes_of(op) if d in dtypes]:
-            outcome = opinfo_check.check_cell(name, dtype, codegen, limit=args.samples or None)
+            outcome = opinfo_check.check_cell(name, dtype, codegen, limit=args.samples or None, variants=variants)
             outcomes.append(outcome)
             if outcome.status in ("FAIL", "xpass") or args.verbose:
                 print(f"  {outcome.status:5s} {name} {dtype}: {outcome.detail}", flush=True)
@@ -64,6 +65,7 @@ def _selected_ops(opinfo_check, args) -> list:
 
 def report(outcomes, dtypes) -> int:
     """Print the table (one row per op with any cell run) and a summary; 1 when a cell FAILed."""
+    outcomes = list({(o.name, o.dtype): o for o in outcomes}.values())  # (a cell run again: its last run)
     cells = collections.defaultdict(dict)
     for o in outcomes:
         cells[o.name][o.dtype] = o.status
@@ -87,6 +89,7 @@ def add_parser(sub):
     p.add_argument("--dtypes", help="comma-separated: f32,f64,f16,bf16,i64,i32,b8 (default: all)")
     p.add_argument("--triton", action="store_true", help="Triton kernels in its interpreter, not C++")
     p.add_argument("--samples", type=int, default=0, help="at most this many samples per op and dtype (0: all)")
+    p.add_argument("--variants", help="comma-separated: function,inplace,bad indices (default: all)")
     p.add_argument("--shard", help="k/n: only every n-th op starting at the k-th (a long run in chunks)")
     p.add_argument("--all", action="store_true", help="also ops our lowerings do not serve")
     p.add_argument("--save", help="append each cell to this JSON-lines file")

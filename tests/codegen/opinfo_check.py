@@ -26,7 +26,7 @@ import torch
 import magpy
 import magpy.codegen as codegen
 
-from opinfo_expected import EXPECTED, METADATA_ONLY, TOLERANCES
+from opinfo_expected import EXPECTED, METADATA_ONLY, TOLERANCES, TRITON_EMPTY
 
 # The dtypes we test, by the short names the table's columns use.
 DTYPES = {
@@ -169,11 +169,17 @@ def check_sample(op, sample, dtype: torch.dtype, variant: str = "function", code
     args, kwargs = (sample.input, *sample.args), sample.kwargs
     with _quiet():
         expected = _run(fn, args, kwargs)
+        if codegen_name == "triton" and any(x.numel() == 0 for x in _tensors((expected.result, expected.inputs))):
+            raise Unserved(TRITON_EMPTY)  # (it would end the process)
         compiled = magpy.compile(sample_function(op, variant), backend="magpy",
                                  options={"codegen": codegen_name})
         since = codegen.mark()
         calls = [_run(compiled, args, kwargs) for _ in range(CALLS)]
-    _compare_calls(op, dtype, variant, calls, expected)
+    try:
+        _compare_calls(op, dtype, variant, calls, expected)
+    except Mismatch:
+        if not _closer_than_eager(fn, args, kwargs, calls, expected):
+            raise
     if expected.error is None:
         _check_compiled_path(compiled.stats, codegen.reports(since=since), codegen_name)
     return compiled
@@ -216,6 +222,57 @@ def _out_of_range(sample):
     return SampleInput(sample.input, args=args, kwargs=kwargs) if changed else None
 
 
+def _closer_than_eager(fn, args, kwargs, calls, expected) -> bool:
+    """True when eager computed in half or bfloat16 and every compiled call's floats are (within
+    their tolerance) at least as close as eager's to the same op computed in float64: our kernels
+    compute such dtypes in float, so where eager rounds an intermediate (a cross product's
+    cancelling terms) or overflows it (``exp`` in a loss), ours may differ from eager by being
+    right — as Inductor's OpInfo test allows by its reference in float."""
+    if expected.error is not None or not any(x.dtype in LOW_PRECISION for x in _tensors((args, kwargs))):
+        return False
+    reference = _run(fn, *_to_float64((args, kwargs)))
+    if reference.error is not None:
+        return False
+    exact = _tensors((reference.result, reference.inputs))
+    eager = _tensors((expected.result, expected.inputs))
+    for call in calls:
+        ours = _tensors((call.result, call.inputs))
+        if call.error is not None or len(ours) != len(exact) or len(eager) != len(exact):
+            return False
+        for o, e, x in zip(ours, eager, exact):
+            if o.shape != x.shape or o.dtype != e.dtype:
+                return False
+            if o.dtype.is_floating_point:
+                rtol, atol = DEFAULT_TOLERANCES.get(o.dtype, (0, 0))
+                if not bool((_error(o, x) <= _error(e, x) + atol + rtol * x.abs()).all()):
+                    return False
+            elif not torch.equal(o, e):
+                return False
+    return True
+
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _tensors(tree) -> list:
+    from torch.utils._pytree import tree_leaves
+
+    return [x for x in tree_leaves(tree) if isinstance(x, torch.Tensor)]
+
+
+def _to_float64(tree):
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda x: x.double() if isinstance(x, torch.Tensor) and x.dtype in LOW_PRECISION else x, tree)
+
+
+def _error(x: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    """|x - exact| in float64, 0 where both are the same infinity or both NaN, inf where only one is NaN."""
+    x, exact = x.double(), exact.double()
+    same = (x == exact) | (x.isnan() & exact.isnan())
+    return torch.where(same, torch.zeros_like(x), (x - exact).abs().nan_to_num(nan=float("inf")))
+
+
 def _compare_calls(op, dtype, variant, calls, expected, what="call"):
     tolerance = TOLERANCES.get((full_name(op), SHORT[dtype]))  # (None: by each float's dtype)
     metadata_only = full_name(op) in METADATA_ONLY
@@ -243,11 +300,16 @@ def _compare_call(call: Call, expected: Call, tolerance, metadata_only: bool, wh
 # The exceptions by which the code generator declines a graph (``compile_aten_graph``); any other
 # exception turning a graph eager is a crash of ours, hidden by the fallback: a failure.
 REFUSALS = frozenset({"GraphFallback", "CppUnsupported", "TritonUnsupported", "NotServed", "UnsupportedSize"})
+# How ``magpy.compile`` reports an exception of ours while building a cache entry (``api.py``).
+CRASHED = "compiling the captured graph failed"
 
 
 def _check_compiled_path(stats, reports, codegen_name: str):
     """Raise Unserved unless every call after the first ran a graph our code generator compiled
     (Mismatch when it would have, but crashed)."""
+    crashes = [reason for reason, _ in stats.reasons if reason.startswith(CRASHED)]
+    if crashes:
+        raise Mismatch(f"MagPy crashed (the call ran eagerly): {crashes[0]}")
     if stats.graph_breaks or stats.fallbacks or stats.eager_calls or stats.eager_while_compiling:
         raise Unserved(f"compiled calls ran eagerly or broke the graph: {stats}")
     if stats.compiles != 1 or stats.cache_hits != CALLS - 1:
