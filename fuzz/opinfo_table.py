@@ -89,7 +89,7 @@ def add_parser(sub):
     p.add_argument("--dtypes", help="comma-separated: f32,f64,f16,bf16,i64,i32,b8 (default: all)")
     p.add_argument("--triton", action="store_true", help="Triton kernels in its interpreter, not C++")
     p.add_argument("--samples", type=int, default=0, help="at most this many samples per op and dtype (0: all)")
-    p.add_argument("--variants", help="comma-separated: function,inplace,bad indices (default: all)")
+    p.add_argument("--variants", help="comma-separated: function,inplace,bad values (default: all)")
     p.add_argument("--shard", help="k/n: only every n-th op starting at the k-th (a long run in chunks)")
     p.add_argument("--all", action="store_true", help="also ops our lowerings do not serve")
     p.add_argument("--save", help="append each cell to this JSON-lines file")

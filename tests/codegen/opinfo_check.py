@@ -49,8 +49,8 @@ DEFAULT_TOLERANCES = {
 }
 
 # Variants of an op we call: the function, the in-place method where the OpInfo has one, and the
-# function called again with out-of-range indices (``check_bad_indices``).
-VARIANTS = ("function", "inplace", "bad indices")
+# function called again with values eager refuses (``check_bad_values``).
+VARIANTS = ("function", "inplace", "bad values")
 
 
 def full_name(op) -> str:
@@ -185,39 +185,46 @@ def check_sample(op, sample, dtype: torch.dtype, variant: str = "function", code
     return compiled
 
 
-def check_bad_indices(op, sample, dtype: torch.dtype, codegen_name: str = "cpp") -> bool:
-    """Compile ``op`` on ``sample``, then call the compiled graph (a cache hit: same shapes) with its
-    integer tensor arguments pointing far out of range; when eager raises there, the compiled call
-    must raise the same type (not read out of bounds, not clamp). False when the sample has no such
-    argument or eager accepts the values (they were not indices)."""
-    bad = _out_of_range(sample)
-    if bad is None:
-        return False
+# Values ``check_bad_values`` puts into a sample's integer tensor arguments, and what they test.
+BAD_VALUES = {1 << 20: "out-of-range indices", 0: "zero divisors", -1: "negative exponents"}
+
+
+def check_bad_values(op, sample, dtype: torch.dtype, codegen_name: str = "cpp") -> int:
+    """Compile ``op`` on ``sample``, then call the compiled graph (a cache hit: same shapes) with
+    every integer tensor argument (not the input) filled with each of BAD_VALUES; where eager raises
+    on those, the compiled call must raise the same type (not read out of bounds, clamp, or divide
+    by zero silently). Returns how many such checks ran (none where eager accepts the values)."""
     fn = sample_function(op, "function")
-    bad_args = (bad.input, *bad.args), bad.kwargs
-    with _quiet():
-        expected = _run(fn, *bad_args)
-        if expected.error is None:
-            return False
-        compiled = check_sample(op, sample, dtype, "function", codegen_name)
-        hits = compiled.stats.cache_hits
-        call = _run(compiled, *bad_args)
-    if call.error is None and compiled.stats.cache_hits == hits:
-        raise Unserved("the out-of-range call was not a cache hit")  # (another graph ran: not ours to judge)
-    _compare_calls(op, dtype, "function", [call], expected, "out-of-range indices")
-    return True
+    checked = 0
+    for value, what in BAD_VALUES.items():
+        bad = _filled(sample, value)
+        if bad is None:
+            return checked
+        bad_args = (bad.input, *bad.args), bad.kwargs
+        with _quiet():
+            expected = _run(fn, *bad_args)
+            if expected.error is None:
+                continue
+            compiled = check_sample(op, sample, dtype, "function", codegen_name)
+            hits = compiled.stats.cache_hits
+            call = _run(compiled, *bad_args)
+        if call.error is None and compiled.stats.cache_hits == hits:
+            raise Unserved(f"the call with {what} was not a cache hit")  # (another graph ran: not ours to judge)
+        _compare_calls(op, dtype, "function", [call], expected, what)
+        checked += 1
+    return checked
 
 
-def _out_of_range(sample):
-    """``sample`` with every integer tensor argument (not the input) set to a far out-of-range index;
+def _filled(sample, value: int):
+    """``sample`` with every non-empty integer tensor argument (not the input) filled with ``value``;
     None when it has none."""
     from torch.testing._internal.opinfo.core import SampleInput
 
-    def far(x):
-        return torch.full_like(x, 1 << 20) if isinstance(x, torch.Tensor) and x.dtype in (torch.int64, torch.int32) \
+    def fill(x):
+        return torch.full_like(x, value) if isinstance(x, torch.Tensor) and x.dtype in (torch.int64, torch.int32) \
             and x.numel() else x
 
-    args, kwargs = tuple(far(a) for a in sample.args), {k: far(v) for k, v in sample.kwargs.items()}
+    args, kwargs = tuple(fill(a) for a in sample.args), {k: fill(v) for k, v in sample.kwargs.items()}
     changed = any(a is not b for a, b in zip(args, sample.args)) or any(kwargs[k] is not sample.kwargs[k] for k in kwargs)
     return SampleInput(sample.input, args=args, kwargs=kwargs) if changed else None
 
@@ -436,11 +443,11 @@ def check_cell(name: str, dtype_name: str, codegen_name: str = "cpp", limit: Opt
     failure = None
     for k, sample in enumerate(samples(op, dtype)[:limit]):
         for variant in variants:
-            if variant != "bad indices" and sample_function(op, variant) is None:
+            if variant != "bad values" and sample_function(op, variant) is None:
                 continue
             try:
-                if variant == "bad indices":
-                    outcome.served += check_bad_indices(op, sample, dtype, codegen_name)
+                if variant == "bad values":
+                    outcome.served += check_bad_values(op, sample, dtype, codegen_name)
                     continue
                 check_sample(op, sample, dtype, variant, codegen_name)
                 outcome.served += 1
