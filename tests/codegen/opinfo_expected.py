@@ -1,11 +1,84 @@
 """What the OpInfo run (``opinfo_check.py``) expects besides a pass: data, one entry per reason.
 
-EXPECTED: known failures of our compiler, keyed ``(op, dtype)`` or ``(op, dtype, codegen)``; dtype is
-a short name (f32 f64 f16 bf16 i64 i32 b8) or "*" for all. Each reason names the bug (they are
-bugs to fix: remove the entry with the fix).
+``KNOWN`` and ``TRITON_KNOWN`` map each known bug (its reason, with a minimal repro) to the cells
+it fails: op -> dtypes (short names: f32 f64 f16 bf16 i64 i32 b8, or "*" for every dtype the op
+supports). They are bugs to fix: the fix removes the cells (a listed cell that passes is an "xpass",
+a failure of the full run). ``EXPECTED`` is the lookup built from them:
+``(op, dtype[, codegen]) -> reason``.
 """
 
-EXPECTED: dict = {}
+# --- C++ and Triton alike (the same lowerings) ----------------------------------------------------
+
+OUT_OF_RANGE_INDICES = (
+    "an out-of-range index is clamped (read in bounds) instead of raising as eager does. Repro: "
+    "c = magpy.compile(lambda x, i: torch.gather(x, 0, i)); x = torch.arange(10.); "
+    "c(x, torch.tensor([1, 2])); c(x, torch.tensor([1, 2])); "
+    "c(x, torch.tensor([1, 1 << 20]))  -> tensor([1., 9.]); eager: RuntimeError index 1048576 is out of bounds"
+)
+
+INTEGER_DIVISION_BY_ZERO = (
+    "integer division (or remainder) by zero returns a value instead of raising RuntimeError "
+    "ZeroDivisionError as eager does. Repro: c = magpy.compile(lambda a, b: torch.div(a, b, "
+    "rounding_mode='trunc')); a, b = torch.tensor([7, 8]), torch.tensor([2, 3]); c(a, b); c(a, b); "
+    "c(a, torch.tensor([2, 0]))  -> returns; eager raises"
+)
+
+ATEN_OVERLOAD_CALLED_DIRECTLY = (
+    "capture, not codegen: a call of an aten overload itself (torch.ops.aten.slice.Tensor(x, 0)) "
+    "makes a captured fx graph whose Python code does not compile (SyntaxError in <eval_with_key>), "
+    "so the call runs eagerly (a counted fallback). Repro: c = magpy.compile(lambda x: "
+    "torch.ops.aten.slice.Tensor(x, 0)); three calls on torch.randn(3); c.stats.reasons"
+)
+
+KNOWN = {
+    OUT_OF_RANGE_INDICES: {
+        "gather": "*", "take": "*", "nn.functional.embedding": "*",
+        "nn.functional.cross_entropy": "*",
+    },
+    INTEGER_DIVISION_BY_ZERO: {
+        "div.trunc_rounding": "i64 i32",
+    },
+    ATEN_OVERLOAD_CALLED_DIRECTLY: {
+        "native_dropout_backward": "*", "slice": "*", "torch.ops.aten._safe_softmax.default": "*",
+    },
+}
+
+# --- Triton only (run in its interpreter) -----------------------------------------------------------
+
+TRITON_BFLOAT16_FROM_64_BITS = (
+    "a cast of a 64-bit value (float64, int64) to bfloat16 calls magpy_round_bf16, which bitcasts its "
+    "argument to int32: Triton refuses ('Cannot bitcast data-type of size 64 to data-type of size 32'). "
+    "Repro: TRITON_INTERPRET=1; c = magpy.compile(lambda x: x.to(torch.bfloat16), options={'codegen': "
+    "'triton'}); three calls on torch.randn(8, dtype=torch.float64)"
+)
+
+TRITON_SINH = (
+    "sinh is off by up to 7e-4 relative in float32 (eager: 1 ulp). Repro: TRITON_INTERPRET=1; "
+    "c = magpy.compile(torch.sinh, options={'codegen': 'triton'}); x = torch.linspace(-9, 9, 1001); "
+    "c(x) three times: at x=-9 -4054.426 where eager gives -4051.542"
+)
+
+TRITON_KNOWN = {
+    TRITON_BFLOAT16_FROM_64_BITS: {
+        "arange": "bf16", "bfloat16": "f64",
+    },
+    TRITON_SINH: {
+        "sinh": "f32 i64 i32",
+    },
+}
+
+
+def _expected() -> dict:
+    table = {}
+    for known, codegen in ((KNOWN, None), (TRITON_KNOWN, "triton")):
+        for reason, cells in known.items():
+            for op, dtypes in cells.items():
+                for dtype in dtypes.split():
+                    table[(op, dtype) if codegen is None else (op, dtype, codegen)] = reason
+    return table
+
+
+EXPECTED: dict = _expected()
 
 # Ops whose values eager leaves undefined: only shapes and dtypes are compared.
 METADATA_ONLY = frozenset({"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided"})
