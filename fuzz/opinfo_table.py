@@ -25,7 +25,7 @@ def run(args) -> int:
 
     if args.load:
         outcomes = [opinfo_check.Outcome(**json.loads(line)) for path in args.load for line in open(path)]
-        return report(outcomes, opinfo_check.DTYPES)
+        return report(outcomes, opinfo_check.DTYPES, args.compact)
     names = _selected_ops(opinfo_check, args)
     dtypes = args.dtypes.split(",") if args.dtypes else list(opinfo_check.DTYPES)
     codegen = "triton" if args.triton else "cpp"
@@ -44,7 +44,7 @@ def run(args) -> int:
                 save.write(json.dumps(outcome.__dict__) + "\n")
                 save.flush()
     print(f"({time.monotonic() - started:.0f} s)")
-    return report(outcomes, opinfo_check.DTYPES)
+    return report(outcomes, opinfo_check.DTYPES, args.compact)
 
 
 def _selected_ops(opinfo_check, args) -> list:
@@ -63,15 +63,21 @@ def _selected_ops(opinfo_check, args) -> list:
     return names
 
 
-def report(outcomes, dtypes) -> int:
-    """Print the table (one row per op with any cell run) and a summary; 1 when a cell FAILed."""
+def report(outcomes, dtypes, compact=False) -> int:
+    """Print the table (one row per op with any cell run) and a summary; 1 when a cell FAILed or
+    passed against the expected failures. ``compact``: ops whose every cell passed are listed
+    by name (grouped by the dtypes they ran at) instead of one row each."""
     outcomes = list({(o.name, o.dtype): o for o in outcomes}.values())  # (a cell run again: its last run)
     cells = collections.defaultdict(dict)
     for o in outcomes:
         cells[o.name][o.dtype] = o.status
-    width = max([len(n) for n in cells] + [10])
+    rows = sorted(cells)
+    if compact:
+        rows = [n for n in rows if set(cells[n].values()) != {"pass"}]
+        _all_passing(cells, dtypes)
+    width = max([len(n) for n in rows] + [10])
     print(f"{'op':{width}s} " + " ".join(f"{d:>4s}" for d in dtypes))
-    for name in sorted(cells):
+    for name in rows:
         row = cells[name]
         print(f"{name:{width}s} " + " ".join(f"{MARKS[row[d]] if d in row else '':>4s}" for d in dtypes))
     counts = collections.Counter(o.status for o in outcomes)
@@ -81,6 +87,16 @@ def report(outcomes, dtypes) -> int:
         if o.status in ("FAIL", "xpass"):
             print(f"{o.status} {o.name} {o.dtype}: {o.detail}")
     return 1 if counts["FAIL"] or counts["xpass"] else 0
+
+
+def _all_passing(cells, dtypes):
+    groups = collections.defaultdict(list)
+    for name, row in sorted(cells.items()):
+        if set(row.values()) == {"pass"}:
+            groups[" ".join(d for d in dtypes if d in row)].append(name)
+    for signature, names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        print(f"ok at {signature} ({len(names)}): {', '.join(names)}")
+    print()
 
 
 def add_parser(sub):
@@ -94,5 +110,6 @@ def add_parser(sub):
     p.add_argument("--all", action="store_true", help="also ops our lowerings do not serve")
     p.add_argument("--save", help="append each cell to this JSON-lines file")
     p.add_argument("--load", nargs="+", help="print the table of cells saved by --save, run nothing")
+    p.add_argument("--compact", action="store_true", help="list the ops whose every cell passed by name")
     p.add_argument("-v", "--verbose", action="store_true", help="print every cell as it finishes")
     return p

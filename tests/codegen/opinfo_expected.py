@@ -30,13 +30,35 @@ ATEN_OVERLOAD_CALLED_DIRECTLY = (
     "torch.ops.aten.slice.Tensor(x, 0)); three calls on torch.randn(3); c.stats.reasons"
 )
 
+ZERO_SIZE_REPEAT = (
+    "the compiler crashes (ZeroDivisionError: integer modulo by zero; the graph then runs eagerly) "
+    "lowering repeat/tile of a zero-element tensor. Repro: c = magpy.compile(lambda x: torch.tile(x, ())); "
+    "three calls on torch.empty(0); magpy.codegen.last_report().graph_fallback"
+)
+
+GCC_SIGNBIT_BFLOAT16 = (
+    "the C++ kernel of signbit over bfloat16 does not build: gcc 12 stops with an internal error "
+    "('unrecognizable insn', a vectorized shift of the float's bits) and the graph runs eagerly. "
+    "Repro: c = magpy.compile(lambda x: torch.signbit(x)); three calls on "
+    "torch.randn(20, 20, dtype=torch.bfloat16); magpy.codegen.last_report().graph_fallback"
+)
+
 KNOWN = {
     OUT_OF_RANGE_INDICES: {
         "gather": "*", "take": "*", "nn.functional.embedding": "*",
-        "nn.functional.cross_entropy": "*",
+        # (a class index, the target, out of range)
+        "nn.functional.cross_entropy": "*", "nn.functional.nll_loss": "*",
+        "nn.functional.multi_margin_loss": "*", "nn.functional.multilabel_margin_loss": "*",
     },
     INTEGER_DIVISION_BY_ZERO: {
-        "div.trunc_rounding": "i64 i32",
+        "div.trunc_rounding": "i64 i32", "div.floor_rounding": "i64 i32", "floor_divide": "i64 i32",
+        "remainder": "i64 i32", "fmod": "i64 i32",
+    },
+    ZERO_SIZE_REPEAT: {
+        "repeat": "*", "tile": "*",
+    },
+    GCC_SIGNBIT_BFLOAT16: {
+        "signbit": "bf16",
     },
     ATEN_OVERLOAD_CALLED_DIRECTLY: {
         "native_dropout_backward": "*", "slice": "*", "torch.ops.aten._safe_softmax.default": "*",
