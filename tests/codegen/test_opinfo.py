@@ -17,8 +17,8 @@ from opinfo_check import Call, Mismatch, Unserved, check_cell, check_sample, com
 pytest.importorskip("expecttest")  # (op_db needs it)
 
 FULL = os.environ.get("MAGPY_OPINFO_FULL") == "1"
-CI_STRIDE = 6  # every 6th op of op_db (by name) that we serve, at one dtype: about 60 cells
-CI_CELLS = 70  # (an upper bound of their number: the tests past the end skip)
+CI_STRIDE = 4  # every 4th op of op_db (by name) that we serve, at one dtype: about 90 cells
+CI_CELLS = 100  # (an upper bound of their number: the tests past the end skip)
 CI_SAMPLES = 3  # samples per cell
 TRITON_STRIDE = 20  # Triton's interpreter is slow: fewer ops, the first sample, no in-place
 TRITON_CELLS = 24
