@@ -6,7 +6,10 @@ floats within a tolerance per dtype), dtypes, shapes, what the call did to its i
 in-place variants, that it returns its input), and exceptions (eager raises => we raise the same
 type). Every sample gets a fresh compiled function called ``CALLS`` times: the first call runs in
 the VM (its result is eager's by construction); the later ones must be cache hits running a graph
-our code generator compiled — a silent fallback to eager makes the sample "unserved", never a pass.
+our code generator compiled — a silent fallback to eager makes the sample "unserved", never a pass,
+and an exception of ours hidden by such a fallback is a failure. A compiled graph is also called
+with values eager refuses (out-of-range indices, zero divisors: ``check_bad_values``). Where eager
+computes in half or bfloat16 and differs from us, the float64 result decides who is closer.
 
 Used by ``tests/codegen/test_opinfo.py`` (a deterministic sample) and ``python -m fuzz opinfo``
 (everything, as a table of ops x dtypes). Expected failures are data: ``opinfo_expected.py``.
