@@ -1,4 +1,5 @@
 """``python -m fuzz capture|shapes --minutes N``: run a capture fuzzer for a while, report what it found.
+``python -m fuzz opinfo``: PyTorch's OpInfo samples compiled vs eager, as a table (``opinfo_table.py``).
 
 Each failure is printed as its ``Case`` (program, changes between calls, binding, backend; ready to
 paste into ``prop_capture.FOUND``); the run goes on to the next program. ``--family NAME`` (repeatable)
@@ -141,7 +142,12 @@ def main(argv=None):
     shp = sub.add_parser("shapes", help="compiled vs eager on programs reading sizes that change between calls")
     shp.add_argument("--minutes", type=float, default=5.0)
     shp.add_argument("--seed", type=int, default=0)
+    import opinfo_table
+
+    opinfo_table.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.what == "opinfo":
+        return opinfo_table.run(args)
     if args.what == "capture":
         return capture(args.minutes, args.seed, args.family, args.binding, args.stop, args.shrink)
     return shapes(args.minutes, args.seed)
