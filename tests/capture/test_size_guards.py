@@ -73,6 +73,6 @@ def test_an_entry_checks_the_programs_and_the_backends_size_conditions_as_one_gu
     for entry in symbolic:  # (the branch on x.size(0) and what the reshape relied on: one guard)
         over_sizes = [g.describe() for g in entry.guards if "x.shape[0]" in g.describe() or "n" in g.describe()
                       and "type(n)" not in g.describe() and not g.describe().startswith("x:")
-                      and "global state" not in g.describe()]
+                      and "global state" not in g.describe() and "fits int64" not in g.describe()]
         assert len(over_sizes) == 1, over_sizes
         assert "x.shape[0] >= 5" in over_sizes[0] or "x.shape[0] <= 4" in over_sizes[0], over_sizes
