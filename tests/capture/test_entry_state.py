@@ -125,3 +125,18 @@ def test_retain_grad_inside_the_call(backend):
     def args():
         return torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
     differential(plain(fn), fresh(args, 4), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_out_into_an_argument_of_another_shape_is_resized_as_eager_does(backend):
+    # eager resizes ``out`` to the result's shape (warning once); sizes change from call to call
+    def fn(x, out):
+        torch.add(x, 1, out=out)
+        return out * 2
+
+    def args(*shape):
+        base = torch.zeros(6)
+        return torch.randn(*shape), base[0:3]
+
+    calls = [args(3, 3), args(3, 3), args(3, 3), args(7, 3), args(3, 3)]
+    differential(plain(fn), calls, backend=backend)

@@ -117,6 +117,7 @@ class GraphBuilding:
         self.nodes[id(tensor)] = (tensor, node)
         self.input_paths[id(tensor)] = source
         self.input_versions[id(tensor)] = _version(tensor)
+        self.input_shapes[id(tensor)] = tuple(tensor.shape)
         return node
 
     def may_be_symbolic(self, tensor) -> bool:
@@ -227,6 +228,12 @@ class GraphBuilding:
             # ``t.type(torch.FloatTensor)``: the same as by name (fx code cannot spell the class)
             self.need(args[1], arg_provs[1])
             args, arg_provs = (args[0], f"{args[1].__module__}.{args[1].__name__}"), (arg_provs[0], None)
+        out = (kwargs or {}).get("out")
+        if _is_tensor(out) and id(out) in self.input_paths and (self.cap.symbolic or self.dynamic or
+                                                                  tuple(out.shape) != self.input_shapes.get(id(out))):
+            # eager resizes an ``out=`` tensor of another shape (with a warning); a graph writes into it as
+            # it is, and over symbolic sizes cannot tell the two apart
+            self.unsupported("out= into a tensor the call was given, whose shape the op may change (graph break)")
         gargs = tuple(self.to_graph_arg(a, p) for a, p in zip(args, arg_provs))
         gkwargs = {k: self.to_graph_arg(v, (kw_provs or {}).get(k)) for k, v in (kwargs or {}).items()}
         graph = self.cap.graph

@@ -330,6 +330,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.checks = []           # (node, truth, frame) of branches on random data
     obs.dynamic = {}          # graph node whose shape depends on tensor data -> those dims
     obs.input_versions = {}  # id(tensor) -> its version when it became a graph input
+    obs.input_shapes = {}    # id(tensor) -> its shape when it became a graph input
     obs.computed_inputs = {}  # Expr -> the placeholder of the tensor the entry computes with it
     obs.scalar_nodes = set()  # graph nodes computing Python numbers (``t.item()``, a dynamic size)
     # (read now, the state the call enters with; a fact of the entry, not a read of the program's: no event)
