@@ -82,6 +82,7 @@ def overlaps(written, *tensors):
     memory (an expanded view). One sweep over the ranges in address order: a module's hundred parameters
     cost a sort, not a hundred comparisons each."""
     spans = [_span(t) for t in tensors]
+    is_written = frozenset(written)  # (membership per pair: a tuple would rescan W entries each time)
     met = []
     open_spans = []  # (end, position) of ranges begun and not yet ended at the current start
     for k in sorted(range(len(spans)), key=lambda k: spans[k][0]):
@@ -89,7 +90,7 @@ def overlaps(written, *tensors):
         if start == end:
             continue
         open_spans = [(e, j) for e, j in open_spans if e > start]
-        met.extend((j, k, start - spans[j][0]) for _, j in open_spans if j in written or k in written)
+        met.extend((j, k, start - spans[j][0]) for _, j in open_spans if j in is_written or k in is_written)
         open_spans.append((end, k))
     return tuple(sorted(met)), tuple(self_overlapping(tensors[i]) for i in written)
 
