@@ -165,6 +165,20 @@ EDGES = (
     "acc = acc + torch.nn.functional.one_hot((x.reshape(-1) * 2).long().abs(), 4)[:3, 0]",
 )
 
+#: effects made before an op that may fail on a later call's data (an index past the end): the inputs
+#: written in place, the generators drawn from, outside state changed and text printed up to the failing
+#: op must be eager's, and none after it
+PARTIAL = (
+    "a.add_({c})",
+    "b.mul_(0.5)",
+    "st.log.append('p')",
+    "st.n += 1",
+    "{N}['{K}'] += {c}",
+    "print('at', st.n)",
+    "acc = acc + torch.nn.functional.dropout(acc, 0.5)",
+    "acc = acc * random.random()",
+) + EDGES[:3] + EDGES[11:]
+
 FAMILIES = {
     "stale": Family(STALE_WRITES + STALE_READS, ("st.cnt['steps'] = 0", "g['GO'].n = 5", "g['Obj'].count += 1")),
     "alias": Family(ALIAS, tuple(f"call.views = {name!r}" for name in ("disjoint", "overlap", "same",
@@ -183,6 +197,7 @@ FAMILIES = {
                                 "torch.set_autocast_enabled('cpu', False)"),
                       codegen=50),
     "edges": Family(EDGES, ("st.n += 1", "call.scale = 3.0", "call.scale = 0.25"), codegen=70),
+    "partial": Family(PARTIAL, ("call.scale = 3.0", "call.scale = 0.25", "call.scale = 1.0"), codegen=60),
 }
 
 

@@ -230,6 +230,7 @@ PRELUDE = '''\
 import bisect
 import copy
 import heapq
+import random
 import torch
 
 

@@ -17,6 +17,7 @@ import collections
 import contextlib
 import io
 import os
+import random
 import warnings
 
 import pytest
@@ -105,6 +106,7 @@ class World:
     def call(self, k):
         """Call ``k``: ``x`` (rows by ``SIZES``) and the views ``a``, ``b`` of a new base, as ``how`` says."""
         torch.manual_seed(k)
+        random.seed(k)
         x = torch.randn(SIZES[k % len(SIZES)], 3) if SIZES else torch.randn(3, dtype=torch.float32)
         x = x * self.how.scale
         base = torch.arange(6, dtype=torch.float32) * 0.5 - 1
@@ -123,7 +125,8 @@ class World:
         g = {k: v for k, v in self.globals.items() if k in ("GL", "GD", "GN", "GT", "GC", "GO")}
         x, base, a, b = self.inputs[-1]
         return {"state": self.state, "globals": g, "class": vars(self.globals["Obj"]).get("count"),
-                "cells": self.cells(), "inputs": {"x": x, "base": base, "a": a, "b": b}}
+                "cells": self.cells(), "inputs": {"x": x, "base": base, "a": a, "b": b},
+                "generators": (torch.get_rng_state(), random.getstate())}
 
     @property
     def stats(self):

@@ -17,7 +17,7 @@ from .capture.breaks import why_no_split
 from .capture.observer import STOPPED
 from .capture.names import home_of, rendering_home
 from .capture.tracing import Trace, event_filter, run_traced
-from .emit import build_entry, build_eager_entry, EAGER, MISS
+from .emit import build_entry, build_eager_entry, EAGER, MISS, Raised
 from .emit.continuation import Continuation, run_eagerly
 from .emit.resume import BreakSites
 from .emit.program import evaluate, failing_guard
@@ -107,6 +107,7 @@ class CompiledFunction:
         self.eager = False        # gave up: every call runs eagerly
         self.failed_captures = 0  # captures that gave up and could not be remembered as an eager entry
         self._warned = False
+        self._warned_graph_error = False
         self.extra_frames = 0     # frames between the user's call and ours (a module wrapper's)
         functools.update_wrapper(self, self.func)
 
@@ -138,6 +139,9 @@ class CompiledFunction:
                 stats.count("calls")
                 stats.count("eager_calls")
                 return self.fn(*args, **kwargs)
+            if type(result) is Raised:
+                stats.count("calls")
+                return self._rerun(result, args, kwargs)
             stats.hit()
             return result
         stats.count("calls")
@@ -151,6 +155,8 @@ class CompiledFunction:
                 result = self.cache.lookup(bound)
                 if result is EAGER:
                     stats.count("eager_calls")
+                elif type(result) is Raised:
+                    return self._rerun(result, args, kwargs)
                 elif result is not MISS:
                     stats.count("cache_hits")
                     return result
@@ -166,6 +172,23 @@ class CompiledFunction:
         finally:
             LOCK.release()
         return self.fn(*args, **kwargs)  # (eagerly: past the limit, or as an eager entry says)
+
+    def _rerun(self, raised, args, kwargs):
+        """The entry's graph raised and was undone: the call runs eagerly, raising as eager does. Should it
+        not raise, the graph was wrong to: say so once (``MAGPY_STRICT=1``: raise it, for our tests)."""
+        self.stats.count("eager_calls")
+        result = self.fn(*args, **kwargs)
+        error = raised.error
+        self.stats.last_graph_error = error
+        self.stats.count("graph_errors")
+        if os.environ.get("MAGPY_STRICT") == "1":
+            raise RuntimeError(f"magpy: the compiled graph of {self.func.__qualname__} raised where eager "
+                               f"did not") from error
+        if not self._warned_graph_error:
+            self._warned_graph_error = True
+            warnings.warn(f"magpy: the compiled graph of {self.func.__qualname__} raised where eager did not "
+                          f"({type(error).__name__}: {error}); the call ran eagerly", stacklevel=3 + self.extra_frames)
+        return result
 
     def _note_changed_number(self, bound):
         """Automatic dynamic numbers (``dynamic=None``): when the newest entry missed because a Python number

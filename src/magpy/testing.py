@@ -73,7 +73,10 @@ def check_equivalent(fn_or_module, *example_inputs, calls=3, mutate=None, backen
                 compiled_inputs = generators.replay(lambda: _mutated(mutate, compiled_inputs), again=True)
                 described = "mutated inputs"
             eager = generators.replay(lambda: _outcome(eager_target, eager_inputs))
+            errors = compiled.stats.graph_errors
             got = generators.replay(lambda: _outcome(compiled, compiled_inputs), again=True)
+            if compiled.stats.graph_errors != errors:  # (its graph raised; the call reran eagerly)
+                got = ("raised", compiled.stats.last_graph_error)
             compare.start(call, calls, described)
             compare.same_outcome(eager, got)
             compare.same(eager_inputs, compiled_inputs, "args")

@@ -148,6 +148,17 @@ def test_append_to_a_list_attribute_of_a_user_object():
     expect_one_graph(stats)
 
 
+def test_lists_that_only_grow_need_no_length_guard_however_often_appended():
+    def fn(state, x):
+        state.history.append(x.mean())
+        state.history.extend([x.max(), 1])
+        state.history.append("step")
+        return x
+
+    stats = differential(lambda: (fn, State()), fresh(lambda: (FromEnv(), t())))
+    expect_one_graph(stats)
+
+
 class Box:
     def __init__(self, value, tag="box"):
         self.value = value

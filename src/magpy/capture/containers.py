@@ -334,8 +334,8 @@ class Containers:
         if isinstance(target_prov, Source):
             given = args[len(args) - len(others):]
             if type(target) is list and name in ("append", "extend") and not kwargs and len(given) == 1 and \
-                    not self.contents.changed_outside(target):
-                # (a list that only grows needs no guard on its length: a history)
+                    id(target) not in self.contents.outside:
+                # (a list that only grows needs no guard on its length: a history, appended to once or more)
                 return self._grow_outside_list(fn, target, target_prov, args[-1], others[-1], name)
             return self.outside_state.call(fn, target, target_prov, given, list(others), kwargs, kw_provs, result)
         entry = self.contents.get(id(target))

@@ -19,6 +19,24 @@ from .values import (Traced, UNKNOWN, _ALL, _RUN_ITERATORS, _Row, _SCALARS, _SHA
 
 
 
+def may_raise(name, fn, args, kwargs, result) -> bool:
+    """Could this op raise when the graph runs it on other values (``rules.RAISES_ON_DATA``)?"""
+    module = getattr(fn, "__module__", None) or ""
+    if any(word in name for word in rules.RAISES_ANYWHERE_WORDS) or module.startswith(rules.RAISES_ANYWHERE_MODULES):
+        return True
+    tensors = _flat_tensors([*args, *(kwargs or {}).values(), result])
+    if not any(t.device.type == "cpu" for t in tensors):
+        return False
+    if name in rules.RAISES_ON_DATA or any(word in name for word in rules.RAISES_ON_DATA_WORDS):
+        return True
+    if name in rules.RAISES_WITH_INDICES:
+        return len(args) > 1 and any(not t.dtype.is_floating_point and t.dtype is not torch.bool
+                                     for t in _flat_tensors(args[1]))
+    if name in rules.RAISES_ON_INTEGERS:
+        return any(not (t.dtype.is_floating_point or t.dtype.is_complex) for t in _flat_tensors(result))
+    return False
+
+
 #: words in the name of an op whose result is not the same on every run though its arguments are: random
 #: draws, generator state, memory left as it was (``empty``)
 _UNREPEATABLE = ("rand", "rng", "seed", "state", "empty", "normal", "uniform", "bernoulli", "multinomial",
@@ -244,6 +262,8 @@ class GraphBuilding:
         if not self.cap.op_count:
             self.cap.pre_graph = len(self.cap.side_effects)
         self.cap.op_count += 1
+        self.cap.may_raise = self.cap.may_raise or may_raise(method or getattr(fn, "__name__", ""), fn, args,
+                                                             kwargs, result)
         dims = None
         if not (_is_tensor(result) and result.dim() == 0):
             # (before the result is bound: an op returning its input — ``contiguous``, ``add_`` — must

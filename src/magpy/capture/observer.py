@@ -357,7 +357,12 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
                 f"internal capture error in {step.__name__}: {type(exc).__name__}: {exc}")
     _drop_implied(obs.cap.guards)
     inputs = [(source, value) for source, value in obs.cap.inputs if _is_tensor(value)]
-    written = tuple(k for k, (_, t) in enumerate(inputs) if _version(t) != obs.input_versions.get(id(t)))
+    in_place = {node.name for node in predicates.written_placeholders(obs.cap.graph)}
+    placeholders = [node.name for node in obs.cap.graph.nodes if node.op == "placeholder"]
+    obs.cap.written = tuple(k for k, ((_, t), name) in enumerate(zip(obs.cap.inputs, placeholders))
+                            if _is_tensor(t) and (_version(t) != obs.input_versions.get(id(t)) or name in in_place))
+    written_tensors = {id(obs.cap.inputs[k][1]) for k in obs.cap.written}
+    written = tuple(k for k, (_, t) in enumerate(inputs) if id(t) in written_tensors)
     if any(self_overlapping(inputs[k][1]) for k in written) and obs.cap.unsupported is None:
         # (eager writes such a view element by element; a graph's write back of its result cannot)
         obs.cap.unsupported = Unsupported("an input tensor whose elements share memory (an expanded view) is "

@@ -66,6 +66,12 @@ def _draws_only(node):
     return not in_place and any(word in name for word in _RANDOM_WORDS)
 
 
+def draws(graph) -> bool:
+    """Does some op of this graph draw from torch's random generators?"""
+    return any(n.op in ("call_function", "call_method") and any(word in _name(n) for word in _RANDOM_WORDS)
+               for n in graph.nodes)
+
+
 #: ops whose result may share memory with their first argument
 _VIEWS = {"view", "view_as", "reshape", "reshape_as", "transpose", "permute", "t", "select", "narrow",
           "expand", "expand_as", "squeeze", "unsqueeze", "flatten", "unflatten", "as_strided", "diagonal",
@@ -88,6 +94,23 @@ def _writes_fresh(node):
         return False
     base = _base(node.args[0])
     return isinstance(base, fx.Node) and base.op != "placeholder"
+
+
+def written_placeholders(graph) -> set:
+    """The graph inputs some op writes into (through views too), by what the ops are: torch's
+    ``batch_norm`` updates its running statistics without counting a new version of them."""
+    written = set()
+    for n in graph.nodes:
+        if n.op not in ("call_function", "call_method") or not _impure(n):
+            continue
+        if writes(n) and n.args:
+            targets = n.args[:1]
+        elif "norm" in _name(n):
+            targets = n.args[1:5]  # (the running statistics, wherever the overload puts them)
+        else:
+            targets = [n.kwargs.get("out")]
+        written.update(b for b in map(_base, targets) if isinstance(b, fx.Node) and b.op == "placeholder")
+    return written
 
 
 def checkable(graph):

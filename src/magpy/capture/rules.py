@@ -221,6 +221,27 @@ SHALLOW_READS = IdentitySet([len, isinstance, issubclass, type, id, hash, callab
 #: backend's graph makes new output tensors, so the mock calls them again on the tensors the graph returned
 TENSOR_AUTOGRAD_MARKS = {"retain_grad"}
 
+#: tensor ops whose success depends on the values in their tensor operands (an index past the end, a class
+#: target past the classes, an integer divisor 0, a matrix that is not positive definite): a graph holding
+#: one may raise partway, after it wrote inputs or drew random numbers; its entry then undoes those and
+#: runs the call eagerly, so that eager's effects and exception come out. On a GPU eager asserts on the
+#: device for the index kinds (nothing to undo: the process cannot go on); only ``RAISES_ANYWHERE`` raise.
+RAISES_ON_DATA_WORDS = ("index", "gather", "scatter", "take", "embedding", "one_hot", "nll_loss",
+                        "cross_entropy", "margin_loss", "ctc_loss", "bincount", "multinomial", "unpool",
+                        "repeat_interleave", "masked_scatter", "assert", "bernoulli", "poisson", "binomial")
+RAISES_ON_DATA = {"put", "put_", "normal", "normal_", "binary_cross_entropy"}
+#: ... only with an integer tensor among the indices
+RAISES_WITH_INDICES = {"getitem", "__getitem__", "setitem", "__setitem__"}
+#: ... only where the result is an integer tensor (float division by 0 is inf, as eager's)
+RAISES_ON_INTEGERS = {"div", "div_", "divide", "divide_", "floor_divide", "floor_divide_", "remainder",
+                      "remainder_", "fmod", "fmod_", "floordiv", "mod", "ifloordiv", "imod", "__floordiv__",
+                      "__rfloordiv__", "__mod__", "__rmod__", "__ifloordiv__", "__imod__", "pow", "pow_",
+                      "__pow__", "__rpow__", "ipow", "__ipow__"}
+#: ... on every device: linear algebra (its errors are checked on the host), the program's own autograd
+#: Functions (any code), and everything of ``torch.linalg``
+RAISES_ANYWHERE_WORDS = ("cholesky", "inverse", "solve", "lstsq", "apply")
+RAISES_ANYWHERE_MODULES = ("torch.linalg", "torch._C._linalg")
+
 #: a tensor's text (its values printed): a Python value of unknown origin, usable only where nothing depends
 #: on it (the message of a check the guards decide)
 TENSOR_TEXT = {"__format__", "__str__", "__repr__"}

@@ -35,6 +35,8 @@ class Capture:
                                   # given symbolic inputs serves a graph whose only host values are sizes)
         self.float_inputs = False  # floats from outside are graph inputs (symbolic floats to a backend
                                    # that takes them, ``backends.symbolic.FLOAT_BACKENDS``)
+        self.may_raise = False    # some graph op may raise on other data (``graph_builder.may_raise``)
+        self.written = ()         # positions in ``inputs`` of the tensors the call wrote in place
         self.checks = []          # (output index, truth): conditions on random data, checked after the graph
         self.symbolic = []        # (Source, dims) of graph inputs with symbolic sizes (``dynamic_dims``)
         self.autograd_nodes = False  # side effects act on the autograd nodes of graph tensors: the graph

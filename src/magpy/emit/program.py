@@ -6,6 +6,7 @@
         except Exception:
             return MISS
         out = graph(<input tensors, read by their paths>)
+        if out is a Raised:            return out      (undone: the caller runs the call eagerly)
         <side effects, in program order>
         return <the result rebuilt from graph outputs, paths and constants>
 """
@@ -14,20 +15,20 @@ import collections
 import itertools
 import operator
 import os
-import random
 import types
 import warnings
 
-import numpy as np
 import torch
 
 from ..capture.guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard, dense_with_sizes, order
+from ..capture import predicates
 from ..capture.names import callable_name
 from ..capture.sources import ArgSource, GlobalSource, ConstSource, AttrSource, ItemSource, CellSource, DrawSource, \
     Expr, Const, Source
 from ..interp.identity import IdentityDict
 from .asm import Assembler
 from .guard_calls import GUARD_CALLS, same_float
+from .undo import Raised, rng_state, set_rng_state, state_functions, undoable
 
 
 class _Miss:
@@ -410,7 +411,7 @@ def _emit_guards(em, cap, guards):
     if cap.draws:
         # the random numbers the first call drew, drawn again (in order) so that guards can check them;
         # a miss puts the generator back for the next entry (or the recompile) to draw the same ones
-        a.call_begin(_state_functions(cap)[0])
+        a.call_begin(state_functions(cap)[0])
         a.call_end(0)
         a.store_fast("random_state")
         for k, (fn, args) in enumerate(cap.draws):
@@ -463,23 +464,32 @@ def _emit_mock(em, cap, graph_fn):
         em.expr(leaf)
         a.pop()
     seen = {}
-    # side effects the program made before its first tensor op happen before the graph runs (so that
-    # an error raised by the graph leaves them done, as eager does); the others after it
-    # (a write whose value the graph computes waits for it: a container filled later in the call)
-    # (only a prefix of them: the effects keep their order)
-    before = list(itertools.takewhile(lambda e: not _uses_outputs(e), cap.side_effects[:cap.pre_graph]))
+    # A graph that raises partway (an index past the end, on this call's data) is undone — the inputs it
+    # wrote put back from copies taken first, torch's generators set back — and the call runs eagerly:
+    # eager's own effects and exception, at the user's line. So every effect waits for the graph. Copies
+    # are taken only for graphs with an op that may raise (``graph_builder.may_raise``): one that writes
+    # inputs and has none is run bare, with the effects made before its first tensor op done first (an
+    # error then leaves those done, as eager does).
+    can_undo = cap.may_raise or not cap.written
+    if can_undo:
+        before = []
+    else:  # (only a prefix of them: the effects keep their order)
+        before = list(itertools.takewhile(lambda e: not _uses_outputs(e), cap.side_effects[:cap.pre_graph]))
     after = cap.side_effects[len(before):]
     _side_effects(em, before, seen)
-    if cap.checks:
-        a.call_begin(_rng_state)
+    save_rng = cap.checks or cap.may_raise and predicates.draws(cap.graph)
+    if save_rng:
+        a.call_begin(rng_state)
         a.call_end(0)
         a.store_fast("rng_state")
     if cap.outputs or cap.op_count:
-        a.call_begin(_run_or_none(graph_fn) if cap.checks else graph_fn)
+        a.call_begin(undoable(graph_fn, cap.written if cap.may_raise else ()) if can_undo else graph_fn)
         for source, _ in cap.inputs:
             em.expr(source)
         a.call_end(len(cap.inputs))
         a.store_fast("out")
+        if can_undo:
+            _on_raise(a, cap, save_rng)
     if cap.checks:
         _check_outputs(a, cap)
     _side_effects(em, after, seen)
@@ -515,38 +525,34 @@ def _tensor_checker(guards):
     return checker.check
 
 
-def _rng_state():
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
-    return torch.get_rng_state(), cuda
-
-
-def _set_rng_state(state):
-    cpu, cuda = state
-    torch.set_rng_state(cpu)
-    if cuda is not None:
-        torch.cuda.set_rng_state_all(cuda)
-
-
-def _run_or_none(graph_fn):
-    """``graph_fn``, or None when it raises: a graph with checks ran on random numbers that may differ
-    from the first call's (a list as long as a random count, indexed as the first call's was); its
-    checks fail then, and the call runs as it really does (raising, if it raises)."""
-    def run(*inputs):
-        try:
-            return graph_fn(*inputs)
-        except Exception:  # noqa: BLE001 - undone by the failed check: generators back, miss
-            return None
-    return run
+def _on_raise(a, cap, save_rng):
+    """``if type(out) is Raised: <generators back>; return out`` (``MISS`` for a graph over random
+    conditions)."""
+    ran = a.label()
+    a.call_begin(type)
+    a.load_fast("out")
+    a.call_end(1)
+    a.const(Raised)
+    a.is_()
+    a.jump_if_false(ran)
+    if save_rng:
+        a.call_begin(set_rng_state)
+        a.load_fast("rng_state")
+        a.call_end(1)
+        a.pop()
+    _restore_random(a, cap)
+    if cap.checks:  # (on other random numbers a graph may fail where the first call's did not: its
+        a.const(MISS)  # checks would; the call is captured again, on its own numbers)
+    else:
+        a.load_fast("out")
+    a.ret()
+    a.place(ran)
 
 
 def _check_outputs(a, cap):
     """Conditions on random data the graph computed: another outcome undoes the run (the graph only drew
     random numbers: its generators go back) and misses, so the call takes the path it really takes."""
     passed, failed = a.label(), a.label()
-    a.load_fast("out")
-    a.const(None)
-    a.is_()
-    a.jump_if(True, failed)
     for index, truth in cap.checks:
         a.load_fast("out")
         a.const(index)
@@ -556,7 +562,7 @@ def _check_outputs(a, cap):
         a.jump_if_false(failed)
     a.emit("JUMP_FORWARD", passed)
     a.place(failed)
-    a.call_begin(_set_rng_state)
+    a.call_begin(set_rng_state)
     a.load_fast("rng_state")
     a.call_end(1)
     a.pop()
@@ -566,27 +572,9 @@ def _check_outputs(a, cap):
     a.place(passed)
 
 
-def _random_states():
-    """Python's and numpy's global generators (the ones a call's draws come from)."""
-    return random.getstate(), np.random.get_state()
-
-
-def _set_random_states(states):
-    random.setstate(states[0])
-    np.random.set_state(states[1])
-
-
-def _state_functions(cap):
-    """(get, set) of the generators the call's draws come from: numpy's state is saved on every call
-    only when the call draws from it."""
-    numpy = any(getattr(getattr(fn, "func", fn), "__self__", None) is np.random.mtrand._rand
-                for fn, _ in cap.draws)
-    return (_random_states, _set_random_states) if numpy else (random.getstate, random.setstate)
-
-
 def _restore_random(a, cap):
     if cap.draws:
-        a.call_begin(_state_functions(cap)[1])
+        a.call_begin(state_functions(cap)[1])
         a.load_fast("random_state")
         a.call_end(1)
         a.pop()
