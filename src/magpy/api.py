@@ -130,6 +130,10 @@ class CompiledFunction:
         full_args = (*self.leading, *args)
         try:
             bound = bind(self.func, decode(self.func.__code__), full_args, kwargs)
+        except TypeError:  # (arguments that do not fit: the call itself raises eager's error)
+            stats.count("calls")
+            return self.fn(*args, **kwargs)
+        try:
             result = self.cache.lookup(bound)
         except BaseException:
             stats.count("calls")
@@ -164,7 +168,10 @@ class CompiledFunction:
                     self._note_changed_number(bound)
                     self._note_changed_sizes(bound)
                     self._note_flipped_branch(bound)
-                    return self._compile_and_run(full_args, args, kwargs)
+                    try:
+                        return self._compile_and_run(full_args, args, kwargs)
+                    except BaseException as exc:
+                        raise exc.with_traceback(_past_our_frames(exc.__traceback__))  # (from the user's frames)
                 if result is EAGER:
                     return self.fn(*args, **kwargs)
                 self._give_up(f"recompile limit ({self.cache.limit}) reached", None,
@@ -399,6 +406,15 @@ class CompiledFunction:
                           stacklevel=stacklevel)
         self.eager = True
 
+
+def _past_our_frames(tb):
+    """``tb`` without its first entries in this package's files (they show how we ran the user's code)."""
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+        tb = tb.tb_next
+    return tb
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 _FLIPPED = "a branch on tensor data that goes different ways on different calls (graph break)"
 

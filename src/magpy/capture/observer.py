@@ -24,6 +24,7 @@ from . import predicates, rules
 from ..errors import Unsupported
 from ..interp import Observer, VM
 from ..interp.lookaside import CALL_INSTEAD
+from ..interp.tracebacks import in_users_terms
 from .entry_state import aliasing_guard, global_state_guard, self_overlapping
 from .graph_builder import _version
 from .guards import IdGuard, NoneGuard, TruthGuard, TypeGuard, ValueGuard
@@ -343,6 +344,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     except StopCapture:
         result = STOPPED
     except BaseException as exc:  # noqa: BLE001 - the user's exception, re-raised by the caller
+        in_users_terms(exc)  # (its traceback: the user's frames it left, not the VM's)
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap

@@ -45,6 +45,7 @@ class Frame:
     locals_snapshot = None
     _builtins = None
     fault = -1   # index of the instruction that raised inside a compiled block (see blocks.py)
+    raised_at = None  # (exception, index of the instruction that raised it here) while it is handled
 
     def __init__(self, vm, decoded, func, globals_, locals_, names=None):
         self.vm = vm

@@ -12,6 +12,7 @@ from . import recursion
 from .decode import decode, _cache as _decoded
 from .binding import bind_provenance
 from .errors import InterpreterError
+from .tracebacks import passed
 from .frame import Frame, NULL, ExcState, Suspend, YIELD  # noqa: F401
 
 from .lookaside import PY_LOOKASIDE as _PY_LOOKASIDE  # noqa: E402
@@ -269,8 +270,15 @@ class VM:
                 prov = None
                 if self.observer is not None:
                     prov = self.observer.raised(frame, exc, decoded.names[i], target is not None)
+                # (its traceback gets this frame, where it was raised here: a re-raise from a handler
+                # keeps the place, as CPython's does)
+                raised_at = frame.raised_at
+                if raised_at is None or raised_at[0] is not exc or decoded.names[i] != "RERAISE":
+                    frame.raised_at = (exc, i)
+                    passed(exc, frame, i)
                 if target is None:
                     frame.index = i
+                    frame.raised_at = None
                     raise
                 i = self._unwind(frame, exc, i, target, prov)
 

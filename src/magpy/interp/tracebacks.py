@@ -1,0 +1,152 @@
+"""Tracebacks in the user's terms: an exception that leaves interpreted frames shows those frames.
+
+Interpreted code has no CPython frames of its own: an exception raised in it carries a traceback of the
+VM's machinery (``execute``, handlers, blocks) and none of the user's lines. The VM notes each
+interpreted frame an exception passes (``passed``: where it was raised, or the call it came up through);
+at the boundary where the exception reaches the
+user, ``user_traceback`` rebuilds its traceback: one entry per noted frame, outermost first, at the
+line it was running — a real frame object, made by raising the exception in a code object placed at
+that file and line and named after the function, whose locals are the interpreted frame's (so
+``pdb.pm()`` shows the user's variables) — followed by the native frames the exception came from
+below the VM (library Python code it called natively), without the VM's own.
+"""
+import functools
+import types
+
+from .decode import _PACKAGE_DIR
+
+#: the exception's attribute holding (frame, instruction index) of each interpreted frame it passed, innermost first
+_PASSED = "_magpy_frames_passed"
+#: the local the made frame raises
+_RAISED = "__magpy_raised__"
+
+
+class _Passed(list):
+    """The frames an exception passed: kept as its traceback keeps frames (no longer), never pickled with it
+    (an exception sent to another process arrives as eager's would)."""
+
+    def __reduce__(self):
+        return _Passed, ()
+
+
+def passed(exc, frame, index):
+    """``exc`` was raised in interpreted ``frame`` at its instruction ``index`` (or came up to it there)."""
+    try:
+        noted = exc.__dict__.get(_PASSED)
+        if noted is None:
+            noted = exc.__dict__[_PASSED] = _Passed()
+        noted.append((frame, index))
+    except AttributeError:  # (an exception without a __dict__: its traceback stays the VM's)
+        pass
+
+
+def user_traceback(exc):
+    """The traceback ``exc`` would have had had the interpreted frames it passed run natively (its own,
+    when it passed none). The note is consumed: a later call raising the same object starts afresh."""
+    noted = exc.__dict__.pop(_PASSED, None) if hasattr(exc, "__dict__") else None
+    if not noted:
+        return exc.__traceback__
+    tb = _below_the_vm(exc.__traceback__)
+    for frame, index in noted:  # (innermost first: each one wraps the ones below it)
+        made = _made_frame(frame, index)
+        if made is not None:
+            tb = types.TracebackType(tb, made[0], made[1], made[0].f_lineno)
+    return tb
+
+
+def in_users_terms(exc):
+    """``exc`` and the exceptions chained to it, with tracebacks in the user's terms; returns ``exc``."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc.__traceback__ = user_traceback(exc)
+        exc = exc.__cause__ or exc.__context__
+    return exc
+
+
+def _below_the_vm(tb):
+    """The native frames after the last one of this package (where a native call raised), or None."""
+    rest = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR.rsplit("/", 2)[0] + "/"):
+            rest = None
+        elif rest is None:
+            rest = tb
+        tb = tb.tb_next
+    return rest
+
+
+def _made_frame(frame, index):
+    """(a real frame standing where interpreted ``frame``'s instruction ``index`` stands — its file, line
+    and columns, its function's name, its variables — and that frame's instruction offset), or None."""
+    code = frame.decoded.code
+    try:
+        position = _positions(code)[frame.decoded.offsets[index] // 2]
+    except (IndexError, AttributeError):
+        return None
+    if position[0] is None:
+        position = (frame.decoded.linenos[index], None, None, None)
+    raiser = _raiser(code.co_filename, code.co_name, getattr(code, "co_qualname", code.co_name), position)
+    namespace = dict(_locals(frame))
+    namespace[_RAISED] = _Marker()
+    try:
+        exec(raiser, frame.globals if isinstance(frame.globals, dict) else {}, namespace)
+        return None  # (cannot happen: the code raises)
+    except _Marker as marker:
+        tb = marker.__traceback__.tb_next
+    del namespace[_RAISED]
+    return tb.tb_frame, tb.tb_lasti
+
+
+class _Marker(Exception):
+    pass
+
+
+def _locals(frame):
+    try:
+        return frame.local_dict()
+    except Exception:  # noqa: BLE001 - a frame mid-way through binding: no variables to show
+        return {}
+
+
+@functools.lru_cache(maxsize=256)
+def _positions(code):
+    return list(code.co_positions())
+
+
+_RAISE = compile(f"raise {_RAISED}", "<raise>", "exec")
+
+
+@functools.lru_cache(maxsize=512)
+def _raiser(filename, name, qualname, position):
+    """Code raising ``__magpy_raised__`` whose every instruction stands at ``position`` (line, end line,
+    column, end column) of ``filename``, named ``name``: a traceback through it prints that line and
+    underlines what eager's would."""
+    line, end_line, column, end_column = position
+    units = len(_RAISE.co_code) // 2
+    table = bytearray()
+    for start in range(0, units, 8):  # (an entry covers at most 8 code units)
+        length = min(8, units - start)
+        if column is None or end_line is None or end_column is None:
+            table.append(0x80 | (13 << 3) | (length - 1))   # (a line, no columns)
+            table += _svarint(0)
+        else:
+            table.append(0x80 | (14 << 3) | (length - 1))   # (line, end line, columns)
+            table += _svarint(0) + _varint(end_line - line) + _varint(column + 1) + _varint(end_column + 1)
+    replaced = {"co_name": name, "co_filename": filename, "co_firstlineno": line, "co_linetable": bytes(table)}
+    if hasattr(_RAISE, "co_qualname"):
+        replaced["co_qualname"] = qualname
+    return _RAISE.replace(**replaced)
+
+
+def _varint(n):
+    out = bytearray()
+    while n >= 64:
+        out.append(0x40 | (n & 63))
+        n >>= 6
+    out.append(n)
+    return bytes(out)
+
+
+def _svarint(n):
+    return _varint((-n << 1) | 1 if n < 0 else n << 1)
