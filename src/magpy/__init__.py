@@ -13,6 +13,7 @@ _LAZY = {
     "mark_dynamic": ("magpy.markers", "mark_dynamic"),
     "mark_static": ("magpy.markers", "mark_static"),
     "register_backend": ("magpy.backends", "register_backend"),
+    "minify": ("magpy.minifier", "minify"),
     "Stats": ("magpy.api", "Stats"),
     "Explanation": ("magpy.api", "Explanation"),
     "Trace": ("magpy.capture.tracing", "Trace"),

@@ -6,8 +6,9 @@ Commands:
     transformers  run every transformers base model (tiny configs) through magpy and TorchDynamo and score both
     explain  capture one call of FILE.py:FUNC and print its graphs, breaks and guards
     trace    run one call of FILE.py:FUNC in the VM and print what happened, event by event
+    minify   shrink a call of FILE.py:FUNC that a backend gets wrong to the fewest graph ops, and write repro.py
 
-``explain`` and ``trace`` take a script that defines FUNC and ``example_inputs()`` (see magpy.script).
+``explain``, ``trace`` and ``minify`` take a script that defines FUNC and ``example_inputs()`` (see magpy.script).
 """
 from __future__ import annotations
 
@@ -217,6 +218,41 @@ def _trace_parser(commands) -> None:
     trace.set_defaults(handler=_trace)
 
 
+def _minify_parser(commands) -> None:
+    minify = commands.add_parser(
+        "minify", help="shrink a call of FILE.py:FUNC that a backend gets wrong, and write a repro script",
+        description="Run FUNC on its example inputs eagerly and compiled by the backend, and when they "
+                    "differ (--check accuracy) or the compiled call raises where eager does not (--check "
+                    "error), shrink the faulty graph by delta debugging to the fewest ops that still show "
+                    "it; print it and write a standalone repro script (exit status 1 while the fault "
+                    "shows, 0 once fixed). Exit status: 0 with a repro written, 1 when there is nothing "
+                    "to minify or the fault is outside the graph. " + _SCRIPT_HELP +
+                    " A backend FILE.py registers when imported (magpy.register_backend) can be named.")
+    _script_arguments(minify)
+    minify.add_argument("--backend", default="magpy", help="backend name (default: magpy)")
+    minify.add_argument("--check", choices=("accuracy", "error"), default="accuracy",
+                        help="accuracy: values differ from eager (default); error: the compiled call, or the "
+                             "backend compiling it, raises")
+    minify.add_argument("--out", default="repro.py", metavar="FILE",
+                        help="where to write the repro script (default: repro.py in the current folder)")
+    minify.set_defaults(handler=_minify)
+
+
+def _minify(args: argparse.Namespace) -> int:
+    import magpy
+    target = _load_script("minify", args)
+    if target is None:
+        return 2
+    try:
+        found = magpy.minify(target.fn, *target.args, backend=args.backend, check=args.check, out=args.out,
+                             **target.kwargs)
+    except (ValueError, KeyError) as error:  # (nothing to minify; an unknown backend)
+        print(f"magpy minify: {error.args[0] if error.args else error}", file=sys.stderr)
+        return 1
+    print(found)
+    return 0 if found.path is not None else 1
+
+
 def _load_script(command: str, args: argparse.Namespace):
     from .script import ScriptError, load
     try:
@@ -282,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     _transformers_parser(commands)
     _explain_parser(commands)
     _trace_parser(commands)
+    _minify_parser(commands)
     return parser
 
 

@@ -23,7 +23,7 @@ import types
 
 import torch
 
-__all__ = ["check_equivalent", "NotEquivalent"]
+__all__ = ["check_equivalent", "difference", "NotEquivalent"]
 
 #: what call k (from the second on) does to the examples, in turn
 VARIATIONS = ("new values", "new batch size", "float32 <-> float64")
@@ -35,7 +35,8 @@ class NotEquivalent(AssertionError):
 
     def __init__(self, call, calls, inputs, path, what, eager, compiled):
         self.call, self.path, self.eager, self.compiled = call, path, eager, compiled
-        super().__init__(f"call {call} of {calls} ({inputs}): {path}: {what}")
+        self.detail = f"{path}: {what}"   # (the difference alone, without the call)
+        super().__init__(f"call {call} of {calls} ({inputs}): {self.detail}")
 
 
 def check_equivalent(fn_or_module, *example_inputs, calls=3, mutate=None, backend="magpy", seed=0,
@@ -86,6 +87,20 @@ def check_equivalent(fn_or_module, *example_inputs, calls=3, mutate=None, backen
     finally:
         generators.restore()
     return compiled
+
+
+def difference(eager, compiled, path="result", rtol=None, atol=None):
+    """The first difference between two values as ``check_equivalent`` compares them (tensors by
+    metadata and by values within the per-dtype tolerances of ``torch.testing.assert_close``, or
+    ``rtol``/``atol``; containers and objects deeply; aliasing), as one message that starts with its
+    path (``result[1]: values differ …``); None when they agree."""
+    comparison = _Comparison(rtol, atol)
+    comparison.start(1, 1, "")
+    try:
+        comparison.same(eager, compiled, path)
+    except NotEquivalent as found:
+        return found.detail
+    return None
 
 
 # ---- what is compiled, and its copies --------------------------------------------------------------
