@@ -17,6 +17,7 @@ _LAZY = {
     "Explanation": ("magpy.api", "Explanation"),
     "Trace": ("magpy.capture.tracing", "Trace"),
     "GraphBreakError": ("magpy.errors", "GraphBreakError"),
+    "SettingError": ("magpy.errors", "SettingError"),
     "testing": ("magpy.testing", None),   # a submodule: the module itself
 }
 

@@ -86,11 +86,13 @@ def _changed_dims(g, value) -> frozenset:
 class CompiledFunction:
     """``fn`` compiled on its first call; later calls reuse the entry whose guards pass."""
 
-    def __init__(self, fn, backend="magpy", fullgraph=False, dynamic=None, options=None, stats=None, family=None):
+    def __init__(self, fn, backend="magpy", fullgraph=False, dynamic=None, mode=None, options=None, stats=None,
+                 family=None):
         self.fn = fn
         self.func, self.leading = _target(fn)
         self.backend = backend
         self.fullgraph = fullgraph
+        self.mode = mode
         self.options = options or {}
         self.dynamic = dynamic
         # paths of Python numbers a later capture takes as graph inputs (a miss showed they change)
@@ -116,6 +118,12 @@ class CompiledFunction:
         if obj is None:
             return self
         return types.MethodType(self, obj)
+
+    def settings(self) -> dict:
+        """What it was compiled with, as ``magpy.compile`` takes it (backend, fullgraph, dynamic, mode,
+        options)."""
+        return dict(backend=self.backend, fullgraph=self.fullgraph, dynamic=self.dynamic, mode=self.mode,
+                    options=dict(self.options) or None)
 
     def __vm_call_instead__(self):
         """Inside a function MagPy is capturing, this runs as the code it compiles (one graph)."""
@@ -282,7 +290,8 @@ class CompiledFunction:
         if stopped.index not in self.breaks:  # (found by this capture: later captures stop there too)
             self._add_break(stopped.index, stopped.found)
         u = self.breaks[stopped.index]
-        options = dict(backend=self.backend, dynamic=self.dynamic, options=self.options, stats=self.stats)
+        options = dict(backend=self.backend, dynamic=self.dynamic, mode=self.mode, options=self.options,
+                       stats=self.stats)
         return Continuation(self.func, stopped.split, u.reason, u.where(),
                             lambda fn: CompiledFunction(fn, family=self.family, **options),
                             lambda obj: compiled_callee(obj, options), self.family.resumes)
@@ -297,7 +306,7 @@ class CompiledFunction:
             grad_on = _grad_mode_prologue(cap)
             gm = fx.GraphModule(torch.nn.Module(), cap.graph)
             example = [t for _, t in cap.inputs]
-            backend = _backends.lookup_backend(self.backend, self.options)
+            backend = _backends.lookup_backend(self.backend, self.options, self.mode)
             try:
                 # a graph over Python numbers (random draws, ``t.item()``) runs as captured: compiling
                 # backends would bake those numbers in as constants
@@ -426,18 +435,25 @@ def _compiled_module(module, **options):
     return wrapper
 
 
-def compile(fn=None, *, backend="magpy", fullgraph=False, dynamic=None, options=None):
+def compile(fn=None, *, backend="magpy", fullgraph=False, dynamic=None, mode=None, options=None):
     """Compile a function, method or ``nn.Module``.
 
     Returns a callable with the same results, exceptions and side effects; for a module, an
     ``nn.Module`` sharing the original's parameters, buffers and state. ``.stats`` (or, for a module,
     ``._magpy_compiled.stats``) counts calls, cache hits, compiles, graphs, graph breaks, fallbacks.
-    Raises ``GraphBreakError`` on the first call when ``fullgraph=True`` and the program cannot be
-    captured as one graph.
+    ``mode`` ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs") stands for a
+    set of ``options`` (``backends/settings.py``); options given explicitly win over the mode's.
+
+    Raises ``magpy.SettingError`` (a ValueError and a TypeError) at once, naming the valid values, for
+    an unknown backend name, mode or option, an option value the backend does not take, or a
+    ``fullgraph``/``dynamic`` that is not a bool (or None). Raises ``GraphBreakError`` on the first call
+    when ``fullgraph=True`` and the program cannot be captured as one graph.
     """
+    _backends.check_settings(backend, mode, options, fullgraph, dynamic)
     if fn is None:
-        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic, options=options)
-    kw = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, options=options)
+        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
+                                 options=options)
+    kw = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
     if isinstance(fn, torch.nn.Module):
         return _compiled_module(fn, **kw)
     return CompiledFunction(fn, **kw)
