@@ -10,8 +10,8 @@ Built-ins:
 "magpy" and "inductor" trace with AOTAutograd, which is not thread-safe: they compile holding
 ``magpy.compile_lock.LOCK`` (whoever calls them: our own compiles, or ``torch.compile``).
 
-Importing this module also registers "magpy" with ``torch.compile`` (``torch._dynamo``'s
-registry), so ``torch.compile(model, backend="magpy")`` works.
+"magpy" is also a ``torch.compile`` backend (``torch.compile(model, backend="magpy")``), registered with
+Dynamo once Dynamo is loaded, without importing it (``magpy/dynamo_registration.py``).
 """
 from __future__ import annotations
 
@@ -164,20 +164,23 @@ def _replay_candidate(fn, example_inputs, options: dict, report=None):
 
 
 def _compile_for_device(gm, example_inputs, options: dict):
-    from torch._dynamo.backends.common import aot_autograd
-
     from ..codegen import record_fallback
-    from .attention import fuse_attention
-    from .symbolic import floats_kept
-    from ..codegen.decompositions import decomposition_table
     from ..codegen.devices import NotServed, select
+    from .attention import fuse_attention
 
     fuse_attention(gm, example_inputs)
     try:
+        # (before Dynamo is imported, which imports triton: Triton on CPU tensors needs its
+        # interpreter chosen before that)
         mode = select(example_inputs, options.get("codegen"))
     except NotServed as why:
         record_fallback(gm, str(why))
         return _replayed(gm.forward, example_inputs, options)
+    from torch._dynamo.backends.common import aot_autograd
+
+    from ..codegen.decompositions import decomposition_table
+    from .symbolic import floats_kept
+
     forward = []
     autotune = options.get("autotune", False)
     backend = aot_autograd(
@@ -201,21 +204,3 @@ def _compile_for_device(gm, example_inputs, options: dict):
     report = forward[0] if forward else None
     return faster_of(_replayed(compiled, example_inputs, options, report), gm.forward, example_inputs,
                      report, _replay_candidate(compiled, example_inputs, options, report))
-
-
-def _register_with_dynamo() -> None:
-    try:
-        from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend as dynamo_register
-    except ImportError:  # very old torch: nothing to register with
-        return
-    try:  # an installed MagPy declares the backend as an entry point: Dynamo registers it itself
-        from importlib.metadata import entry_points
-        if any(ep.name == "magpy" for ep in entry_points(group="torch_dynamo_backends")):
-            return
-    except Exception:  # noqa: BLE001 - no metadata: register directly
-        pass
-    if "magpy" not in _COMPILER_FNS:
-        dynamo_register(name="magpy")(magpy_backend)
-
-
-_register_with_dynamo()
