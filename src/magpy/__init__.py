@@ -1,6 +1,7 @@
 """MagPy: a JIT compiler for PyTorch, written in Python.
 
-``import magpy.interp`` stays torch-free: the torch-facing API below is loaded on first use.
+``import magpy.interp`` stays torch-free: the torch-facing API below is loaded on first use. Importing
+MagPy imports neither torch nor Dynamo; "magpy" becomes a ``torch.compile`` backend once Dynamo loads.
 """
 __version__ = "0.1.0"
 
@@ -18,6 +19,7 @@ _LAZY = {
     "Explanation": ("magpy.api", "Explanation"),
     "Trace": ("magpy.capture.tracing", "Trace"),
     "GraphBreakError": ("magpy.errors", "GraphBreakError"),
+    "SettingError": ("magpy.errors", "SettingError"),
     "testing": ("magpy.testing", None),   # a submodule: the module itself
 }
 
@@ -31,3 +33,8 @@ def __getattr__(name):
     value = module if target[1] is None else getattr(module, target[1])
     globals()[name] = value
     return value
+
+
+from .dynamo_registration import register_when_loaded as _register_when_loaded  # noqa: E402
+
+_register_when_loaded()

@@ -1,6 +1,8 @@
 """The public API: ``compile``, ``explain``, ``trace``, ``reset``, ``graph_break``; CompiledFunction."""
 import functools
 import os
+import pickle
+import sys
 import types
 import warnings
 import weakref
@@ -86,11 +88,13 @@ def _changed_dims(g, value) -> frozenset:
 class CompiledFunction:
     """``fn`` compiled on its first call; later calls reuse the entry whose guards pass."""
 
-    def __init__(self, fn, backend="magpy", fullgraph=False, dynamic=None, options=None, stats=None, family=None):
+    def __init__(self, fn, backend="magpy", fullgraph=False, dynamic=None, mode=None, options=None, stats=None,
+                 family=None):
         self.fn = fn
         self.func, self.leading = _target(fn)
         self.backend = backend
         self.fullgraph = fullgraph
+        self.mode = mode
         self.options = options or {}
         self.dynamic = dynamic
         # paths of Python numbers a later capture takes as graph inputs (a miss showed they change)
@@ -117,6 +121,27 @@ class CompiledFunction:
         if obj is None:
             return self
         return types.MethodType(self, obj)
+
+    def settings(self) -> dict:
+        """What it was compiled with, as ``magpy.compile`` takes it (backend, fullgraph, dynamic, mode,
+        options)."""
+        return dict(backend=self.backend, fullgraph=self.fullgraph, dynamic=self.dynamic, mode=self.mode,
+                    options=dict(self.options) or None)
+
+    def __reduce__(self):
+        """Pickled by reference where it is what the name it was defined under holds (``@magpy.compile``
+        on a module-level function or on a method); else as ``magpy.compile`` of what it compiles, with
+        the same settings (``restore``). Compiled entries are never pickled: the loaded one compiles on
+        its first call. Raises ``pickle.PicklingError`` when what it compiles is a function no name
+        reaches (a lambda, a nested function)."""
+        if _named_global(self) is self:
+            return self.__qualname__
+        if isinstance(self.fn, types.FunctionType) and _named_global(self.fn) is not self.fn:
+            raise pickle.PicklingError(
+                f"magpy: cannot pickle the compiled {self.func.__qualname__}: a compiled function is pickled "
+                f"as a reference to the function it compiles, and {self.func.__qualname__} is not a "
+                f"module-level name of {self.func.__module__} (a lambda or a nested function)")
+        return restore, (self.fn, self.settings())
 
     def __vm_call_instead__(self):
         """Inside a function MagPy is capturing, this runs as the code it compiles (one graph)."""
@@ -312,7 +337,8 @@ class CompiledFunction:
         if stopped.index not in self.breaks:  # (found by this capture: later captures stop there too)
             self._add_break(stopped.index, stopped.found)
         u = self.breaks[stopped.index]
-        options = dict(backend=self.backend, dynamic=self.dynamic, options=self.options, stats=self.stats)
+        options = dict(backend=self.backend, dynamic=self.dynamic, mode=self.mode, options=self.options,
+                       stats=self.stats)
         return Continuation(self.func, stopped.split, u.reason, u.where(),
                             lambda fn: CompiledFunction(fn, family=self.family, **options),
                             lambda obj: compiled_callee(obj, options), self.family.resumes)
@@ -327,7 +353,7 @@ class CompiledFunction:
             grad_on = _grad_mode_prologue(cap)
             gm = fx.GraphModule(torch.nn.Module(), cap.graph)
             example = [t for _, t in cap.inputs]
-            backend = _backends.lookup_backend(self.backend, self.options)
+            backend = _backends.lookup_backend(self.backend, self.options, self.mode)
             try:
                 # a graph over Python numbers (random draws, ``t.item()``) runs as captured: compiling
                 # backends would bake those numbers in as constants
@@ -432,7 +458,9 @@ def _compiled_module(module, **options):
     """An nn.Module sharing ``module``'s state (its very ``__dict__``) whose calls are compiled.
 
     A copy of the wrapper (``copy.deepcopy`` for an EMA or teacher model) gets its own compiled call,
-    bound to the copy."""
+    bound to the copy. Pickled (and copied) as ``magpy.compile`` of an instance of the module's own
+    class holding the same state, with the same settings (``restore``): the class made here is no name
+    a pickle could refer to, and compiled code is never pickled (the loaded module compiles anew)."""
     cls = type(module)
 
     def compiled_call_of(wrapper):
@@ -456,30 +484,61 @@ def _compiled_module(module, **options):
         compiled = entry[1] if entry is not None else track(self, compiled_call_of(self))
         return compiled(*args, **kwargs)
 
+    def __reduce_ex__(self, protocol):
+        plain = object.__new__(cls)
+        # (a copy of the mapping, as a shallow copy of a module has: ``copy.copy`` shares the values only)
+        object.__setattr__(plain, "__dict__", dict(self.__dict__))
+        return restore, (plain, options)
+
     # ``stats`` is a plain class attribute: a user attribute of that name in the shared __dict__ wins
-    sub = type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__,
-                                      "_magpy_compiled": staticmethod(compiled_call), "stats": compiled_call.stats})
+    sub = type(cls.__name__, (cls,), {"__call__": __call__, "__reduce_ex__": __reduce_ex__,
+                                      "__module__": cls.__module__, "_magpy_compiled": staticmethod(compiled_call),
+                                      "stats": compiled_call.stats})
     wrapper = object.__new__(sub)
     object.__setattr__(wrapper, "__dict__", module.__dict__)
     track(wrapper, compiled_call)
     return wrapper
 
 
-def compile(fn=None, *, backend="magpy", fullgraph=False, dynamic=None, options=None):
+def compile(fn=None, *, backend="magpy", fullgraph=False, dynamic=None, mode=None, options=None):
     """Compile a function, method or ``nn.Module``.
 
     Returns a callable with the same results, exceptions and side effects; for a module, an
     ``nn.Module`` sharing the original's parameters, buffers and state. ``.stats`` (or, for a module,
     ``._magpy_compiled.stats``) counts calls, cache hits, compiles, graphs, graph breaks, fallbacks.
-    Raises ``GraphBreakError`` on the first call when ``fullgraph=True`` and the program cannot be
-    captured as one graph.
+    ``mode`` ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs") stands for a
+    set of ``options`` (``backends/settings.py``); options given explicitly win over the mode's.
+
+    Raises ``magpy.SettingError`` (a ValueError and a TypeError) at once, naming the valid values, for
+    an unknown backend name, mode or option, an option value the backend does not take, or a
+    ``fullgraph``/``dynamic`` that is not a bool (or None). Raises ``GraphBreakError`` on the first call
+    when ``fullgraph=True`` and the program cannot be captured as one graph.
     """
+    _backends.check_settings(backend, mode, options, fullgraph, dynamic)
     if fn is None:
-        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic, options=options)
-    kw = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, options=options)
+        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
+                                 options=options)
+    kw = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
     if isinstance(fn, torch.nn.Module):
         return _compiled_module(fn, **kw)
     return CompiledFunction(fn, **kw)
+
+
+def restore(target, settings):
+    """What loading a pickled compiled function or module calls: ``magpy.compile(target, **settings)``."""
+    return compile(target, **settings)
+
+
+def _named_global(obj):
+    """What the name ``obj`` was defined under (its module and qualified name) holds now; None when no
+    name reaches it (defined in a function, or its module gone)."""
+    qualname, module = getattr(obj, "__qualname__", None), sys.modules.get(getattr(obj, "__module__", None))
+    if module is None or not qualname or "<locals>" in qualname:
+        return None
+    found = module
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found
 
 
 def reset():

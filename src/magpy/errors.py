@@ -24,6 +24,12 @@ class GraphBreakError(MagpyError):
         self.lineno = lineno
 
 
+class SettingError(MagpyError, ValueError, TypeError):
+    """``magpy.compile`` was given a setting it cannot use: an unknown backend, mode or option, an option
+    value or a flag of the wrong kind. Raised when ``magpy.compile`` is called; the message lists the
+    valid values. (A ValueError and a TypeError, as the same mistake in a plain function would be.)"""
+
+
 class Unsupported(Exception):
     """Internal: capture met something it cannot turn into a graph + guards + replay.
 

@@ -10,16 +10,17 @@ Built-ins:
 "magpy" and "inductor" trace with AOTAutograd, which is not thread-safe: they compile holding
 ``magpy.compile_lock.LOCK`` (whoever calls them: our own compiles, or ``torch.compile``).
 
-Importing this module also registers "magpy" with ``torch.compile`` (``torch._dynamo``'s
-registry), so ``torch.compile(model, backend="magpy")`` works.
+"magpy" is also a ``torch.compile`` backend (``torch.compile(model, backend="magpy")``), registered with
+Dynamo once Dynamo is loaded, without importing it (``magpy/dynamo_registration.py``).
 """
 from __future__ import annotations
 
 import functools
-import inspect
 from typing import Callable, Optional
 
 from ..compile_lock import LOCK
+from . import settings
+from .settings import check_mode, check_options, options_for, takes
 
 _BACKENDS: dict[str, Callable] = {}
 
@@ -34,11 +35,12 @@ def register_backend(name: str, fn: Callable = None):
     return fn
 
 
-def lookup_backend(name_or_fn, options: Optional[dict] = None) -> Callable:
+def lookup_backend(name_or_fn, options: Optional[dict] = None, mode: Optional[str] = None) -> Callable:
     """The backend callable for a name (or the callable itself). Raises KeyError for unknown names.
 
-    With ``options`` (``magpy.compile(..., options=...)``), a backend that takes an ``options``
-    argument gets them bound; other backends ignore them.
+    With ``options`` or a ``mode`` other than "default" (``magpy.compile(..., mode=..., options=...)``),
+    a backend that takes an ``options`` / ``mode`` argument gets them bound, as ``torch.compile`` passes
+    them; other backends run the same whatever they are.
     """
     if callable(name_or_fn):
         fn = name_or_fn
@@ -48,20 +50,22 @@ def lookup_backend(name_or_fn, options: Optional[dict] = None) -> Callable:
         except KeyError:
             known = ", ".join(sorted(_BACKENDS))
             raise KeyError(f"unknown backend {name_or_fn!r}; known backends: {known}") from None
-    if options and _takes_options(fn):
-        return functools.partial(fn, options=dict(options))
-    return fn
-
-
-def _takes_options(fn) -> bool:
-    try:
-        return "options" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
+    bound = {}
+    if options and takes(fn, "options"):
+        bound["options"] = dict(options)
+    if mode not in (None, "default") and takes(fn, "mode"):
+        bound["mode"] = mode
+    return functools.partial(fn, **bound) if bound else fn
 
 
 def list_backends() -> list[str]:
     return sorted(_BACKENDS)
+
+
+def check_settings(backend, mode=None, options=None, fullgraph=False, dynamic=None) -> None:
+    """Refuse what ``magpy.compile`` cannot use (``settings.check_settings``, against this registry):
+    raises ``magpy.SettingError`` naming the valid values."""
+    settings.check_settings(backend, mode, options, fullgraph, dynamic, backends=_BACKENDS)
 
 
 @register_backend("eager")
@@ -70,19 +74,24 @@ def eager_backend(gm, example_inputs):
 
 
 @register_backend("inductor")
-def inductor_backend(gm, example_inputs):
+def inductor_backend(gm, example_inputs, mode=None, options=None):
+    """torch's Inductor, in ``mode`` (its own table: ``torch._inductor.list_mode_options``) with
+    ``options`` (Inductor config names, ``torch._inductor.list_options()``) winning over the mode's."""
+    from torch._inductor import list_mode_options
     from torch._inductor.compile_fx import compile_fx
 
+    check_mode(mode, "the inductor backend")
+    patches = {**list_mode_options(mode or "default"), **(options or {})}
     with LOCK:
-        return compile_fx(gm, example_inputs)
+        return compile_fx(gm, example_inputs, config_patches=patches or None)
 
 
-def _aten_compiler(gm, example_inputs, mode=None, compiled=None):
+def _aten_compiler(gm, example_inputs, mode=None, compiled=None, autotune=False):
     from torch._functorch.aot_autograd import make_boxed_func
 
     from ..codegen import compile_aten_graph
 
-    fn = compile_aten_graph(gm, example_inputs, mode=mode)
+    fn = compile_aten_graph(gm, example_inputs, mode=mode, autotune=autotune)
     if compiled is not None:
         compiled.append(fn.magpy_report)
     # AOTAutograd calls compiled graphs with one list argument ("boxed").
@@ -90,7 +99,7 @@ def _aten_compiler(gm, example_inputs, mode=None, compiled=None):
 
 
 @register_backend("magpy")
-def magpy_backend(gm, example_inputs, options=None):
+def magpy_backend(gm, example_inputs, mode=None, options=None):
     """AOTAutograd (forward and backward) + our decompositions + our codegen.
 
     ``options["codegen"]`` ("cpp" or "triton") forces a code generator; by default the inputs'
@@ -99,9 +108,20 @@ def magpy_backend(gm, example_inputs, options=None):
     GPU the first calls time the compiled graph against the captured one (and, for graphs that
     record no autograd, against the compiled graph replayed as a CUDA graph) and keep the
     fastest (``backends/choose.py``). ``options["cudagraphs"]`` True replays the graph as a CUDA
-    graph whenever it can, False never (``backends/cudagraphs.py``).
+    graph whenever it can, False never (``backends/cudagraphs.py``). ``options["autotune"]`` True
+    has Triton kernels time a wider set of block configs, every kernel whatever its size.
+    ``mode`` stands for a set of these options (``settings.MODES``); explicit ones win.
+
+    Raises ``magpy.SettingError`` for an unknown mode, option or option value.
     """
-    return _compile_for_device(gm, example_inputs, options or {})
+    from .cudagraphs import on_cuda
+
+    check_mode(mode, "the magpy backend")
+    check_options("magpy", options or {}, None, "the magpy backend")
+    chosen = options_for(mode, options)
+    if chosen.get("cudagraphs") and "cudagraphs" not in (options or {}) and not on_cuda(example_inputs):
+        del chosen["cudagraphs"]  # (a mode's replay, on CPU tensors: nothing to replay, nothing to say)
+    return _compile_for_device(gm, example_inputs, chosen)
 
 
 def _replayed(fn, example_inputs, options: dict, report=None):
@@ -144,24 +164,28 @@ def _replay_candidate(fn, example_inputs, options: dict, report=None):
 
 
 def _compile_for_device(gm, example_inputs, options: dict):
-    from torch._dynamo.backends.common import aot_autograd
-
     from ..codegen import record_fallback
-    from .attention import fuse_attention
-    from .symbolic import floats_kept
-    from ..codegen.decompositions import decomposition_table
     from ..codegen.devices import NotServed, select
+    from .attention import fuse_attention
 
     fuse_attention(gm, example_inputs)
     try:
+        # (before Dynamo is imported, which imports triton: Triton on CPU tensors needs its
+        # interpreter chosen before that)
         mode = select(example_inputs, options.get("codegen"))
     except NotServed as why:
         record_fallback(gm, str(why))
         return _replayed(gm.forward, example_inputs, options)
+    from torch._dynamo.backends.common import aot_autograd
+
+    from ..codegen.decompositions import decomposition_table
+    from .symbolic import floats_kept
+
     forward = []
+    autotune = options.get("autotune", False)
     backend = aot_autograd(
-        fw_compiler=functools.partial(_aten_compiler, mode=mode, compiled=forward),
-        bw_compiler=functools.partial(_aten_compiler, mode=mode),
+        fw_compiler=functools.partial(_aten_compiler, mode=mode, compiled=forward, autotune=autotune),
+        bw_compiler=functools.partial(_aten_compiler, mode=mode, autotune=autotune),
         decompositions=decomposition_table(mode),
     )
     with LOCK, floats_kept(example_inputs):
@@ -180,21 +204,3 @@ def _compile_for_device(gm, example_inputs, options: dict):
     report = forward[0] if forward else None
     return faster_of(_replayed(compiled, example_inputs, options, report), gm.forward, example_inputs,
                      report, _replay_candidate(compiled, example_inputs, options, report))
-
-
-def _register_with_dynamo() -> None:
-    try:
-        from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend as dynamo_register
-    except ImportError:  # very old torch: nothing to register with
-        return
-    try:  # an installed MagPy declares the backend as an entry point: Dynamo registers it itself
-        from importlib.metadata import entry_points
-        if any(ep.name == "magpy" for ep in entry_points(group="torch_dynamo_backends")):
-            return
-    except Exception:  # noqa: BLE001 - no metadata: register directly
-        pass
-    if "magpy" not in _COMPILER_FNS:
-        dynamo_register(name="magpy")(magpy_backend)
-
-
-_register_with_dynamo()

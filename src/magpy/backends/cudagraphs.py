@@ -28,12 +28,17 @@ import torch
 def wrap(compiled: Callable, example_inputs, quiet: bool = False) -> Callable:
     """``compiled`` replayed as a CUDA graph where possible (see the module docstring); ``quiet``
     keeps the reasons it cannot be to itself (``GraphReplay.disabled``)."""
-    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
-    if not tensors or any(t.device.type != "cuda" for t in tensors):
+    if not on_cuda(example_inputs):
         if not quiet:
             warnings.warn("magpy: cudagraphs needs CUDA tensor inputs; the graph runs without it")
         return compiled
     return GraphReplay(compiled, quiet)
+
+
+def on_cuda(example_inputs) -> bool:
+    """Are the graph's inputs CUDA tensors, all of them (and one at least)? (Else no replay.)"""
+    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+    return bool(tensors) and all(t.device.type == "cuda" for t in tensors)
 
 
 class GraphReplay:

@@ -55,6 +55,7 @@ class CompileReport:
     symbolic: list = dataclasses.field(default_factory=list)  # symbolic input sizes: "in0.size(0)=s0"
     # (… and sizes made from data, read from the library call making them: "buf1.size(0)=u0")
     sizes_from_data: list = dataclasses.field(default_factory=list)  # their symbols: "u0"
+    autotune: bool = False  # Triton kernels time the wider set of block configs (mode "max-autotune")
 
     @property
     def kernel_count(self) -> int:
@@ -68,6 +69,8 @@ class CompileReport:
             lines.append(f"  whole graph runs eagerly: {self.graph_fallback}")
         if self.chosen:
             lines.append(f"  runs the {self.chosen}")
+        if self.autotune:
+            lines.append("  block configs: the wider set, timed for every kernel on a GPU (max-autotune)")
         if self.symbolic:
             lines.append(f"  symbolic sizes: {', '.join(self.symbolic)}")
         lines += [f"  kernel {k}" for k in self.kernels]
@@ -159,13 +162,15 @@ def _ensure_meta(gm, example_inputs):
 
 
 def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[str] = None,
-                       fuse: bool = True) -> Callable:
+                       fuse: bool = True, autotune: bool = False) -> Callable:
     """Compile an aten-level graph; the callable takes the graph's inputs positionally.
 
     ``mode`` is "cpp" (gcc-built kernels), "triton" or "reference" (the torch reference
     evaluator running the same schedule — the test oracle); None picks by the inputs' device
-    (``devices.select``). ``fuse=False`` gives one kernel per buffer. A graph we cannot compile
-    runs eagerly (``report.graph_fallback`` says why).
+    (``devices.select``). ``fuse=False`` gives one kernel per buffer. ``autotune``: Triton kernels
+    time a wider set of block configs, every kernel whatever its size (``triton_plan``; mode
+    "max-autotune"); C++ kernels have no such choice. A graph we cannot compile runs eagerly
+    (``report.graph_fallback`` says why).
     """
     from .batch_matmul import batch_shared_matmuls
     from .devices import NotServed, select
@@ -186,7 +191,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
         lowering = GraphLowering(gm, example_inputs, device=_device_of(example_inputs))
         report.symbolic = lowering.sizes.symbolic
         lowering.run()
-        fn = _build(gm, lowering, report, mode, fuse, eager, started)
+        fn = _build(gm, lowering, report, mode, fuse, eager, started, autotune)
     except Exception as e:
         # A graph we cannot compile still runs (eagerly); MAGPY_STRICT=1 surfaces our bugs.
         expected = isinstance(e, (GraphFallback, CppUnsupported, TritonUnsupported, NotServed, UnsupportedSize))
@@ -222,7 +227,7 @@ def _eager_callable(gm):
     return run_eagerly
 
 
-def _build(gm, lowering, report, mode, fuse, eager, started):
+def _build(gm, lowering, report, mode, fuse, eager, started, autotune=False):
     from .ir import ExternCall
     from .scheduler import Kernel, Scheduler
     from .wrapper import WrapperWriter
@@ -240,7 +245,8 @@ def _build(gm, lowering, report, mode, fuse, eager, started):
     scheduler = Scheduler(lowering.nodes, lowering.layouts, outputs, fuse=fuse)
     kernels = [it for it in scheduler.items if isinstance(it, Kernel)]
     if mode == "triton":
-        callables, params, bodies, sizes, checked = _triton_kernels(kernels, lowering)
+        callables, params, bodies, sizes, checked = _triton_kernels(kernels, lowering, autotune)
+        report.autotune = autotune
     elif mode in ("cpp", "reference"):
         callables, params, bodies, sizes, checked = _cpp_kernels(kernels, lowering, outputs, mode)
     else:
@@ -315,11 +321,13 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
     return callables, params, bodies, sizes, checked
 
 
-def _triton_kernels(kernels, lowering):
+def _triton_kernels(kernels, lowering, autotune=False):
     """(launchers, parameter buffers, sources, size symbols, names of the kernels taking the error
-    flag ``ERROR_FLAG`` among their buffers) of Triton kernels."""
+    flag ``ERROR_FLAG`` among their buffers) of Triton kernels; ``autotune``: launched with the
+    wider set of block configs."""
     from .checks import ERROR_FLAG
     from .triton_kernel import render_kernel
+    from .triton_plan import autotuned
     from .triton import TritonUnsupported
     from .triton_runtime import ALTERNATIVE, SymbolicLauncher, TritonLauncher, interpreting, load_kernel
 
@@ -328,6 +336,8 @@ def _triton_kernels(kernels, lowering):
     for kernel in kernels:
         kernel.name = "triton" + kernel.name[len("cpp"):] if kernel.name.startswith("cpp") else kernel.name
         body, kernel_params, plan, sizes[kernel.name] = render_kernel(kernel, lowering.layouts, interpret)
+        if autotune:
+            plan = autotuned(plan, interpret)
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
         if not plan.symbolic:  # (its numbers, if any, are float inputs)

@@ -244,6 +244,7 @@ class SymbolicLauncher:
         self.launches: dict = {}  # (sizes, pointer alignments) -> _Launch
         self.configs: dict = {}  # (kind, wide, size classes) -> the block config timed fastest
         self.interpret = interpreting()  # (fixed once triton is imported, as it is once kernels are loaded)
+        self.autotune = plan.autotune
 
     def choose(self, xnumel: int, rnumel: int, tensors) -> tuple:
         """The (kind, wide) form for a launch of these sizes on these tensors."""
@@ -284,7 +285,7 @@ class SymbolicLauncher:
             xnumel, rnumel = xnumel * rnumel, 1
         fn = self.kernels[kind, wide]
         ints = sizes + ((xnumel,) if kind == "pointwise" else (xnumel, rnumel))
-        configs = candidate_configs(kind, xnumel, rnumel, self.interpret)
+        configs = candidate_configs(kind, xnumel, rnumel, self.interpret, self.autotune)
         if on_gpu and len(configs) > 1:
             size_class = (kind, wide, next_power_of_2(xnumel), next_power_of_2(rnumel))
             config = self.configs.get(size_class)
