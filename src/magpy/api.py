@@ -112,6 +112,7 @@ class CompiledFunction:
         self.failed_captures = 0  # captures that gave up and could not be remembered as an eager entry
         self._warned = False
         self._warned_graph_error = False
+        self.name = self.func.__qualname__  # (what messages call it: a module's class, for a module)
         self.extra_frames = 0     # frames between the user's call and ours (a module wrapper's)
         functools.update_wrapper(self, self.func)
 
@@ -214,11 +215,11 @@ class CompiledFunction:
         self.stats.last_graph_error = error
         self.stats.count("graph_errors")
         if os.environ.get("MAGPY_STRICT") == "1":
-            raise RuntimeError(f"magpy: the compiled graph of {self.func.__qualname__} raised where eager "
+            raise RuntimeError(f"magpy: the compiled graph of {self.name} raised where eager "
                                f"did not") from error
         if not self._warned_graph_error:
             self._warned_graph_error = True
-            warnings.warn(f"magpy: the compiled graph of {self.func.__qualname__} raised where eager did not "
+            warnings.warn(f"magpy: the compiled graph of {self.name} raised where eager did not "
                           f"({type(error).__name__}: {error}); the call ran eagerly", stacklevel=3 + self.extra_frames)
         return result
 
@@ -364,7 +365,7 @@ class CompiledFunction:
                         graph_fn = gm.forward if cap.host_values or cap.autograd_nodes else backend(gm, example)
             except Exception as err:  # noqa: BLE001 - a backend that cannot compile a graph: run it as is
                 warnings.warn(f"magpy: backend {self.backend!r} failed on a graph of "
-                              f"{self.func.__qualname__} ({type(err).__name__}: {err}); running it eagerly",
+                              f"{self.name} ({type(err).__name__}: {err}); running it eagerly",
                               stacklevel=5)
                 graph_fn = gm.forward
             if grad_on and not cap.entry_grad_mode:
@@ -409,7 +410,7 @@ class CompiledFunction:
         self.stats.reasons.append((u.reason, u.where()))
         if not self._warned:
             self._warned = True
-            warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {u.reason} ({u.where()}); calls "
+            warnings.warn(f"magpy: {self.name} runs eagerly: {u.reason} ({u.where()}); calls "
                           "that go another way are still compiled", stacklevel=stacklevel)
         try:
             code = self.func.__code__
@@ -428,7 +429,7 @@ class CompiledFunction:
         if not self._warned:
             self._warned = True
             said = f"{reason} ({where})" if where else reason
-            warnings.warn(f"magpy: {self.func.__qualname__} runs eagerly: {said}",
+            warnings.warn(f"magpy: {self.name} runs eagerly: {said}",
                           stacklevel=stacklevel)
         self.eager = True
 
@@ -466,6 +467,7 @@ def _compiled_module(module, **options):
     def compiled_call_of(wrapper):
         compiled = CompiledFunction(types.MethodType(cls.__call__, wrapper), **options)
         compiled.extra_frames = 1
+        compiled.name = cls.__qualname__
         return compiled
 
     compiled_call = compiled_call_of(module)

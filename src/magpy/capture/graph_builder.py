@@ -13,10 +13,28 @@ import numpy as np
 from . import predicates, rules, vf
 from .. import markers
 from .guards import TensorGuard, TruthGuard, TypeGuard, ValueGuard, dense_with_sizes
-from .sources import ArgSource, AttrSource, Const, DrawSource, Expr, Source, mentions_draw, paths_in
+from .sources import ArgSource, AttrSource, Const, DrawSource, Expr, ItemSource, Source, mentions_draw, paths_in
 from .values import (Traced, UNKNOWN, _ALL, _RUN_ITERATORS, _Row, _SCALARS, _SHAPE_TRACED, _flat_tensors, _is_tensor,
     _is_torch_callable, _replayable_path, _with_fixed)
 
+
+
+def _graph_values(nodes, values):
+    """(graph node, its value in this call) for each node among ``nodes`` (in lists too), beside ``values``."""
+    for n, v in zip(nodes, values):
+        if isinstance(n, fx.Node):
+            yield n, v
+        elif isinstance(n, (list, tuple)) and isinstance(v, (list, tuple)):
+            yield from _graph_values(n, v)
+
+
+def _through_attribute(path) -> bool:
+    """Is ``path`` read through an object's attribute (``self.eps``, ``cfg.sizes[0]``)?"""
+    while isinstance(path, (AttrSource, ItemSource)):
+        if isinstance(path, AttrSource):
+            return True
+        path = path.base
+    return False
 
 
 def may_raise(name, fn, args, kwargs, result) -> bool:
@@ -286,7 +304,14 @@ class GraphBuilding:
         if type(value) not in (int, float) or not self.dynamic_numbers or not isinstance(prov, (Source, Expr)) \
                 or mentions_draw(prov):
             return None
-        if not any(self.dynamic_numbers is True or s in self.dynamic_numbers for s in paths_in(prov)):
+        paths = paths_in(prov)
+        if self.dynamic_numbers is True:
+            # (``dynamic=True``: the numbers the call is given; an attribute's — a module's ``eps``,
+            # ``momentum``, a dropout's ``p`` — is a setting the graph specialises on, as torch.compile
+            # does: should it change, the automatic rule still takes it as it comes)
+            if any(_through_attribute(p) for p in paths):
+                return None
+        elif not any(s in self.dynamic_numbers for s in paths):
             return None
         self.guard(TypeGuard(prov, type(value)))  # (an int and a float make different dtypes)
         if type(value) is int and value in (0, 1):
@@ -402,8 +427,16 @@ class GraphBuilding:
         if type(dim) is not int or not -source.dim() <= dim < max(source.dim(), 1):
             return None
         dims = self.dynamic.get(entry[1], frozenset())
-        if any(n is not entry[1] for n in node.all_input_nodes) or dims is _ALL:
-            return None  # (a split size the graph computes: how many come out may change)
+        if dims is _ALL:
+            return None
+        sizes = [n for n in node.all_input_nodes if n is not entry[1]]
+        if not all(predicates.reads_sizes_only(n) for n in sizes):
+            return None  # (a split size the graph computes from data: how many come out may change)
+        for n, value in _graph_values(node.args[1:], args[1:]):
+            # a split size from sizes (``q, k, v = qkv(h).split(C, -1)`` after ``B, T, C = x.shape``) is
+            # pinned: a size the program splits by is a size (a backend given it specialises it alike)
+            self.data_branch(self.cap.graph.call_function(operator.eq, (n, value)), True, self.frame,
+                             splits=False)
         dim %= max(source.dim(), 1)
         if dim in dims:
             # along a dim whose size moves: how many come out depends on it (``chunk(2)`` of a size 1

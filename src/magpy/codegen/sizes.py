@@ -77,9 +77,22 @@ def is_unbacked(symbol) -> bool:
     return symbol.name[:1] == "u" and symbol.name[1:].isdigit()
 
 
+def render_float(tree, size) -> str:
+    """Python text of a ``GraphSizes._float_tree`` (``size``: the text of an int size expression)."""
+    kind = tree[0]
+    if kind == "int":
+        return f"float({size(tree[1])})"
+    if kind == "name":
+        return str(tree[1])
+    if kind == "const":
+        return repr(tree[1])
+    return "(" + f" {kind} ".join(render_float(t, size) for t in tree[1:]) + ")"
+
+
 def is_float_symbol(symbol) -> bool:
-    """True for a float input's symbol of torch's ShapeEnv (``zf0``, ``zf1``, ...)."""
-    return symbol.name[:2] == "zf" and symbol.name[2:].isdigit()
+    """True for a float input's symbol of torch's ShapeEnv (``zf0``, ``zf1``, ...) or a quotient of sizes
+    the wrapper computes (``zq0``): a kernel's ``double`` argument."""
+    return symbol.name[:2] in ("zf", "zq") and symbol.name[2:].isdigit()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,10 +103,11 @@ class SizeSource:
     from data, read right after that call)."""
 
     position: Optional[int]
-    kind: str  # "size" | "stride" | "value" | "output"
+    kind: str  # "size" | "stride" | "value" | "output" | "quotient"
     dim: Optional[int] = None
     buffer: Optional[str] = None
     path: str = ""
+    quotient: tuple = ()  # (numerator, denominator): a float the wrapper computes from sizes
 
     def read(self, name: Optional[str] = None) -> str:
         """Python text reading the value from the input named ``name`` (or from ``buffer``)."""
@@ -236,6 +250,14 @@ class GraphSizes:
             arithmetic = self._float_arithmetic(expr)
             if arithmetic is not None:
                 return SizeAsFloat(self._number(arithmetic))
+            tree = self._float_tree(expr)
+            if tree is not None:
+                # (a mean's count ``numel / 8``, a correction ``n / (n - 1)``: computed by the wrapper once
+                # per call in Python's double arithmetic, as eager computes it; a double argument of the
+                # kernels)
+                symbol = sympy.Symbol(f"zq{sum(src.kind == 'quotient' for src in self.sources.values())}")
+                self.sources[symbol] = SizeSource(None, "quotient", quotient=tree)
+                return SizeAsFloat(symbol)
             raise UnsupportedSize(f"symbolic float {expr}")
         return self._number(self.expr(value))
 
@@ -280,6 +302,26 @@ class GraphSizes:
             args = [self._float_arithmetic(a) for a in expr.args]
             return None if any(a is None for a in args) else expr.func(*args)
         return None
+
+    def _float_tree(self, expr):
+        """``expr``, a float of sizes with divisions, as a tree ``render_float`` writes as Python: ``(op,
+        *operands)`` over int sizes (IR expressions), float inputs and constants; None where it holds
+        anything else."""
+        F = _torch_functions()
+        if expr.is_integer and not expr.is_Float:
+            return ("int", self.expr(expr))
+        if isinstance(expr, sympy.Symbol):
+            return ("name", expr) if is_float_symbol(expr) else None
+        if expr.is_Number:
+            return ("const", float(expr))
+        if isinstance(expr, F.ToFloat):
+            return ("int", self.expr(expr.args[0]))
+        kind = "/" if isinstance(expr, (F.IntTrueDiv, F.FloatTrueDiv)) else "+" if isinstance(expr, sympy.Add) \
+            else "*" if isinstance(expr, sympy.Mul) else None
+        if kind is None:
+            return None
+        operands = [self._float_tree(a) for a in expr.args]
+        return None if any(o is None for o in operands) else (kind, *operands)
 
     def torch_expr(self, value):
         """The sympy expression of a SymInt or SymBool, in torch's vocabulary, replacements applied."""
@@ -437,7 +479,7 @@ class GraphSizes:
     def guards(self) -> list:
         """The ShapeEnv's guards and symbol ranges over this graph's symbols, as torch sympy
         relations (what the traced graph assumed of its sizes)."""
-        ours = {symbol for symbol, source in self.sources.items() if source.kind != "output"}
+        ours = {symbol for symbol, source in self.sources.items() if source.kind not in ("output", "quotient")}
         if self.shape_env is None or not ours:
             return []
         found = [relation for symbol in sorted(ours, key=str) for relation in self._range(symbol)]

@@ -26,7 +26,8 @@ from .checks import ERROR_FLAG, error_flag, kernel_error
 from .graph import Constant
 from .ir import BufferRef, ExternCall, GetItem, WrapperView, python_size
 from .scheduler import Kernel
-from .sizes import SizeAsFloat, SizeRelation, SizeSource, UnsupportedSize, guard_namespace, is_float_symbol
+from .sizes import SizeAsFloat, SizeRelation, SizeSource, UnsupportedSize, guard_namespace, is_float_symbol, \
+    render_float
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 
@@ -310,6 +311,9 @@ class WrapperWriter:
         for symbol, source in low.sizes.sources.items():
             if source.kind in ("stride", "value"):
                 lines.append(f"{symbol} = {source.read(names[source.position])}")
+        for symbol, source in low.sizes.sources.items():
+            if source.kind == "quotient":
+                lines.append(f"{symbol} = {render_float(source.quotient, self.size)}")
         return lines
 
     def _output_names(self) -> list[str]:
