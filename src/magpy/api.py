@@ -1,5 +1,6 @@
 """The public API: ``compile``, ``explain``, ``trace``, ``reset``, ``graph_break``; CompiledFunction."""
 import functools
+import inspect
 import os
 import pickle
 import sys
@@ -190,7 +191,11 @@ class CompiledFunction:
                 elif result is not MISS:
                     stats.count("cache_hits")
                     return result
-                if result is MISS and not self.cache.full():
+                if result is MISS and self.func.__code__.co_flags & _SUSPENDS:
+                    code = self.func.__code__
+                    self._give_up(_SUSPENDING, f"{code.co_filename}:{code.co_firstlineno}",
+                                  stacklevel=3 + self.extra_frames)
+                elif result is MISS and not self.cache.full():
                     self._note_changed_number(bound)
                     self._note_changed_sizes(bound)
                     self._note_flipped_branch(bound)
@@ -200,8 +205,9 @@ class CompiledFunction:
                         raise exc.with_traceback(_past_our_frames(exc.__traceback__))  # (from the user's frames)
                 if result is EAGER:
                     return self.fn(*args, **kwargs)
-                self._give_up(f"recompile limit ({self.cache.limit}) reached", None,
-                              stacklevel=3 + self.extra_frames)
+                if not self.eager:
+                    self._give_up(f"recompile limit ({self.cache.limit}) reached", None,
+                                  stacklevel=3 + self.extra_frames)
         finally:
             LOCK.release()
         return self.fn(*args, **kwargs)  # (eagerly: past the limit, or as an eager entry says)
@@ -440,6 +446,13 @@ def _past_our_frames(tb):
         tb = tb.tb_next
     return tb
 
+
+#: generator, coroutine and async generator functions: a call returns an object whose body runs later,
+#: step by step, as its consumer asks
+_SUSPENDS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
+    inspect.CO_ITERABLE_COROUTINE
+_SUSPENDING = ("a generator or async function (each call returns an object whose body runs later, step by "
+               "step; MagPy compiles calls that run to completion: compile the function it calls per step)")
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

@@ -116,7 +116,7 @@ def test_a_post_mortem_sees_the_users_variables():
         tb = tb.tb_next
     assert tb.tb_frame.f_code.co_name == "helper"
     assert tb.tb_frame.f_locals["scale"] == 3 and tb.tb_frame.f_locals["check"] is True
-    assert "__magpy_raised__" not in tb.tb_frame.f_locals
+    assert "__magpy_called__" not in tb.tb_frame.f_locals
 
 
 def test_arguments_that_do_not_fit_raise_eagers_error():

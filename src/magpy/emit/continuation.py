@@ -4,9 +4,16 @@ natively (a *step*), and the rest of the call runs in a compiled resume function
 A call the step makes to Python code (a submodule, a helper, a library function) is itself compiled, on
 its own: the break inside it splits that function in turn, and nothing silently runs uncompiled.
 """
+import builtins
+import os
+import pdb
+import sys
 import types
 
+from ..interp.debugger import stop_at
 from ..interp.decode import decode
+from ..interp.frame import NULL
+from ..interp.tracebacks import run_at
 
 
 
@@ -38,10 +45,16 @@ class Continuation:
         split = self.split
         n = len(live) - len(split.local_names)
         top = list(live[split.lower:n])
-        if self.calls:
+        local_values = live[n:]
+        namespace = None
+        if self.calls and _starts_debugger(top[0]):
+            # (``breakpoint()``: pdb opens in a frame standing at the user's line, with the user's variables;
+            # what is assigned at its prompt is what the rest of the call sees)
+            namespace = {k: v for k, v in zip(split.local_names, local_values) if v is not NULL}
+            top[0] = self._debugger(namespace)
+        elif self.calls:
             # (the callable is the first live item of a CALL / CALL_FUNCTION_EX in every layout)
             top[0] = self.compile_callee(top[0])
-        local_values = live[n:]
         try:
             exit_index, pushed = self.step(*top)
         except BaseException as exc:  # noqa: BLE001 - the program's own exception, routed as CPython would
@@ -49,7 +62,32 @@ class Continuation:
                 raise
             kept = live[:split.handled] + ((self.offset,) if self.offset is not None else ())
             return self.resumed[split.handler[0]](*kept, exc, *local_values)
+        if namespace is not None:
+            local_values = tuple(namespace.get(k, v) for k, v in zip(split.local_names, local_values))
         return self.resumed[exit_index](*live[:split.lower], *pushed, *local_values)
+
+    def _debugger(self, namespace):
+        """What the program's ``breakpoint()`` / ``pdb.set_trace()`` call runs instead."""
+        split = self.split
+
+        def start(*args, header=None, **kwargs):
+            def stop():
+                debugger = pdb.Pdb(nosigint=True)
+                if header is not None:
+                    debugger.message(header)
+                stop_at(debugger, sys._getframe(1))
+
+            run_at(stop, split.code, decode(split.code).offsets[split.index], self.func.__globals__, namespace)
+        return start
+
+
+def _starts_debugger(fn) -> bool:
+    """Does calling ``fn`` open pdb at its caller (``breakpoint()`` with the default hook, ``pdb.set_trace``)?"""
+    if fn is pdb.set_trace:
+        return True
+    default = sys.breakpointhook is sys.__breakpointhook__ and os.environ.get("PYTHONBREAKPOINT", "") in (
+        "", "pdb.set_trace")
+    return default and (fn is builtins.breakpoint or fn is sys.breakpointhook)
 
 
 def run_eagerly(func, stopped):

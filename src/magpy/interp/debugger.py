@@ -19,6 +19,9 @@ import sys
 
 from .lookaside import FrameProxy, LocalsProxy, _caller, _outside_frame, _shown, register_lookaside
 
+#: MagPy's own files (``.../magpy/``)
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
 #: before 3.13 ``f_locals`` is a snapshot of the frame's variables: what pdb assigns there is copied back
 _SNAPSHOT_LOCALS = sys.version_info < (3, 13)
 
@@ -43,6 +46,14 @@ class _InterpretedFrames:
     """What a pdb (any ``bdb.Bdb``: pdb's own, pytest's, IPython's) does differently over interpreted
     frames: it stops once, where it is started, and never installs a tracer (the program's native frames,
     and whatever traces them, are left alone)."""
+
+    def get_stack(self, f, t):
+        """The stack ``w``, ``u`` and ``d`` walk, without MagPy's own frames (how the user's code is run)."""
+        stack, current = super().get_stack(f, t)
+        shown = [k for k, (frame, _) in enumerate(stack) if k == current or not _ours(frame.f_code)]
+        # (the native step of a graph break stands where the frame standing in for the user's does: once)
+        shown = [k for n, k in enumerate(shown) if n + 1 == len(shown) or not _same_place(stack[k], stack[shown[n + 1]])]
+        return [stack[k] for k in shown], shown.index(current) if current in shown else len(shown) - 1
 
     def set_continue(self):
         self._set_stopinfo(self.botframe, None, -1)
@@ -73,6 +84,17 @@ class _InterpretedFrames:
 
 #: debugger class -> the same class over interpreted frames
 _OVER_INTERPRETED = {}
+
+
+def _ours(code) -> bool:
+    """MagPy's code: its files, and the cache entries it emits (named after the user's function, in the
+    user's file, so that their tracebacks read naturally)."""
+    return code.co_filename.startswith(_OURS) or code.co_name.startswith("magpy_entry_")
+
+
+def _same_place(entry, other):
+    (a, line_a), (b, line_b) = entry, other
+    return line_a == line_b and a.f_code.co_filename == b.f_code.co_filename and a.f_code.co_name == b.f_code.co_name
 
 
 def stop_at(debugger, frame):

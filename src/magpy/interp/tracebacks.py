@@ -17,8 +17,6 @@ from .decode import _PACKAGE_DIR
 
 #: the exception's attribute holding (frame, instruction index) of each interpreted frame it passed, innermost first
 _PASSED = "_magpy_frames_passed"
-#: the local the made frame raises
-_RAISED = "__magpy_raised__"
 
 
 class _Passed(list):
@@ -79,23 +77,38 @@ def _below_the_vm(tb):
 def _made_frame(frame, index):
     """(a real frame standing where interpreted ``frame``'s instruction ``index`` stands — its file, line
     and columns, its function's name, its variables — and that frame's instruction offset), or None."""
-    code = frame.decoded.code
     try:
-        position = _positions(code)[frame.decoded.offsets[index] // 2]
+        offset = frame.decoded.offsets[index]
     except (IndexError, AttributeError):
         return None
-    if position[0] is None:
-        position = (frame.decoded.linenos[index], None, None, None)
-    raiser = _raiser(code.co_filename, code.co_name, getattr(code, "co_qualname", code.co_name), position)
-    namespace = dict(_locals(frame))
-    namespace[_RAISED] = _Marker()
+
+    def mark():
+        raise _Marker
+
     try:
-        exec(raiser, frame.globals if isinstance(frame.globals, dict) else {}, namespace)
-        return None  # (cannot happen: the code raises)
+        run_at(mark, frame.decoded.code, offset, frame.globals, dict(_locals(frame)))
+        return None  # (cannot happen: it raises)
     except _Marker as marker:
-        tb = marker.__traceback__.tb_next
-    del namespace[_RAISED]
+        tb = marker.__traceback__.tb_next.tb_next  # (past this frame and ``run_at``'s: the made one)
     return tb.tb_frame, tb.tb_lasti
+
+
+def run_at(fn, code, offset, globals_, namespace):
+    """``fn()``, called from a real frame standing at instruction ``offset`` of ``code`` (its file, line and
+    columns, its function's name) whose variables are ``namespace`` (read and written through it): what
+    a traceback, or a debugger stopped there, shows as the user's frame."""
+    try:
+        position = _positions(code)[offset // 2]
+    except IndexError:
+        position = (code.co_firstlineno, None, None, None)
+    if position[0] is None:
+        position = (code.co_firstlineno, None, None, None)
+    placed = _placed(code.co_filename, code.co_name, getattr(code, "co_qualname", code.co_name), position)
+    namespace[_CALLED] = fn
+    try:
+        exec(placed, globals_ if isinstance(globals_, dict) else {}, namespace)
+    finally:
+        del namespace[_CALLED]
 
 
 class _Marker(Exception):
@@ -114,16 +127,18 @@ def _positions(code):
     return list(code.co_positions())
 
 
-_RAISE = compile(f"raise {_RAISED}", "<raise>", "exec")
+#: the local the placed code calls
+_CALLED = "__magpy_called__"
+_CALL = compile(f"{_CALLED}()", "<placed>", "exec")
 
 
 @functools.lru_cache(maxsize=512)
-def _raiser(filename, name, qualname, position):
-    """Code raising ``__magpy_raised__`` whose every instruction stands at ``position`` (line, end line,
+def _placed(filename, name, qualname, position):
+    """Code calling ``__magpy_called__()`` whose every instruction stands at ``position`` (line, end line,
     column, end column) of ``filename``, named ``name``: a traceback through it prints that line and
-    underlines what eager's would."""
+    underlines what eager's would; a debugger shows it there."""
     line, end_line, column, end_column = position
-    units = len(_RAISE.co_code) // 2
+    units = len(_CALL.co_code) // 2
     table = bytearray()
     for start in range(0, units, 8):  # (an entry covers at most 8 code units)
         length = min(8, units - start)
@@ -134,9 +149,9 @@ def _raiser(filename, name, qualname, position):
             table.append(0x80 | (14 << 3) | (length - 1))   # (line, end line, columns)
             table += _svarint(0) + _varint(end_line - line) + _varint(column + 1) + _varint(end_column + 1)
     replaced = {"co_name": name, "co_filename": filename, "co_firstlineno": line, "co_linetable": bytes(table)}
-    if hasattr(_RAISE, "co_qualname"):
+    if hasattr(_CALL, "co_qualname"):
         replaced["co_qualname"] = qualname
-    return _RAISE.replace(**replaced)
+    return _CALL.replace(**replaced)
 
 
 def _varint(n):
