@@ -37,11 +37,14 @@ class Unsupported(Exception):
     eager fallback (never a wrong answer).
     """
 
-    def __init__(self, reason, filename=None, lineno=None):
+    def __init__(self, reason, filename=None, lineno=None, inner=None):
         super().__init__(reason)
         self.reason = reason
         self.filename = filename
         self.lineno = lineno
+        self.inner = inner  # "file:line" of the library code below the user's line that met it, or None
 
     def where(self):
-        return f"{self.filename}:{self.lineno}" if self.filename else "<unknown>"
+        if not self.filename:
+            return "<unknown>"
+        return f"{self.filename}:{self.lineno}" + (f", in {self.inner}" if self.inner else "")

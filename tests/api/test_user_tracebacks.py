@@ -161,3 +161,23 @@ def test_the_printed_traceback_names_the_users_line_once():
     assert text.count('raise ValueError(f"batch of {scale} not allowed")') == 1
     assert "vm.py" not in text and "<block" not in text
     assert sys.modules["magpy"] is magpy
+
+
+def test_a_reason_names_the_users_line_and_the_library_line_below_it(tmp_path, monkeypatch):
+    from magpy.capture import observer
+
+    library = tmp_path / "somelib.py"
+    library.write_text("def helper(x):\n    return x + x.data_ptr() % 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(observer, "_LIBRARY_DIRS", observer._LIBRARY_DIRS + (str(tmp_path) + os.sep,))
+    import somelib
+
+    def uses_library(x):
+        y = x * 2
+        return somelib.helper(y)
+
+    compiled = magpy.compile(uses_library)
+    for _ in range(2):
+        assert torch.equal(compiled(torch.ones(2)), uses_library(torch.ones(2)))
+    line = uses_library.__code__.co_firstlineno + 2
+    assert compiled.stats.reasons[0][1] == f"{__file__}:{line}, in {library}:2", compiled.stats.reasons

@@ -14,7 +14,9 @@ The rooms of capture are drawn in the package's docstring (``magpy.capture``).
 """
 import functools
 import operator
+import os
 import sys
+import sysconfig
 import types
 
 import torch
@@ -82,8 +84,11 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         not help either (calls like this one run eagerly)."""
         frame = frame or self.frame
         if self.cap.unsupported is None:
-            self.cap.unsupported = Unsupported(reason, frame.filename if frame else None,
-                                               frame.lineno if frame else None)
+            # (named at the innermost line of the user's own files; the library's line below it as detail)
+            user = _users_frame(frame)
+            inner = f"{frame.filename}:{frame.lineno}" if user is not frame else None
+            self.cap.unsupported = Unsupported(reason, user.filename if user else None,
+                                               user.lineno if user else None, inner)
             # (the root frame's instruction running now: a later capture may stop before it)
             self.cap.failed_at = self.root.index if split and self.root is not None and self.splittable() else None
         self.stop_observing()
@@ -373,6 +378,20 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     if aliasing is not None:
         obs.guard(aliasing)
     return result, None, obs.cap
+
+
+#: where installed libraries and Python's own modules live (torch's among them): not the user's files
+_LIBRARY_DIRS = tuple({os.path.join(path, "") for key in ("stdlib", "platstdlib", "purelib", "platlib")
+                       if (path := sysconfig.get_paths().get(key))} |
+                      {os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")})
+
+
+def _users_frame(frame):
+    """The innermost interpreted frame (from ``frame`` out) running a file of the user's, else ``frame``."""
+    found = frame
+    while found is not None and found.filename.startswith(_LIBRARY_DIRS):
+        found = found.back
+    return found if found is not None else frame
 
 
 class _Stopped:
