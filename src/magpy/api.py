@@ -24,7 +24,7 @@ from .emit import build_entry, build_eager_entry, EAGER, MISS, Raised
 from .emit.continuation import Continuation, run_eagerly
 from .emit.resume import BreakSites
 from .emit.program import evaluate, failing_guard
-from .capture import predicates
+from .capture import predicates, rules
 from .capture.sources import Expr
 from .capture.guards import TensorGuard, TruthGuard, ValueGuard
 from .capture.sources import paths_in
@@ -191,10 +191,10 @@ class CompiledFunction:
                 elif result is not MISS:
                     stats.count("cache_hits")
                     return result
-                if result is MISS and self.func.__code__.co_flags & _SUSPENDS:
+                if result is MISS and (self.func.__code__.co_flags & _SUSPENDS or rules.disabled(self.func)):
                     code = self.func.__code__
-                    self._give_up(_SUSPENDING, f"{code.co_filename}:{code.co_firstlineno}",
-                                  stacklevel=3 + self.extra_frames)
+                    why = rules.DISABLED_EAGER if rules.disabled(self.func) else _SUSPENDING
+                    self._give_up(why, f"{code.co_filename}:{code.co_firstlineno}", stacklevel=3 + self.extra_frames)
                 elif result is MISS and not self.cache.full():
                     self._note_changed_number(bound)
                     self._note_changed_sizes(bound)
@@ -789,4 +789,5 @@ _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
 
 def _compilable(fn):
     code = fn.__code__
-    return not code.co_flags & (0x20 | 0x80 | 0x100 | 0x200) and not code.co_filename.startswith(_OWN_DIR)
+    return not code.co_flags & (0x20 | 0x80 | 0x100 | 0x200) and not code.co_filename.startswith(_OWN_DIR) \
+        and not rules.disabled(fn)

@@ -51,6 +51,8 @@ def _known_break(stack, argc):
     at once, the capture stops before it, so even the first call is split there."""
     items = stack[-(argc + 2):]
     for fn in items[:2]:  # (the callable is one of the two slots below the arguments, by version)
+        if rules.disabled(fn):
+            return rules.DISABLED_BREAK
         known = rules.KNOWN_BREAKS.get(fn) if type(fn) in (types.FunctionType, types.BuiltinFunctionType) else None
         if known is not None and (not known[1] or any(_holds_tensor(x) for x in items[2:])):
             return known[0]

@@ -159,7 +159,7 @@ class Calls(BuiltinMethods):
         if _has_user_protocols(fn):
             self.unsupported(f"{type(fn).__qualname__} (a callable whose class defines __eq__, __hash__ or "
                              f"__getattr__) ran natively: MagPy has no rule for it")
-        if getattr(fn, "__func__", fn) in _BOOKKEEPING:
+        if getattr(fn, "__func__", fn) in _BOOKKEEPING or fn in rules.WHILE_COMPILING:
             return None
         prov = self.context_var_call(fn, args, arg_provs, kwargs, result)
         if prov is _NOT_WRITTEN:

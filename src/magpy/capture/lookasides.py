@@ -54,3 +54,13 @@ def _register_bookkeeping():
     if tag is not None and tag.__func__ not in _BOOKKEEPING:
         _BOOKKEEPING.add(tag.__func__)
         register_lookaside(tag.__func__, _run_natively(tag.__func__))
+
+
+def _compiling(vm, args, kwargs):
+    """``torch.compiler.is_compiling()`` is True in what MagPy captures (and so in what its compiled code
+    runs): libraries pick their compile-friendly paths by it (transformers' memoized helpers skip their
+    cache, as under torch.compile). A native step at a graph break runs eagerly, where it is False."""
+    return True
+
+
+register_lookaside(torch.compiler.is_compiling, _compiling)

@@ -34,6 +34,24 @@ PRINT_BREAK = "print() of a tensor (graph break)"
 #: calls known to be graph breaks before they run: callable -> (why, only when an argument holds a tensor)
 KNOWN_BREAKS = {GRAPH_BREAK: (MARKER_BREAK, False), print: (PRINT_BREAK, True)}
 
+#: questions whose answer is a fact of capturing, the same in every call the entry runs
+#: (``torch.compiler.is_compiling()``: True, as the library contract says of compiled code)
+WHILE_COMPILING = IdentitySet([torch.compiler.is_compiling])
+
+#: why a call of a ``torch.compiler.disable``d function is a graph break: it runs natively, as under
+#: torch.compile (the library contract: such code is never traced)
+DISABLED_BREAK = "a function torch.compiler.disable()d (runs natively: graph break)"
+DISABLED_EAGER = "a function torch.compiler.disable()d (runs eagerly)"
+
+
+def disabled(fn) -> bool:
+    """Is ``fn`` (a function or bound method) marked by ``torch.compiler.disable``?"""
+    try:
+        return getattr(getattr(fn, "__func__", fn), "_torchdynamo_disable", False) is True
+    except Exception:  # noqa: BLE001 - an object whose attribute lookup runs code: not marked
+        return False
+
+
 #: reads of state the arguments do not hold (the current context's value of a ``ContextVar``, as torch's
 #: config modules keep their overrides): the result is re-read by the guard even when every argument
 #: is a constant
