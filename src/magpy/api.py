@@ -27,7 +27,7 @@ from .emit.program import evaluate, failing_guard
 from .capture import predicates, rules
 from .capture.sources import Expr
 from .capture.guards import TensorGuard, TruthGuard, ValueGuard
-from .capture.sources import paths_in
+from .capture.sources import ChangingNumbers, paths_in
 from .errors import GraphBreakError, Unsupported
 from .interp.binding import bind
 from .interp.decode import decode
@@ -99,7 +99,7 @@ class CompiledFunction:
         self.options = options or {}
         self.dynamic = dynamic
         # paths of Python numbers a later capture takes as graph inputs (a miss showed they change)
-        self.dynamic_numbers = True if dynamic is True else set()
+        self.dynamic_numbers = ChangingNumbers(arguments=dynamic is True)
         # input tensors' dims a later capture takes as symbolic (a miss showed their sizes change)
         self.dynamic_dims = True if dynamic is True else {}
         # (a resume function or a callee compiled at a graph break counts into its caller's stats)
@@ -230,14 +230,16 @@ class CompiledFunction:
         return result
 
     def _note_changed_number(self, bound):
-        """Automatic dynamic numbers (``dynamic=None``): when the newest entry missed because a Python number
-        it read from outside changed, later captures take that number as a graph input where it is an
-        operand of tensor ops (a counter ``self.step`` in arithmetic), instead of one entry per value."""
-        if self.dynamic is not None or not self.cache.entries:
+        """Automatic dynamic numbers (``dynamic=None``, and ``True`` for the settings it keeps static): when
+        the newest entry missed because a Python number it read from outside changed, later captures take
+        that number as a graph input where it is an operand of tensor ops (a counter ``self.step`` in
+        arithmetic, the length of a history), instead of one entry per value."""
+        if self.dynamic is False or not self.cache.entries:
             return
         failed = failing_guard(self.cache.entries[0], bound)
         if failed is not None and type(failed[0]) is ValueGuard and type(failed[0].value) in (int, float):
-            self.dynamic_numbers.update(paths_in(failed[0].expr))  # (``self.step + 1``: self.step)
+            # (``self.step + 1``: self.step; ``len(self.history)``: that list's length)
+            self.dynamic_numbers = self.dynamic_numbers.with_paths(paths_in(failed[0].expr))
 
     def _note_changed_sizes(self, bound):
         """Automatic dynamic shapes (``dynamic=None``): when a tensor the newest entry read from outside
@@ -283,7 +285,7 @@ class CompiledFunction:
         return self.func.__code__.co_filename, decoded.linenos[index]
 
     def _compile_and_run(self, full_args, args, kwargs):
-        numbers = self.dynamic_numbers if self.dynamic_numbers is True else frozenset(self.dynamic_numbers)
+        numbers = self.dynamic_numbers
         dims = self.dynamic_dims if self.dynamic_dims is True else dict(self.dynamic_dims)
         result, exc, cap = capture(self.func, full_args, kwargs, dynamic_numbers=numbers, dynamic_dims=dims,
                                    stop_at=None if self.fullgraph else

@@ -159,6 +159,16 @@ def test_lists_that_only_grow_need_no_length_guard_however_often_appended():
     expect_one_graph(stats)
 
 
+def test_the_length_of_a_growing_history_is_taken_as_it_comes():
+    # (a steady state: the length changes on every call; after one miss it is a graph input)
+    def fn(state, x):
+        state.history.append(x.mean())
+        return x * len(state.history) + state.count
+
+    stats = differential(lambda: (fn, State()), fresh(lambda: (FromEnv(), t()), n=8))
+    expect(stats, compiles=2, cache_hits=6, fallbacks=0)
+
+
 class Box:
     def __init__(self, value, tag="box"):
         self.value = value

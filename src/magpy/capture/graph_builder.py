@@ -13,7 +13,7 @@ import numpy as np
 from . import predicates, rules, vf
 from .. import markers
 from .guards import TensorGuard, TruthGuard, TypeGuard, ValueGuard, dense_with_sizes
-from .sources import ArgSource, AttrSource, Const, DrawSource, Expr, ItemSource, Source, mentions_draw, paths_in
+from .sources import ArgSource, AttrSource, Const, DrawSource, Expr, Source, mentions_draw, paths_in
 from .values import (Traced, UNKNOWN, _ALL, _RUN_ITERATORS, _Row, _SCALARS, _SHAPE_TRACED, _flat_tensors, _is_tensor,
     _is_torch_callable, _replayable_path, _with_fixed)
 
@@ -26,15 +26,6 @@ def _graph_values(nodes, values):
             yield n, v
         elif isinstance(n, (list, tuple)) and isinstance(v, (list, tuple)):
             yield from _graph_values(n, v)
-
-
-def _through_attribute(path) -> bool:
-    """Is ``path`` read through an object's attribute (``self.eps``, ``cfg.sizes[0]``)?"""
-    while isinstance(path, (AttrSource, ItemSource)):
-        if isinstance(path, AttrSource):
-            return True
-        path = path.base
-    return False
 
 
 def may_raise(name, fn, args, kwargs, result) -> bool:
@@ -297,6 +288,10 @@ class GraphBuilding:
             self.cap.host_values = True  # (compiling backends plan buffers from the first call's shapes)
         return node
 
+    def number_changes(self, path) -> bool:
+        """Is the number at ``path`` (or the length of the list there) taken as it comes?"""
+        return path in self.dynamic_numbers
+
     def _dynamic_number(self, value, prov):
         """A Python number from outside that the call takes as it comes (``dynamic_numbers``: a miss showed
         it changes) as a graph input, or None. As an operand (``self.step * x``) it keeps the shapes; as a
@@ -304,14 +299,7 @@ class GraphBuilding:
         if type(value) not in (int, float) or not self.dynamic_numbers or not isinstance(prov, (Source, Expr)) \
                 or mentions_draw(prov):
             return None
-        paths = paths_in(prov)
-        if self.dynamic_numbers is True:
-            # (``dynamic=True``: the numbers the call is given; an attribute's — a module's ``eps``,
-            # ``momentum``, a dropout's ``p`` — is a setting the graph specialises on, as torch.compile
-            # does: should it change, the automatic rule still takes it as it comes)
-            if any(_through_attribute(p) for p in paths):
-                return None
-        elif not any(s in self.dynamic_numbers for s in paths):
+        if not any(map(self.number_changes, paths_in(prov))):
             return None
         self.guard(TypeGuard(prov, type(value)))  # (an int and a float make different dtypes)
         if type(value) is int and value in (0, 1):

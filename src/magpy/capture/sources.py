@@ -301,6 +301,36 @@ def roots(expr):
             yield from roots(a)
 
 
+def through_attribute(path) -> bool:
+    """Is ``path`` read through an object's attribute (``self.eps``, ``cfg.sizes[0]``)?"""
+    while isinstance(path, (AttrSource, ItemSource)):
+        if isinstance(path, AttrSource):
+            return True
+        path = path.base
+    return False
+
+
+class ChangingNumbers(frozenset):
+    """The paths of Python numbers a capture takes as graph inputs, as they come (``dynamic_numbers``):
+    those a miss showed to change (the automatic rule) and, with ``arguments`` (``dynamic=True``), every
+    number the call is given — not one read through an attribute (a module's ``eps``, a dropout's
+    ``p``: settings the graph specialises on, as torch.compile does, until one changes)."""
+
+    def __new__(cls, paths=(), arguments=False):
+        self = super().__new__(cls, paths)
+        self.arguments = arguments
+        return self
+
+    def __contains__(self, path):
+        return frozenset.__contains__(self, path) or self.arguments and not through_attribute(path)
+
+    def __bool__(self):
+        return self.arguments or len(self) > 0
+
+    def with_paths(self, paths):
+        return ChangingNumbers(self | frozenset(paths), self.arguments)
+
+
 def paths_in(e):
     """The access paths an expression is computed from (a path alone: itself)."""
     if isinstance(e, Source):
