@@ -16,7 +16,7 @@ _LAZY = {
     "register_backend": ("magpy.backends", "register_backend"),
     "minify": ("magpy.minifier", "minify"),
     "Stats": ("magpy.api", "Stats"),
-    "Explanation": ("magpy.api", "Explanation"),
+    "Explanation": ("magpy.explaining", "Explanation"),
     "Trace": ("magpy.capture.tracing", "Trace"),
     "GraphBreakError": ("magpy.errors", "GraphBreakError"),
     "SettingError": ("magpy.errors", "SettingError"),

@@ -24,7 +24,8 @@ from .emit import build_entry, build_eager_entry, EAGER, MISS, Raised
 from .emit.continuation import Continuation, run_eagerly
 from .emit.resume import BreakSites
 from .emit.program import evaluate, failing_guard
-from .capture import predicates, rules
+from .capture import rules
+from .capture.conditions import is_conditions_guard
 from .capture.sources import Expr
 from .capture.guards import TensorGuard, TruthGuard, ValueGuard
 from .capture.sources import ChangingNumbers, paths_in
@@ -265,8 +266,7 @@ class CompiledFunction:
         if len(self.cache.entries) < 2:
             return
         entry = self.cache.entries[0]
-        guard = next((g for g in entry.guards if type(g) is ValueGuard and type(g.expr) is Expr
-                      and g.expr.fn is predicates.holds), None)
+        guard = next((g for g in entry.guards if is_conditions_guard(g)), None)
         sites = getattr(entry, "condition_sites", ())
         if guard is None or not sites:
             return
@@ -569,107 +569,30 @@ from .markers import graph_break  # noqa: E402,F401  (public: ``magpy.graph_brea
 Stats = Stats
 
 
-class GraphBreak:
-    """Why and where a program could not stay in one graph."""
-
-    def __init__(self, reason, filename, lineno):
-        self.reason = reason
-        self.filename = filename
-        self.lineno = lineno
-
-    def __repr__(self):
-        return f"GraphBreak({self.reason!r}, {self.filename}:{self.lineno})"
-
-
-class Explanation:
-    """What ``magpy.explain`` found: graphs, breaks (with reasons and lines), guards, op count, symbolic
-    sizes (an input's dims marked with ``magpy.mark_dynamic``)."""
-
-    def __init__(self, graphs, breaks, guards, op_count, text, symbolic=()):
-        self.graphs = graphs
-        self.symbolic = list(symbolic)  # sizes taken as they come (``mark_dynamic``): ``x.size(0)``
-        self.breaks = breaks
-        self.guards = guards
-        self.op_count = op_count
-        self.text = text
-
-    @property
-    def graph_count(self):
-        return len(self.graphs)
-
-    @property
-    def graph_break_count(self):
-        return len(self.breaks)
-
-    def __str__(self):
-        lines = [f"{self.graph_count} graph(s), {self.graph_break_count} graph break(s), "
-                 f"{self.op_count} op(s)"]
-        for b in self.breaks:
-            lines.append(f"  break: {b.reason} ({b.filename}:{b.lineno})")
-        if self.text:
-            lines.append(self.text)
-        return "\n".join(lines)
-
-
 def _called(fn):
     """What calling ``fn`` runs: a module's call (hooks included) as a method of it."""
     return types.MethodType(type(fn).__call__, fn) if isinstance(fn, torch.nn.Module) else fn
 
 
-def explain(fn, *args, **kwargs):
-    """Capture one call of ``fn`` (it really runs, once) and report what MagPy made of it: each graph, and
-    each graph break with the graphs on either side. At a break known before it runs (a ``print`` of
-    tensors, ``magpy.graph_break()``, a loop over an iterator from outside) capture stops, the breaking
-    instruction runs natively and the rest of the call is captured as its resume function, as compiled
-    calls do; a break found inside a callee ends what this one call can show."""
-    func, leading = _target(_called(fn))
-    explainer = _Explainer()
-    with LOCK, rendering_home(_home(fn)):
-        explainer.run(func, (*leading, *args), kwargs)
-    return explainer.explanation()
+def explain(fn, *args, verbose=False, **kwargs):
+    """Run one call of ``fn`` (a function, method or ``nn.Module``) as compiled calls run it, and return a
+    ``magpy.Explanation`` of it: every segment, in the order it runs — its graph (code), guards, replay,
+    and what runs natively at the graph break that ends it, with the reason and your file and line.
 
+    ``str()`` of it shows the guards of your program: those made by reads in your files, on values your
+    code read, or on the call's inputs; ``verbose=True`` shows torch's machinery's too (a function taking
+    an argument named ``verbose`` is explained through a lambda passing it).
 
-class _Explainer:
-    """Captures a call and, at each graph break it stops at, its resume function: one segment each."""
-
-    def __init__(self):
-        self.graphs, self.breaks, self.guards, self.texts, self.op_count = [], [], [], [], 0
-        self.symbolic = []  # the inputs' sizes the segments take as they come (``x.size(0)``)
-
-    def run(self, func, args, kwargs):
-        result, exc, cap = capture(func, args, kwargs, stop_at=frozenset())
-        if exc is not None and cap.unsupported is not None and \
-                str(cap.unsupported.reason).startswith("the call raised"):
-            raise exc
-        if cap.op_count:
-            cap.graph.output(tuple(cap.outputs))
-            self.graphs.append(fx.GraphModule(torch.nn.Module(), cap.graph))
-            self.op_count += cap.op_count
-        n = len(self.texts) + 1
-        if cap.unsupported is not None:
-            # (found while an instruction ran: the rest of this call ran uncaptured; compiled calls stop
-            # before that instruction on the next call and compile the rest in a resume function)
-            u = cap.unsupported
-            self.breaks.append(GraphBreak(u.reason, u.filename, u.lineno))
-            self.texts.append(f"segment {n}: the graph before the break ({cap.op_count} ops); compiled calls "
-                              f"run the breaking line natively and continue in a resume function")
-            return result
-        if result is STOPPED:
-            u = cap.stopped.found
-            self.breaks.append(GraphBreak(u.reason, u.filename, u.lineno))
-            cap.resume = Continuation(func, cap.stopped.split, u.reason, u.where(),
-                                      lambda fn: lambda *a: self.run(fn, a, {}), lambda obj: obj)
-        entry = build_entry(cap, None)
-        self.guards.extend(g.describe() for g in entry.guards)
-        symbolic = [f"{source.render()}.size({d})" for source, dims in cap.symbolic for d in sorted(dims)]
-        self.symbolic.extend(symbolic)
-        sizes = f"symbolic sizes: {', '.join(symbolic)}\n" if symbolic else ""
-        self.texts.append(f"segment {n} ({cap.op_count} ops):\n{sizes}{entry.text}")
-        return cap.resume(*cap.stopped.values) if result is STOPPED else result
-
-    def explanation(self):
-        text = self.texts[0] if len(self.texts) == 1 else "\n".join(self.texts)
-        return Explanation(self.graphs, self.breaks, self.guards, self.op_count, text, self.symbolic)
+    The call runs once, unless a graph break is found only by running into it (inside a called function,
+    say): it then runs again, split there, as a compiled function splits it from its second call.
+    Raises what the call raises, as eager does: the program's own exception, its traceback through your
+    frames (the innermost of your lines is where it was raised).
+    """
+    from .explaining import explain_call  # (it builds on this module)
+    try:
+        return explain_call(fn, args, kwargs, verbose)
+    except BaseException as exc:
+        raise exc.with_traceback(_past_our_frames(exc.__traceback__))  # (from the user's frames)
 
 
 class Traced:
@@ -723,14 +646,19 @@ _CALLEES = weakref.WeakKeyDictionary()
 _MODULE_CALLEES = {}
 
 
+def _callee_of(obj):
+    """What calling ``obj`` at a graph break runs: a module's ``__call__`` / ``_call_impl`` bound to it as
+    the module; a module without hooks as its ``forward``; anything else as it is."""
+    if type(obj) is types.MethodType and obj.__func__ in _MODULE_CALLS:
+        obj = obj.__self__
+    forward = _plain_forward(obj)
+    return obj if forward is None else forward
+
+
 def compiled_callee(obj, options):
     """What a call at a graph break calls instead of ``obj``: the compiled form of a Python function,
     method or module, so that the break inside it splits it in turn; any other callable as it is."""
-    if type(obj) is types.MethodType and obj.__func__ in _MODULE_CALLS:
-        obj = obj.__self__  # (a module's ``__call__`` / ``_call_impl``: the module)
-    forward = _plain_forward(obj)
-    if forward is not None:
-        obj = forward  # (a module without hooks: its call is its forward)
+    obj = _callee_of(obj)
     if type(obj) is types.MethodType and type(obj.__func__) is types.FunctionType:
         if isinstance(obj.__self__, torch.nn.Module):
             return _instance_callee(obj.__self__, obj.__func__, obj, options) if _compilable(obj.__func__) else obj

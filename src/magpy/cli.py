@@ -194,10 +194,14 @@ def _script_arguments(parser) -> None:
 def _explain_parser(commands) -> None:
     explain = commands.add_parser(
         "explain", help="capture one call of FILE.py:FUNC and print its graphs, breaks and guards",
-        description="Run FUNC on its example inputs once, in MagPy's VM, and print what MagPy made of the "
-                    "call: graphs (with their code), graph breaks with reasons and lines, guards and the "
-                    "replay. " + _SCRIPT_HELP)
+        description="Run FUNC on its example inputs in MagPy's VM, as compiled calls run it, and print what "
+                    "MagPy made of the call, segment by segment: each graph (with its code), its guards (those "
+                    "of your program; --verbose: all), its replay, and the graph break that ends it with its "
+                    "reason and line. A program that raises is reported with the line of yours it raised "
+                    "at. " + _SCRIPT_HELP)
     _script_arguments(explain)
+    explain.add_argument("--verbose", action="store_true",
+                         help="show every guard: also those torch's own code makes as it runs (hidden by default)")
     explain.set_defaults(handler=_explain)
 
 
@@ -263,7 +267,11 @@ def _load_script(command: str, args: argparse.Namespace):
 
 
 def _program_raised(command: str, name: str, exc: BaseException) -> int:
-    print(f"magpy {command}: {name} raised {type(exc).__name__}: {exc}", file=sys.stderr)
+    from .capture.user_files import raised_at
+    from .capture.places import short_path
+    at = raised_at(exc)
+    where = f" ({short_path(at[0])}:{at[1]})" if at is not None else ""
+    print(f"magpy {command}: {name} raised {type(exc).__name__}: {exc}{where}", file=sys.stderr)
     return 1
 
 
@@ -273,12 +281,10 @@ def _explain(args: argparse.Namespace) -> int:
     if target is None:
         return 2
     try:
-        report = magpy.explain(target.fn, *target.args, **target.kwargs)
+        report = magpy.explain(target.fn, *target.args, verbose=args.verbose, **target.kwargs)
     except Exception as exc:  # noqa: BLE001 - the program's own error, told as one line
         return _program_raised("explain", target.name, exc)
     print(report)
-    for k, graph in enumerate(report.graphs):
-        print(f"graph {k}:\n{graph.code.strip()}")
     return 0
 
 

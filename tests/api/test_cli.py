@@ -59,8 +59,17 @@ def test_explain_prints_graphs_breaks_and_guards(tmp_path):
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("1 graph(s), 0 graph break(s)")
-    assert "self.l.weight: Parameter(float32" in out and "SCALE == 2.0" in out
-    assert "graph 0:\ndef forward(" in out and "torch.relu" in out
+    assert "SCALE == 2.0" in out and "self.l is <Linear" in out
+    assert "  graph:\n    def forward(" in out and "torch.relu" in out
+    assert "self.l.weight: Parameter" not in out and "of torch's machinery hidden" in out
+
+
+def test_explain_verbose_prints_torchs_guards_too(tmp_path):
+    path = script(tmp_path, MODEL.replace('(torch.randn(2, 3),), {"k": 2}', "(torch.randn(2, 3),)"))
+    done = magpy_cli("explain", f"{path}:Net", "--verbose", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "self.l.weight: Parameter(float32" in done.stdout and "SCALE == 2.0" in done.stdout
+    assert "hidden" not in done.stdout
 
 
 def test_trace_prints_events_and_writes_the_dot_file(tmp_path):
@@ -110,11 +119,11 @@ def test_errors_are_one_clear_line_with_status_2(case, tmp_path):
     assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
 
 
-def test_the_programs_own_error_is_one_line_with_status_1(tmp_path):
+def test_the_programs_own_error_is_one_line_at_its_line_with_status_1(tmp_path):
     script(tmp_path, "def f(x):\n    raise ValueError('bad input')\ndef example_inputs():\n    return (1,)\n")
     done = magpy_cli("explain", "prog.py:f", cwd=tmp_path)
     assert done.returncode == 1
-    assert done.stderr == "magpy explain: f raised ValueError: bad input\n"
+    assert done.stderr == "magpy explain: f raised ValueError: bad input (prog.py:2)\n"
 
 
 # ---- the script convention, in process ------------------------------------------------------------------

@@ -7,6 +7,8 @@ The VM reports events (reads, writes, calls, operations, branches, exceptions: `
 The house (each room one concept; a room imports only rooms above it in this list):
 
     values        provenance markers (UNKNOWN, Traced), shared predicates and builders, ``_event``
+    user_files, places
+                  which files are the user's; places in the source, shown as the user wrote them
     state         the Capture produced; contents of containers; the graph's tensors
     iteration     what an iterable yields, by provenance; unpacking
     operations    one rule per generic instruction (``OPERATIONS``): operators, builds, formatting
@@ -21,6 +23,7 @@ The house (each room one concept; a room imports only rooms above it in this lis
                   ``replays``: warnings and log records made again; ``locks``: native locks taken and
                   given back within the call)
     observer      the observer's shared core (failure, guards, frames) and ``capture``
+    origins       whose guard it is, the user's program's or torch's machinery's (``magpy.explain``)
     names, events, refgraph, tracing
                   ``magpy.trace``: paths rendered as the user writes them, trace events, the RefGraph,
                   and the observer that reports them (derived from ``CaptureObserver``)

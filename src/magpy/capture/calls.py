@@ -5,7 +5,6 @@ import builtins
 import collections
 import functools
 import itertools
-import operator
 import random as _random
 import types
 import warnings
@@ -162,12 +161,8 @@ class Calls(BuiltinMethods):
                              f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING or fn in rules.WHILE_COMPILING:
             return None
-        if fn is len and len(args) == 1 and not kwargs:
-            grown = self.contents.grown.get(id(args[0]))
-            if grown is not None and grown[0] is args[0] and self.number_changes(grown[1]):
-                # the length of a history that only grew, read where its length changes from call to call:
-                # its length on entry plus what this call appended, taken as it comes (not guarded)
-                return Expr(operator.add, (Expr(len, (grown[1],)), Const(len(grown[3]))))
+        if fn is len and len(args) == 1 and not kwargs and self.grown_length(args[0]) is not None:
+            return self.grown_length(args[0])
         prov = self.context_var_call(fn, args, arg_provs, kwargs, result)
         if prov is _NOT_WRITTEN:
             prov = self.lock_call(fn, args, kwargs)

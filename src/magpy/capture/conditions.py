@@ -4,9 +4,15 @@ program decided on (a branch on data becomes a guard that reruns its condition).
 from . import predicates
 from ..errors import Unsupported
 from .guards import NoneGuard, TruthGuard, ValueGuard
+from .places import Place
 from .sources import Const, Expr
 from .values import Traced, UNKNOWN, _SCALARS, _event, _is_tensor
 from .operations import _OPERATIONS, _TENSOR_NEUTRAL
+
+
+def is_conditions_guard(g) -> bool:
+    """Is ``g`` the guard that reruns a capture's branches on tensor data (``predicates.holds``)?"""
+    return type(g) is ValueGuard and type(g.expr) is Expr and g.expr.fn is predicates.holds
 
 
 class Conditions:
@@ -54,30 +60,33 @@ class Conditions:
         else:
             self.guard(TruthGuard(prov, bool(value)))
 
-    def data_branch(self, node, truth, frame, splits=True):
+    def data_branch(self, node, truth, frame, splits=True, form="{text} is {truth}"):
         """A branch on tensor data: guarded by rerunning the condition (``predicates``; one guard for all
         of the call's conditions, made by ``guard_conditions`` at the end). One over sizes only (``if
-        x.size(0) > 4``, a symbolic size pinned by ``range(n)``) is a plain guard on those sizes."""
+        x.size(0) > 4``, a symbolic size pinned by ``range(n)``) is a plain guard on those sizes.
+        ``form``: how the condition reads at its place (``places.Place``), for explanations."""
         sizes = predicates.over_sizes(node, self.cap.inputs)
         if sizes is not None:
             self.guard(TruthGuard(sizes, truth))
             return
         if predicates.ancestry([node]) is None:
-            self.checks.append((node, truth, frame))  # (random: checked after the graph runs, if it can be)
+            # (random: checked after the graph runs, if it can be)
+            self.checks.append((node, truth, Place.of_frame(frame, form)))
             return
         # (with the root frame's instruction deciding it: should the data go the other way on later calls,
         # a capture splits the call there rather than compile one entry per way)
         root = self.root
         site = root.index if splits and root is not None and self.splittable() else None
-        self.conditions.append((node, truth, site))
+        self.conditions.append((node, truth, site, Place.of_frame(frame, form)))
 
     def guard_conditions(self):
         cap = self.cap
         if self.checks and cap.unsupported is None:
-            frame = self.checks[0][2]
+            place = self.checks[0][2]  # (where it branched: the frame has run on since)
             if not predicates.checkable(cap.graph) or cap.pre_graph and cap.side_effects[:cap.pre_graph]:
-                cap.unsupported = Unsupported("a branch on tensor data that depends on an in-place op (graph "
-                                              "break)", frame.filename, frame.lineno)
+                said = f": {place.text()}" if place is not None and place.text() else ""
+                cap.unsupported = Unsupported(f"a branch on tensor data that depends on an in-place op (graph "
+                                              f"break){said}", place and place.filename, place and place.lineno)
                 return
             for node, truth, _ in self.checks:
                 cap.outputs.append(cap.graph.call_function(bool, (node,)))
@@ -85,8 +94,9 @@ class Conditions:
             cap.host_values = True
             cap.data_values |= not all(predicates.reads_sizes_only(node) for node, _, _ in self.checks)
         if self.conditions:
-            nodes, truths, sites = zip(*self.conditions)
+            nodes, truths, sites, places = zip(*self.conditions)
             cap.condition_sites = sites
+            cap.condition_places = places
             cut = predicates.cut(self.cap.graph, nodes, self.cap.inputs)
             if cut is None:  # (a later in-place op writes into what a condition read)
                 frame = self.root

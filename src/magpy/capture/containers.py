@@ -324,6 +324,15 @@ class Containers:
         self.outside_state.changed(target)
         return None
 
+    def grown_length(self, target):
+        """``len(target)`` of an outside list that only grew (a history), where its length changes from call
+        to call: its length on entry plus what this call appended, taken as it comes (not guarded); else
+        None."""
+        grown = self.contents.grown.get(id(target))
+        if grown is None or grown[0] is not target or not self.number_changes(grown[1]):
+            return None
+        return Expr(operator.add, (Expr(len, (grown[1],)), Const(len(grown[3]))))
+
     def _mutation(self, fn, args, arg_provs, kwargs, kw_provs, result):
         self_obj = _bound_self(fn)
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):

@@ -424,7 +424,7 @@ class GraphBuilding:
             # a split size from sizes (``q, k, v = qkv(h).split(C, -1)`` after ``B, T, C = x.shape``) is
             # pinned: a size the program splits by is a size (a backend given it specialises it alike)
             self.data_branch(self.cap.graph.call_function(operator.eq, (n, value)), True, self.frame,
-                             splits=False)
+                             splits=False, form=f"{{text}} splits by a size of {value!r}")
         dim %= max(source.dim(), 1)
         if dim in dims:
             # along a dim whose size moves: how many come out depends on it (``chunk(2)`` of a size 1

@@ -30,6 +30,7 @@ from ..interp.tracebacks import in_users_terms
 from .entry_state import aliasing_guard, global_state_guard, self_overlapping
 from .graph_builder import _version
 from .guards import IdGuard, NoneGuard, TruthGuard, TypeGuard, ValueGuard
+from .places import Place
 from .mutations import OutsideState
 from .sources import ArgSource, AttrSource, Const, Expr, Source
 from .values import (Traced, UNKNOWN, _Abandon, _HEAPTYPE, _IDENTITY_TYPES, _MUTABLE_CONTAINERS, _NOT_WRITTEN, _SCALARS,
@@ -173,7 +174,7 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
         # (a number drawn at random — ``torch.randint(0, 4, ()).item()`` rotations — is checked after
         # the graph runs instead, as a branch on random data is)
         self.data_branch(self.cap.graph.call_function(operator.eq, (prov.node, value)), True, frame or self.frame,
-                         splits=False)
+                         splits=False, form=f"{{text}} uses a number from tensor data: {value!r}")
 
     def numpy_of(self, tensor):
         """``t.numpy()``: of a small tensor the guards can recompute (a mask kept in a module's state), a
@@ -192,7 +193,7 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
             return self.host_value(self.cap.graph.call_method("numpy", (node,)))
         values = tuple(tensor.detach().flatten().tolist())
         self.conditions.append((self.cap.graph.call_function(predicates.equals_values, (node, values)), True,
-                                None))
+                                None, Place.of_frame(self.frame, "{text} gives the values it gave when captured")))
         return None
 
     def on_read(self, value, prov):
@@ -333,7 +334,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.call_fn_prov = None
     obs.bound_from = {}       # id(bound builtin method) -> (method, provenance of the object it is bound to)
     obs.raising = None
-    obs.checks = []           # (node, truth, frame) of branches on random data
+    obs.checks = []           # (node, truth, places.Place) of branches on random data
     obs.dynamic = {}          # graph node whose shape depends on tensor data -> those dims
     obs.input_versions = {}  # id(tensor) -> its version when it became a graph input
     obs.input_shapes = {}    # id(tensor) -> its shape when it became a graph input

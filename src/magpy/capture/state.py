@@ -25,6 +25,7 @@ class Capture:
         self.failed_at = None     # the root frame's instruction (VM index) running when it gave up
         self.stopped = None       # a ``breaks.Stopped``: capture stopped before a graph break
         self.condition_sites = ()  # per branch on tensor data (``predicates.holds``), its root instruction
+        self.condition_places = ()  # per branch on tensor data, its ``places.Place`` (how it reads, where)
         self.resume = None        # the ``Continuation`` the mock hands the live values to (set by api)
         self.op_count = 0
         self.draws = []           # (native random function, constant arguments) per draw, in order

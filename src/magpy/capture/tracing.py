@@ -6,9 +6,6 @@ to it, each new guard is reported, and so is the place where capture gives up, w
 then runs on under a ``FramesObserver`` that still reports calls, returns and lines. Lines are reported
 only when the trace asks for them: they take a step of the VM's per instruction.
 """
-import os
-import sysconfig
-
 import torch
 from torch import fx
 
@@ -19,37 +16,9 @@ from .names import callable_name, rendering_home
 from .observer import CaptureObserver, capture
 from .refgraph import RefGraph
 from .sources import AttrSource, CellSource, GlobalSource, ItemSource, Source
+from .user_files import is_user_file
 
 # ---- which events a trace keeps ----------------------------------------------------------------------
-
-
-def _folders(*paths):
-    return tuple(os.path.join(os.path.realpath(p), "") for p in paths)
-
-
-#: folders whose code is never the user's (torch's, MagPy's), and the standard library's (packages
-#: installed inside it are the user's)
-_TOOL_FOLDERS = _folders(os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
-_STDLIB_FOLDERS = _folders(*{sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
-_INSTALLED = ("site-packages", "dist-packages")
-_USER_FILES = {}
-
-
-def _library_file(path):
-    if path.startswith("<frozen") or path.startswith(_TOOL_FOLDERS):
-        return True
-    return any(path.startswith(d) and not any(s in path[len(d):] for s in _INSTALLED) for d in _STDLIB_FOLDERS)
-
-
-def is_user_file(filename):
-    """Is ``filename`` the user's code, not torch's, MagPy's or the standard library's? (Packages
-    installed besides torch count as the user's.)"""
-    known = _USER_FILES.get(filename)
-    if known is None:
-        path = os.path.realpath(filename) if filename and not filename.startswith("<") else filename or ""
-        known = _USER_FILES[filename] = not _library_file(path)
-    return known
-
 
 #: kinds a "user" trace keeps wherever they happened: the graph and why capture gave up are the program's
 #: (a graph node made in a library is placed at the user's line that led to it, when there is one)

@@ -10,6 +10,7 @@ import pdb
 import sys
 import types
 
+from ..capture.places import Place
 from ..interp.debugger import stop_at
 from ..interp.decode import decode
 from ..interp.frame import NULL
@@ -38,8 +39,12 @@ class Continuation:
         return f"<continuation of {self.func.__qualname__} at {self.where}: {self.reason}>"
 
     def describe(self):
-        return (f"then: {self.split.instr.name} at {self.where} runs natively (graph break: {self.reason}), "
-                f"and the rest of the call continues in a compiled resume function")
+        place = split_place(self.split)
+        # (a break found inside the call this instruction makes is told at its own line)
+        inside = not self.where.startswith(f"{place.filename}:{place.lineno}")
+        why = f"graph break inside it: {self.reason} at {self.where}" if inside else f"graph break: {self.reason}"
+        return (f"then: {place.text() or self.split.instr.name} runs natively ({place.where()}; {why}), and the rest of the call "
+                f"continues in a compiled resume function")
 
     def __call__(self, *live):
         split = self.split
@@ -79,6 +84,11 @@ class Continuation:
 
             run_at(stop, split.code, decode(split.code).offsets[split.index], self.func.__globals__, namespace)
         return start
+
+
+def split_place(split):
+    """Where the breaking instruction of ``split`` stands in the source (a ``places.Place``)."""
+    return Place(split.code, decode(split.code).offsets[split.index])
 
 
 def _starts_debugger(fn) -> bool:

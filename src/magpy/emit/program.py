@@ -22,6 +22,7 @@ import torch
 
 from ..capture.guards import TypeGuard, IdGuard, ValueGuard, TruthGuard, NoneGuard, TensorGuard, dense_with_sizes, order
 from ..capture import predicates
+from ..capture.conditions import is_conditions_guard
 from ..capture.names import callable_name
 from ..capture.sources import ArgSource, GlobalSource, ConstSource, AttrSource, ItemSource, CellSource, DrawSource, \
     Expr, Const, Source
@@ -656,8 +657,25 @@ def _side_effects(em, effects, seen):
 
 def render(cap, guards):
     """The same program, readable: what ``explain`` shows."""
-    lines = ["guards:"]
-    lines += [f"  {g.describe()}" for g in guards]
+    return "\n".join(["guards:", *(f"  {line}" for _, line, _ in guard_lines(cap, guards)), render_mock(cap)])
+
+
+def guard_lines(cap, guards):
+    """Each guard as a reader is shown it, as (guard, line, place): the guard that reruns the branches on
+    tensor data gives one line per branch — the condition as the program wrote it, at its
+    ``places.Place`` — any other guard one line (place None)."""
+    for g in guards:
+        places = cap.condition_places if is_conditions_guard(g) else ()
+        if places and len(places) == len(g.value) and None not in places:
+            for place, truth in zip(places, g.value):
+                yield g, place.describe(truth), place
+        else:
+            yield g, g.describe(), None
+
+
+def render_mock(cap):
+    """The replay part of the program, readable: the graph's call, the side effects, the result."""
+    lines = []
     if cap.outputs or cap.op_count:
         inputs = ", ".join(src.render() for src, _ in cap.inputs)
         lines.append(f"mock:\n  out = graph({inputs})   # {cap.op_count} ops, {len(cap.outputs)} outputs")
