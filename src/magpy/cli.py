@@ -37,7 +37,8 @@ def _bench_parser(commands) -> None:
     bench.add_argument("--size", choices=SIZES, default="small", help="model size (default: small)")
     bench.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     bench.add_argument("--quick", action="store_true",
-                       help="few repeats, a 100 s budget, inductor on a subset unless --backends names it")
+                       help="every model under eager and magpy, torch.compile on the three cheapest to compile "
+                            "unless --backends names it; 1 thread, few rounds")
     bench.add_argument("--repeat", type=int, metavar="N", help="timed calls per measurement (max)")
     bench.add_argument("--warmup", type=int, metavar="N", help="untimed calls before timing")
     bench.add_argument("--timeout", type=float, metavar="S", help="limit per model and backend (0: none)")
@@ -46,16 +47,22 @@ def _bench_parser(commands) -> None:
     bench.add_argument("--fresh-cache", action="store_true",
                        help="empty on-disk compiler caches, so compile times are those of a first run")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    bench.add_argument("--log", metavar="FILE",
+                       help="where to write tracebacks, compiler warnings and every round's times "
+                            "(default: bench.log beside MagPy's kernel cache, ~/.cache/magpy)")
     bench.add_argument("--plot", metavar="FILE.png", help="also draw the speedups (needs matplotlib)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    bench.add_argument("--verbose", action="store_true", help="print tracebacks and compiler warnings")
+    bench.add_argument("--verbose", action="store_true",
+                       help="also print tracebacks and compilers' logs as they come (the log has them too)")
     bench.add_argument("--list", action="store_true", help="list the models and exit")
     bench.set_defaults(handler=_bench)
 
 
 def _bench(args: argparse.Namespace) -> int:
+    """Exit status 0, or 1 when a compiler's outputs differed from eager's, 2 for bad options."""
     from . import zoo
     from .bench import BenchError, BenchOptions, run
+    from .bench.log import default_log_path
 
     if args.list:
         for name in zoo.names():
@@ -66,13 +73,14 @@ def _bench(args: argparse.Namespace) -> int:
         options = BenchOptions.build(
             models=_names(args.models), backends=_names(args.backends), quick=args.quick, repeat=args.repeat,
             warmup=args.warmup, timeout=args.timeout, budget=args.budget, size=args.size, device=args.device,
-            json_path=args.json, plot_path=args.plot, threads=args.threads, fresh_cache=args.fresh_cache,
-            progress=not args.no_progress, verbose=args.verbose)
-        run(options)
+            json_path=args.json, log_path=args.log or default_log_path(), plot_path=args.plot,
+            threads=args.threads, fresh_cache=args.fresh_cache, progress=not args.no_progress,
+            verbose=args.verbose)
+        report = run(options)
     except BenchError as error:
         print(f"magpy bench: error: {error}", file=sys.stderr)
         return 2
-    return 0
+    return 1 if report.wrong() else 0
 
 
 def _corpus_options(parser, unit, timeout, timeout_help, memory) -> None:

@@ -100,13 +100,6 @@ def test_spent_budget_skips_compilers_but_keeps_the_eager_baseline(monkeypatch):
     assert row.results["eager"].ok and row.results["eager"].ms > 0
 
 
-def test_quick_default_runs_inductor_on_a_subset_only():
-    options = BenchOptions.build(quick=True)
-    assert options.backends == ["eager", "magpy", "inductor"]
-    assert options.inductor_models == ["gpt"]
-    assert BenchOptions.build(quick=True, backends=["inductor"]).inductor_models is None
-
-
 def test_a_magpy_fallback_is_marked_and_its_warning_noted(monkeypatch, capsys):
     import warnings
 

@@ -1,15 +1,17 @@
 """magpy.bench — the side-by-side benchmark behind ``python -m magpy bench``.
 
 Every zoo model runs under eager PyTorch, ``magpy.compile`` and ``torch.compile`` (Inductor); each compiled
-output is checked against eager first, then all backends are timed together (medians of interleaved calls
-after warm-up)::
+output is checked against eager first, then all backends are timed together in interleaved rounds after
+warm-up; a speedup is the median over rounds of eager's time over the compiler's in the same round, marked
+noisy when the rounds disagree too much to tell::
 
     from magpy.bench import BenchOptions, run
     report = run(BenchOptions.build(models=["gpt", "lstm"], quick=True))
 
 Modules: options (what to run, quick/full defaults), harness (the loop), runners (one function per backend),
-timing (medians, deadlines, the run budget), report (rows, table, JSON), plot (matplotlib chart), progress
-(the stderr bar).
+timing (interleaved rounds, deadlines, the run budget), noise (paired speedups, their spread, when a row is
+too noisy, the geomean), reasons (a failure as one line), report (rows, table, JSON), log (tracebacks and
+every round's times), plot (matplotlib chart), progress (the stderr bar).
 """
 from .harness import run
 from .options import BenchError, BenchOptions

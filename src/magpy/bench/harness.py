@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import platform
@@ -16,16 +17,19 @@ from typing import Callable, Iterator, TextIO
 import torch
 
 from .. import zoo
+from .log import DetailLog
 from .options import BenchError, BenchOptions
 from .plot import plot_speedups
 from .progress import Progress
-from .report import ModelRow, Report, render_notes, render_table
-from .runners import (NOT_AVAILABLE, RUNNERS, SKIPPED, BackendResult, Unavailable, Workload, detached_copy,
+from .reasons import full_story, short_reason
+from .report import ModelRow, Report, render_legend, render_notes, render_table, render_wrong
+from .runners import (NOT_AVAILABLE, RUNNERS, SKIPPED, WRONG, BackendResult, Workload, detached_copy,
                       tf32_disabled, tf32_enabled)
 from .timing import Budget, Repeats, StepTimeout, deadline, interleaved_samples, synchronizer
 
 MIN_STEP_S = 2.0        # a compiler step is skipped when less than this is left of the budget
 MIN_TIMING_S = 5.0      # timing gets at least this long, budget or not: the eager baseline is always wanted
+NOT_IN_QUICK = "not run in --quick"
 
 
 def describe_run(options: BenchOptions, device: torch.device) -> dict:
@@ -39,57 +43,40 @@ def describe_run(options: BenchOptions, device: torch.device) -> dict:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-        "repeats": {"warmup": options.repeats.warmup, "repeat": options.repeats.repeat},
+        "repeats": dataclasses.asdict(options.repeats),
     }
 
 
 def skip_reason(options: BenchOptions, backend: str, model: str, budget: Budget) -> str | None:
     if backend == "inductor" and options.inductor_models is not None and model not in options.inductor_models:
-        return "quick"
+        return NOT_IN_QUICK
     remaining = budget.remaining()
     if backend != "eager" and remaining is not None and remaining < MIN_STEP_S:
         return "time budget"
     return None
 
 
-def underlying_timeout(error: BaseException) -> StepTimeout | None:
-    """The StepTimeout behind ``error``: compilers may catch it and raise their own error from it."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, StepTimeout):
-            return error
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return None
+@dataclasses.dataclass
+class Session:
+    """What every step of one run reports to: its options, clock, progress bar, report, log and stderr."""
+
+    options: BenchOptions
+    device: torch.device
+    budget: Budget
+    progress: Progress
+    report: Report
+    log: DetailLog
+    err: TextIO
 
 
-def short_reason(error: BaseException) -> str:
-    timeout = underlying_timeout(error)
-    if timeout is not None:
-        return str(timeout)
-    if isinstance(error, Unavailable):
-        return str(error)
-    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def describe(error: BaseException) -> str:
-    """The full message of a failure, with the underlying cause of an Unavailable."""
-    timeout = underlying_timeout(error)
-    if timeout is not None:
-        return str(timeout)
-    if isinstance(error, Unavailable):
-        cause = error.__cause__
-        return f"{error} ({type(cause).__name__}: {cause})" if cause is not None else str(error)
-    return f"{type(error).__name__}: {error}".strip()
-
-
-def fail(result: BackendResult, error: BaseException, options: BenchOptions, err: TextIO) -> None:
+def fail(result: BackendResult, error: BaseException, model: str, session: Session) -> None:
+    """Mark ``result`` not available: a one-line reason for the table, the whole story for the log."""
     result.status = NOT_AVAILABLE
     result.reason = short_reason(error)
-    result.detail = describe(error)
-    if options.verbose:
-        traceback.print_exception(error, file=err)
+    result.detail = f"{type(error).__name__}: {error}".strip()
+    session.log.entry(model, result.backend, "failed", full_story(error))
+    if session.options.verbose:
+        traceback.print_exception(error, file=session.err)
 
 
 def reference_workload(name: str, options: BenchOptions, device: torch.device) -> Workload:
@@ -105,9 +92,10 @@ def reference_workload(name: str, options: BenchOptions, device: torch.device) -
     return workload
 
 
-def prepare_backend(backend: str, workload: Workload | None, options: BenchOptions, budget: Budget,
-                    err: TextIO) -> tuple[BackendResult, Callable[[], object] | None]:
+def prepare_backend(backend: str, workload: Workload | None,
+                    session: Session) -> tuple[BackendResult, Callable[[], object] | None]:
     """Compile and check one backend; its result, and the warm call to time when all went well."""
+    options, budget, log = session.options, session.budget, session.log
     result = BackendResult(backend)
     if workload is None:
         result.status, result.reason = NOT_AVAILABLE, "model failed"
@@ -120,10 +108,15 @@ def prepare_backend(backend: str, workload: Workload | None, options: BenchOptio
     limit = options.step_timeout_s if backend == "eager" else budget.step_limit(options.step_timeout_s)
     try:
         with deadline(limit):
-            return result, RUNNERS[backend](result, workload)
+            call = RUNNERS[backend](result, workload)
     except Exception as error:     # one model/backend failing must never end the run
-        fail(result, error, options, err)
+        fail(result, error, workload.spec.name, session)
         return result, None
+    if result.status == WRONG:
+        log.entry(workload.spec.name, backend, f"WRONG OUTPUT ({result.reason})", result.detail)
+    if result.warnings:
+        log.entry(workload.spec.name, backend, "warnings while compiling", "\n".join(result.warnings))
+    return result, call
 
 
 def warm_repeats(options: BenchOptions, workload: Workload) -> Repeats:
@@ -133,15 +126,16 @@ def warm_repeats(options: BenchOptions, workload: Workload) -> Repeats:
         return options.repeats
     from ..backends.choose import SAMPLES
 
-    settled = 3 * SAMPLES + 1
+    settled = -(-(3 * SAMPLES + 1) // options.repeats.calls)     # rounds, each calling a backend `calls` times
     return dataclasses.replace(options.repeats, warmup=max(options.repeats.warmup, settled))
 
 
 def time_backends(results: dict[str, BackendResult], calls: dict[str, Callable[[], object]],
-                  workload: Workload, options: BenchOptions, budget: Budget, report: Report,
-                  err: TextIO) -> None:
-    """Fill in the median (and best) call time of every prepared backend, timing them together."""
-    limit = budget.step_limit(options.step_timeout_s)
+                  workload: Workload, session: Session) -> None:
+    """Fill in every round's time and the median (and best) of every prepared backend, timing them in
+    interleaved rounds."""
+    options = session.options
+    limit = session.budget.step_limit(options.step_timeout_s)
     soft_limit = None if limit is None else max(limit, MIN_TIMING_S)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -155,34 +149,37 @@ def time_backends(results: dict[str, BackendResult], calls: dict[str, Callable[[
     known = {message for result in results.values() for message in result.warnings}
     for message in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
         if message not in known:
-            report.notes.append(f"while timing {workload.spec.name}: {message}")
+            session.report.notes.append(f"while timing {workload.spec.name}: {message}")
     for name, times in samples.items():
+        results[name].times_ms = [1e3 * t for t in times]
         results[name].ms = 1e3 * statistics.median(times)
         results[name].best_ms = 1e3 * min(times)
         results[name].samples = len(times)
+    session.log.rounds(workload.spec.name, samples)
     for name, error in failures.items():
-        fail(results[name], error, options, err)
+        fail(results[name], error, workload.spec.name, session)
 
 
-def measure_model(name: str, options: BenchOptions, device: torch.device, budget: Budget, progress: Progress,
-                  report: Report, err: TextIO) -> ModelRow:
+def measure_model(name: str, session: Session) -> ModelRow:
+    progress = session.progress
     progress.status(f"{name}: build")
     try:
-        workload = reference_workload(name, options, device)
+        workload = reference_workload(name, session.options, session.device)
     except Exception as error:
         workload = None
-        report.notes.append(f"{name} failed to build or run eagerly: {short_reason(error)}")
-    row = ModelRow(name, options.size)
+        session.report.notes.append(f"{name} failed to build or run eagerly: {short_reason(error)}")
+        session.log.entry(name, "eager", "failed to build or run", full_story(error))
+    row = ModelRow(name, session.options.size)
     calls = {}
-    for backend in options.backends:
+    for backend in session.options.backends:
         progress.start(f"{name}: {backend}")
-        row.results[backend], call = prepare_backend(backend, workload, options, budget, err)
+        row.results[backend], call = prepare_backend(backend, workload, session)
         if call is not None:
             calls[backend] = call
         progress.advance()
     progress.start(f"{name}: timing {', '.join(calls) or 'nothing'}")
     if calls:
-        time_backends(row.results, calls, workload, options, budget, report, err)
+        time_backends(row.results, calls, workload, session)
     progress.advance()
     return row
 
@@ -234,8 +231,9 @@ def preface_notes(options: BenchOptions, report: Report) -> None:
                             "--fresh-cache measures first-run compiles")
     if options.inductor_models is not None and "inductor" in options.backends:
         report.notes.append(
-            f"--quick runs inductor on {', '.join(options.inductor_models)} only (its first compile takes "
-            "10-60 s per model on a small CPU); pass --backends eager,magpy,inductor to run it on every model")
+            f"--quick runs torch.compile (inductor) on {', '.join(options.inductor_models)} only, the cheapest to "
+            "compile (its first compile takes 10-60 s per model on a 2-core CPU); --backends eager,magpy,inductor "
+            "runs it on every model")
     load, cpus = report.meta["load_average"], report.meta["cpus"]
     if report.meta["device"] == "cpu" and load is not None and cpus and load > 0.75 * cpus:
         advice = "" if options.threads == 1 else "; --threads 1 steadies them"
@@ -248,10 +246,11 @@ def publish(report: Report, options: BenchOptions, elapsed_s: float, out: TextIO
     print(f"MagPy bench · size {meta['size']} · {meta['device']} · {meta['threads']} threads · "
           f"torch {meta['torch']} · Python {meta['python']}{' · quick' if options.quick else ''} · "
           f"{elapsed_s:.0f} s", file=out)
-    print(render_table(report), file=out)
-    notes = render_notes(report)
-    if notes:
-        print(notes, file=out)
+    for part in (render_table(report), render_legend(report), render_wrong(report), render_notes(report)):
+        if part:
+            print(part, file=out)
+    if report.log_path:
+        print(f"details (tracebacks, compiler warnings, every round's times): {report.log_path}", file=out)
     if options.json_path:
         with open(options.json_path, "w") as handle:
             handle.write(report.to_json())
@@ -275,19 +274,23 @@ def run(options: BenchOptions, out: TextIO | None = None, err: TextIO | None = N
     threads = torch.get_num_threads()
     if options.threads:
         torch.set_num_threads(options.threads)
-    report = Report(meta=describe_run(options, device), backends=options.backends)
+    report = Report(meta=describe_run(options, device), backends=options.backends, log_path=options.log_path)
     preface_notes(options, report)
+    log = DetailLog(options.log_path)
+    log.write(json.dumps(report.meta))
     budget = Budget(options.budget_s)
     progress = Progress(len(options.models) * (len(options.backends) + 1), stream=err, enabled=options.progress)
+    session = Session(options, device, budget, progress, report, log, err)
     try:
         with torch.no_grad(), fresh_caches(options.fresh_cache), \
                 (contextlib.nullcontext() if options.verbose else quiet_compilers()):
             for name in options.models:
-                report.rows.append(measure_model(name, options, device, budget, progress, report, err))
+                report.rows.append(measure_model(name, session))
     except KeyboardInterrupt:
         report.notes.append("interrupted: the table shows the models finished so far")
     finally:
         progress.close()
+        log.close()
         torch.set_num_threads(threads)
     if any(r.reason == "time budget" for row in report.rows for r in row.results.values()):
         report.notes.append(f"compiler steps after {budget.seconds:.0f} s were skipped (time budget; "

@@ -2,6 +2,7 @@
 quick and of a full run."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from .. import zoo
@@ -9,13 +10,34 @@ from .runners import RUNNERS
 from .timing import Repeats
 
 DEFAULT_BACKENDS = ("eager", "magpy", "inductor")
-# Inductor's first compile costs 10-60 s per model on a 2-core CPU (plus ~25 s of one-time start-up), so
-# --quick with the default backends runs it on these models only.
-QUICK_INDUCTOR_MODELS = ("gpt",)
-QUICK_REPEATS = Repeats(warmup=1, repeat=7, min_repeat=3, budget_s=0.5)
-QUICK_BUDGET_S = 100.0           # --quick must finish within two minutes on a 2-core machine, imports included
-QUICK_STEP_TIMEOUT_S = 90.0      # Inductor's first compile in a process can take a minute here
+
+# --quick: every model under eager and magpy; torch.compile (Inductor) only on the QUICK_INDUCTOR_COUNT models
+# of the run that come first here. Its first compile of each model, small size, cold caches, on this 2-core
+# CPU (1 thread, machine shared; the first model also pays ~10 s of one-time start-up), in seconds:
+# hf_bert 9, lstm 11, hf_gpt2 11, gpt 15, tridentnet 17, bert 21, resnet 21, blockdrop 22, densenet 23,
+# hf_llama 25, monodepth 59, quant_resnet 64. (Without transformers installed: lstm, gpt, tridentnet.)
+QUICK_INDUCTOR_BY_COST = ("hf_bert", "lstm", "hf_gpt2", "gpt", "tridentnet", "bert", "resnet", "blockdrop",
+                          "densenet", "hf_llama", "monodepth", "quant_resnet")
+QUICK_INDUCTOR_COUNT = 3
+# Small models take 1-10 ms a call, so 25 rounds cost well under a second each; the limit keeps a machine
+# that stalls every call (OpenMP threads waiting on a busy core) from eating the run: then rows have few
+# rounds, and the table marks them noisy.
+QUICK_REPEATS = Repeats(warmup=2, repeat=25, min_repeat=9, budget_s=0.3, limit_s=4.0)
+# One torch thread: on a 2-core machine shared with anything else, every parallel region of a 2-thread run
+# waits for a core, and a 5 ms model takes 200 ms to 1.2 s a call, by turns (--threads 2 overrides).
+QUICK_THREADS = 1
+QUICK_BUDGET_S = None            # --quick times every model: no run budget skips one (--budget sets one)
+QUICK_STEP_TIMEOUT_S = 90.0      # a hang guard: the slowest first compile in --quick takes ~20 s here
 FULL_STEP_TIMEOUT_S = 1800.0
+
+
+def quick_inductor_models(models: list[str]) -> list[str]:
+    """The models of ``models`` that --quick runs torch.compile on: the cheapest to compile (models missing
+    from QUICK_INDUCTOR_BY_COST count as the dearest), in table order."""
+    ranked = [m for m in QUICK_INDUCTOR_BY_COST if m in models] + [m for m in models
+                                                                   if m not in QUICK_INDUCTOR_BY_COST]
+    chosen = set(ranked[:QUICK_INDUCTOR_COUNT])
+    return [m for m in models if m in chosen]
 
 
 class BenchError(Exception):
@@ -34,6 +56,7 @@ class BenchOptions:
     budget_s: float | None = None                         # for the whole run
     inductor_models: list[str] | None = None              # None: every selected model
     json_path: str | None = None
+    log_path: str | None = None                           # details: tracebacks, warnings, every round's times
     plot_path: str | None = None
     threads: int | None = None
     fresh_cache: bool = False                             # empty on-disk compiler caches for the run
@@ -42,7 +65,7 @@ class BenchOptions:
 
     @classmethod
     def build(cls, *, models=None, backends=None, quick=False, repeat=None, warmup=None, timeout=None,
-              budget=None, **rest) -> "BenchOptions":
+              budget=None, threads=None, **rest) -> "BenchOptions":
         """Options with the defaults of a quick or a full run filled in for everything left as None.
 
         ``timeout`` / ``budget`` of 0 mean no limit. Eager is always added: it is the baseline every other
@@ -60,17 +83,18 @@ class BenchOptions:
 
         if quick:
             repeats = QUICK_REPEATS
-            subset = None if backends else [m for m in QUICK_INDUCTOR_MODELS if m in models] or models[:1]
+            subset = None if backends else quick_inductor_models(models)
             limits = dict(step_timeout_s=QUICK_STEP_TIMEOUT_S, budget_s=QUICK_BUDGET_S, inductor_models=subset)
+            threads = threads or QUICK_THREADS
         else:
             repeats = Repeats()
             limits = dict(step_timeout_s=FULL_STEP_TIMEOUT_S, budget_s=None, inductor_models=None)
         if repeat is not None:
-            repeats = Repeats(repeats.warmup, repeat, min(repeats.min_repeat, repeat), repeats.budget_s)
+            repeats = dataclasses.replace(repeats, repeat=repeat, min_repeat=min(repeats.min_repeat, repeat))
         if warmup is not None:
-            repeats = Repeats(warmup, repeats.repeat, repeats.min_repeat, repeats.budget_s)
+            repeats = dataclasses.replace(repeats, warmup=warmup)
         if timeout is not None:
             limits["step_timeout_s"] = timeout or None
         if budget is not None:
             limits["budget_s"] = budget or None
-        return cls(models=models, backends=chosen, quick=quick, repeats=repeats, **limits, **rest)
+        return cls(models=models, backends=chosen, quick=quick, repeats=repeats, threads=threads, **limits, **rest)

@@ -22,7 +22,7 @@ def plot_speedups(report: Report, path: str) -> str | None:
     width = 0.8 / len(compilers)
     figure, axes = plt.subplots(figsize=(max(6.0, 0.9 * len(labels)), 4.0))
     for i, backend in enumerate(compilers):
-        values = [row.speedup(backend) or 0.0 for row in report.rows] + [report.geomean(backend)[0] or 0.0]
+        values = [row.speedup(backend) or 0.0 for row in report.rows] + [report.geomean(backend).value or 0.0]
         positions = [x + (i - (len(compilers) - 1) / 2) * width for x in range(len(labels))]
         axes.bar(positions, values, width, label=backend)
     axes.axhline(1.0, color="black", linewidth=0.8)

@@ -1,14 +1,20 @@
-"""The benchmark's results: one row per model, rendered as a text table, JSON, and speedup summaries."""
+"""The benchmark's results: one row per model, rendered as a text table (with its legend and notes) and JSON.
+
+A cell never holds more than one line: a failure shows as ``n/a (Type: first line…)``, wrong outputs as
+``WRONG (max err …)``, a speedup the machine's noise hides as ``~1.10× ±38%``. Full messages go to the log.
+"""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from .runners import OK, BackendResult
+from .noise import NOISY_MIN_ROUNDS, NOISY_SPREAD, Geomean, Speedup, geomean, paired_speedup
+from .reasons import NOTE_WIDTH, one_line
+from .runners import OK, SKIPPED, WRONG, BackendResult
 
 REASON_WIDTH = 34
+NOISY_MARK = "~"
 
 
 @dataclass
@@ -17,12 +23,26 @@ class ModelRow:
     size: str
     results: dict[str, BackendResult] = field(default_factory=dict)
 
+    def speedup_stats(self, backend: str) -> Speedup | None:
+        """``backend``'s speedup over eager from the rounds where both were timed; None unless both ran
+        correctly and were timed together."""
+        eager, other = self.results.get("eager"), self.results.get(backend)
+        if eager is None or other is None or not (eager.ok and other.ok):
+            return None
+        return paired_speedup(eager.times_ms, other.times_ms)
+
     def speedup(self, backend: str) -> float | None:
-        """Eager time over ``backend``'s time, when both were measured."""
+        """The median over rounds of eager's time over ``backend``'s, when both were measured."""
+        stats = self.speedup_stats(backend)
+        if stats is not None:
+            return stats.value
         eager, other = self.results.get("eager"), self.results.get(backend)
         if eager is None or other is None or not (eager.ok and other.ok) or not eager.ms or not other.ms:
             return None
         return eager.ms / other.ms
+
+    def wrong(self) -> list[BackendResult]:
+        return [r for r in self.results.values() if r.status == WRONG]
 
 
 @dataclass
@@ -31,18 +51,27 @@ class Report:
     backends: list[str]
     rows: list[ModelRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    log_path: str | None = None
 
     def compilers(self) -> list[str]:
         return [b for b in self.backends if b != "eager"]
 
-    def geomean(self, backend: str) -> tuple[float | None, int]:
-        """Geometric mean of ``backend``'s speedups over the models where it ran, and how many those are."""
-        speedups = [s for s in (row.speedup(backend) for row in self.rows) if s]
-        if not speedups:
-            return None, 0
-        return math.exp(sum(math.log(s) for s in speedups) / len(speedups)), len(speedups)
+    def geomean(self, backend: str) -> Geomean:
+        """``backend``'s geometric-mean speedup over the rows where it ran and is not marked noisy."""
+        speedups = [s for s in (row.speedup_stats(backend) for row in self.rows) if s is not None]
+        return geomean(speedups)
+
+    def wrong(self) -> list[tuple[str, BackendResult]]:
+        """(model, result) of every compiler whose outputs differed from eager's."""
+        return [(row.model, result) for row in self.rows for result in row.wrong()]
 
     def to_json(self) -> str:
+        def speedup(row: ModelRow, backend: str) -> dict | None:
+            stats = row.speedup_stats(backend)
+            if stats is None:
+                return None
+            return {"value": stats.value, "spread": stats.spread, "rounds": stats.rounds, "noisy": stats.noisy}
+
         return json.dumps({
             "meta": self.meta,
             "backends": self.backends,
@@ -50,10 +79,11 @@ class Report:
                 "model": row.model,
                 "size": row.size,
                 "results": {name: asdict(result) for name, result in row.results.items()},
-                "speedup": {b: row.speedup(b) for b in self.compilers()},
+                "speedup": {b: speedup(row, b) for b in self.compilers()},
             } for row in self.rows],
-            "geomean": {b: self.geomean(b)[0] for b in self.compilers()},
+            "geomean": {b: asdict(self.geomean(b)) for b in self.compilers()},
             "notes": self.notes,
+            "log": self.log_path,
         }, indent=2)
 
 
@@ -66,8 +96,12 @@ def _count(value: int | None) -> str:
 
 
 def status_text(result: BackendResult) -> str:
-    reason = result.reason if len(result.reason) <= REASON_WIDTH else result.reason[: REASON_WIDTH - 1] + "…"
-    return f"{result.status} ({reason})" if reason else result.status
+    """A cell for a backend that has no time: why, in one line of bounded width."""
+    reason = one_line(result.reason, REASON_WIDTH)
+    if result.status == SKIPPED:
+        return reason or "skipped"
+    status = "WRONG" if result.status == WRONG else result.status
+    return f"{status} ({reason})" if reason else status
 
 
 def _time_cell(backend: str) -> Callable[[ModelRow], str]:
@@ -89,10 +123,22 @@ def _field_cell(backend: str, name: str, render: Callable) -> Callable[[ModelRow
     return cell
 
 
+def speedup_text(value: float, spread: float, noisy: bool) -> str:
+    spread = min(spread, 9.99)
+    digits = 1 if spread < 0.01 else 0      # (a geomean's ± is often under 1%)
+    return f"{NOISY_MARK if noisy else ''}{value:.2f}× ±{spread:.{digits}%}"
+
+
 def _speedup_cell(backend: str) -> Callable[[ModelRow], str]:
     def cell(row: ModelRow) -> str:
-        speedup = row.speedup(backend)
-        return "—" if speedup is None else f"{speedup:.2f}×"
+        result = row.results.get(backend)
+        if result is not None and result.status == WRONG:
+            return "WRONG"
+        stats = row.speedup_stats(backend)
+        if stats is None:
+            speedup = row.speedup(backend)
+            return "—" if speedup is None else f"{speedup:.2f}×"
+        return speedup_text(stats.value, stats.spread, stats.noisy is not None)
     return cell
 
 
@@ -126,6 +172,13 @@ def columns(backends: list[str]) -> list[Column]:
     return cols
 
 
+def geomean_text(summary: Geomean) -> str:
+    if summary.value is None:
+        return "—"
+    text = speedup_text(summary.value, summary.spread, False)
+    return text if not summary.noisy else f"{text} ({summary.used}/{summary.used + summary.noisy})"
+
+
 def render_table(report: Report) -> str:
     cols = columns(report.backends)
     lines = [[c.header for c in cols]]
@@ -136,9 +189,7 @@ def render_table(report: Report) -> str:
             if c.left:
                 summary.append("geomean")
             elif c.speedup_of is not None:
-                value, n = report.geomean(c.speedup_of)
-                text = "—" if value is None else f"{value:.2f}×"
-                summary.append(text if n in (0, len(report.rows)) else f"{text} ({n}/{len(report.rows)})")
+                summary.append(geomean_text(report.geomean(c.speedup_of)))
             else:
                 summary.append("")
         lines.append(summary)
@@ -155,18 +206,40 @@ def render_table(report: Report) -> str:
     return "\n".join(body)
 
 
+def render_legend(report: Report) -> str:
+    """What the speedup columns and their marks mean."""
+    if not report.compilers():
+        return ""
+    return (f"×: median over interleaved rounds of eager's time / the compiler's in the same round; ±: half the "
+            f"interquartile range of those ratios. {NOISY_MARK}: too noisy to tell (±{NOISY_SPREAD:.0%} or more, or "
+            f"fewer than {NOISY_MIN_ROUNDS} rounds), left out of the geomean, whose ± comes from resampling "
+            f"rounds; (k/n): the geomean is over k of the n rows timed.")
+
+
+def mismatch_text(result: BackendResult) -> str:
+    """How a wrong output differs, in one line: the table's reason and the comparison's first two lines."""
+    lines = [line.strip() for line in result.detail.splitlines() if line.strip()][:2]
+    return one_line("; ".join([result.reason, *lines]), NOTE_WIDTH)
+
+
+def render_wrong(report: Report) -> str:
+    """A loud line per compiler whose outputs differed from eager's."""
+    return "\n".join(f"WRONG OUTPUT: {result.backend} on {model}: {mismatch_text(result)}"
+                     for model, result in report.wrong())
+
+
 def render_notes(report: Report) -> str:
-    """Notes, then the full reason of every cell that is not a number and every warning a compiler gave,
-    each distinct message once with the models it concerns."""
+    """Notes, then the reason of every cell that is not a number and every warning a compiler gave, each
+    distinct message once, in one line, with the models it concerns."""
     lines = [f"note: {note}" for note in report.notes]
     grouped: dict[tuple[str, str], list[str]] = {}
     for row in report.rows:
         for backend, result in row.results.items():
             messages = list(result.warnings)
-            if result.status != OK and result.status != "skipped":
-                messages.insert(0, result.detail or result.reason)
+            if result.status not in (OK, SKIPPED, WRONG):     # (wrong outputs have lines of their own)
+                messages.insert(0, result.reason)
             for message in messages:
-                grouped.setdefault((backend, message), []).append(row.model)
+                grouped.setdefault((backend, one_line(message, NOTE_WIDTH)), []).append(row.model)
     for (backend, message), models in grouped.items():
         where = "all models" if len(models) == len(report.rows) > 1 else ", ".join(models)
         lines.append(f"{backend} ({where}): {message}")

@@ -3,7 +3,8 @@
 A runner prepares one backend: it builds a fresh model, compiles it, times the first call, checks the first
 two outputs against eager, and fills in what it learnt on a BackendResult. It returns the warm call to time,
 or None when the outputs were wrong. It may raise: the harness turns any exception into an "n/a (reason)"
-cell and keeps what the runner had already recorded. The harness times all warm calls together.
+cell (the traceback goes to the run's log) and keeps what the runner had already recorded. The harness times
+all warm calls together.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class BackendResult:
     ms: float | None = None              # median steady-state time per call
     best_ms: float | None = None         # fastest timed call
     samples: int = 0                     # timed calls behind ms
+    times_ms: list[float] = field(default_factory=list)   # every timed call, one per round, in round order
     first_call_s: float | None = None    # first call, compilation included
     capture_s: float | None = None       # magpy: first call with the graph run eagerly (capture only)
     compile_s: float | None = None       # time a compiler spent before the first result
@@ -151,8 +153,7 @@ def matches(result: BackendResult, actual: Any, workload: Workload) -> bool:
         result.status = WRONG
         result.max_abs_err = max_abs_error(actual, workload.reference)
         result.reason = f"max err {result.max_abs_err:.1e}"
-        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        result.detail = "; ".join(lines[:3]) if lines else type(error).__name__
+        result.detail = str(error).strip() or type(error).__name__
         return False
     result.max_abs_err = max_abs_error(actual, workload.reference)
     return True
