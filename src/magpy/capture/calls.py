@@ -17,6 +17,7 @@ from . import predicates, rules, vf
 from ..interp.tracking import NOT_RETURNED
 from .guards import TruthGuard, TypeGuard, ValueGuard
 from .mutations import LIST_HELPERS, changes
+from .names import callable_name
 from .sources import AttrSource, Const, Expr, Source
 from .values import (_has_user_protocols, Traced, UNKNOWN, _COMBINATORICS, _DICT_VIEWS, _FROM_ARRAY, _IDENTITY_TYPES, _NOT_WRITTEN,
     _PASSED_BY_IDENTITY, _RUN_ITERATORS, _SCALARS, _SHAPE_TRACED, _TYPE_QUERIES, _bound_self,
@@ -161,6 +162,10 @@ class Calls(BuiltinMethods):
                              f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING or fn in rules.WHILE_COMPILING:
             return None
+        script = rules.torchscript_callee(fn, args)
+        if script is not None:
+            self.unsupported(f"TorchScript {callable_name(script)}() runs natively: MagPy cannot see inside "
+                             "compiled TorchScript (graph break)")
         prov = self.context_var_call(fn, args, arg_provs, kwargs, result)
         if prov is _NOT_WRITTEN:
             prov = self.lock_call(fn, args, kwargs)
@@ -422,7 +427,7 @@ class Calls(BuiltinMethods):
                     return None
                 if name in rules.TORCH_NOOPS:
                     return None
-                self.unsupported(f"{getattr(fn, '__qualname__', name)}() returns a Python value computed "
+                self.unsupported(f"{callable_name(fn)}() returns a Python value computed "
                                  "from tensors")
             if _is_torch_callable(fn) or fn in rules.GRAPH or fn in rules.TENSOR_BUILTINS:
                 self.record(fn, args, arg_provs, kwargs, kw_provs, result)
@@ -432,17 +437,17 @@ class Calls(BuiltinMethods):
             if fn is print:
                 self.unsupported(rules.PRINT_BREAK)
             if makes_tensor or fn not in rules.TENSOR_NEUTRAL:
-                self.unsupported(f"{getattr(fn, '__qualname__', fn)}() called on tensors: MagPy has no "
+                self.unsupported(f"{callable_name(fn)}() called on tensors: MagPy has no "
                                  "rule for it")
         if self_obj is _random._inst and getattr(fn, "__name__", "") in rules.RANDOM_DRAWS and not kwargs:
             return self.draw(fn, args, arg_provs)
         if self_obj is rules.NUMPY_RANDOM and getattr(fn, "__name__", "") in rules.NUMPY_DRAWS:
             return self.draw(fn, args, arg_provs, kwargs, kw_provs)
         if isinstance(self_obj, (np.random.RandomState, np.random.Generator)):
-            self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws from a numpy generator of the program's own")
+            self.unsupported(f"{callable_name(fn)}() draws from a numpy generator of the program's own")
         if module.split(".")[0] in rules.RANDOM_MODULES or (self_obj is not None and
                                                            type(self_obj).__module__ == "random"):
-            self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws Python random numbers")
+            self.unsupported(f"{callable_name(fn)}() draws Python random numbers")
         if fn is warnings.warn:
             return self.warning_call(args, arg_provs, kwargs, kw_provs)
         if fn in rules.REPLAY:
@@ -466,7 +471,7 @@ class Calls(BuiltinMethods):
                 elif type(prov) is Expr:
                     self.made_arrays[id(result)] = (result, prov, result.copy())
             return prov
-        self.unsupported(f"{getattr(fn, '__qualname__', fn)}() is a native call MagPy has no rule for "
+        self.unsupported(f"{callable_name(fn)}() is a native call MagPy has no rule for "
                          "(it could have effects a replay would miss)")
 
     def _autograd_mark(self, method, tensor, prov):
@@ -593,6 +598,8 @@ class Calls(BuiltinMethods):
         if all(p is None for p in provs):
             return None
         if fn in _DICT_VIEWS and len(args) == 1 and type(args[0]) in (dict, collections.OrderedDict):
+            if arg_provs[0] is UNKNOWN:
+                return UNKNOWN  # (a view of a dict capture lost track of: nothing a guard can read again)
             return Expr(fn, (arg_provs[0] if arg_provs[0] is not None else Const(args[0]),))
         pure = rules.is_pure(fn)
         if not pure or any(p is UNKNOWN for p in provs):

@@ -34,6 +34,25 @@ PRINT_BREAK = "print() of a tensor (graph break)"
 #: calls known to be graph breaks before they run: callable -> (why, only when an argument holds a tensor)
 KNOWN_BREAKS = {GRAPH_BREAK: (MARKER_BREAK, False), print: (PRINT_BREAK, True)}
 
+#: compiled TorchScript runs in torch's own interpreter, where MagPy cannot follow it (and where it may
+#: change its module's attributes): a call of it is a graph break. (A ``ScriptFunction`` with a Python
+#: original runs as that function instead: ``lookasides``.) The types' ``__call__`` are pybind11
+#: ``instancemethod``s, which the VM may call with the method as first argument.
+TORCHSCRIPT_TYPES = (torch._C.ScriptMethod, torch._C.ScriptFunction)
+TORCHSCRIPT_CALLS = IdentitySet(vars(t)["__call__"] for t in TORCHSCRIPT_TYPES if "__call__" in vars(t))
+
+
+def torchscript_callee(fn, args):
+    """The TorchScript method or function a native call of ``fn`` runs, or None."""
+    if isinstance(fn, TORCHSCRIPT_TYPES):
+        return fn
+    if fn in TORCHSCRIPT_CALLS and args and isinstance(args[0], TORCHSCRIPT_TYPES):
+        return args[0]
+    if isinstance(getattr(fn, "__self__", None), torch._C.ScriptModule):
+        return fn  # (a traced module's ``_c.hasattr``, ``_c._get_method`` …: its compiled side)
+    return None
+
+
 #: questions whose answer is a fact of capturing, the same in every call the entry runs
 #: (``torch.compiler.is_compiling()``: True, as the library contract says of compiled code)
 WHILE_COMPILING = IdentitySet([torch.compiler.is_compiling])

@@ -1,0 +1,93 @@
+"""Rules by what a construct is (issue 27): behaviour derived from what a construct is and what libraries
+promise of it, not from one failing program. Each construct runs eagerly and compiled side by side
+(``twin.differential``) and capture's outcome is stated (one graph, or a break with a readable reason).
+"""
+import torch
+
+from twin import Call, differential, expect, expect_one_graph, fresh, plain
+
+
+def t(*shape):
+    return torch.randn(*shape or (3,))
+
+
+def reasons(stats):
+    return [reason for reason, _ in stats.reasons]
+
+
+def no_internal_errors(stats):
+    assert not any("internal" in r or "failed" in r for r in reasons(stats)), stats.reasons
+
+
+# ---- lookups of callables never hash them; internal errors stay internal -------------------------
+
+class _Doubler(torch.nn.Module):
+    def forward(self, x):
+        return x * 2 + 1
+
+
+SCRIPTED = torch.jit.script(_Doubler())
+
+
+def calls_a_scripted_module(x):
+    return SCRIPTED(x) + 1
+
+
+def test_a_scripted_module_is_a_graph_break_named_as_torchscript():
+    stats = differential(plain(calls_a_scripted_module), fresh(lambda: (t(),)))
+    expect(stats, graph_breaks=1, fallbacks=0)
+    assert reasons(stats) == ["TorchScript _Doubler.forward() runs natively: MagPy cannot see inside compiled "
+                              "TorchScript (graph break)"]
+
+
+def calls_script_method_call(x):
+    # (``ScriptMethod.__call__`` is a pybind11 ``instancemethod``: unhashable)
+    return torch._C.ScriptMethod.__call__(SCRIPTED.forward, x) + 1
+
+
+def test_an_unhashable_callable_is_looked_up_by_identity():
+    stats = differential(plain(calls_script_method_call), fresh(lambda: (t(),)))
+    no_internal_errors(stats)
+    assert all(r.startswith("TorchScript _Doubler.forward()") for r in reasons(stats)), stats.reasons
+
+
+COUNTS = {"steps": 3, "lr": 2}
+
+
+def last_pair_of_items(x):
+    return x + list(COUNTS.items())[-1][1]
+
+
+def test_a_pair_read_back_from_a_list_of_items_keeps_its_provenance():
+    def make():
+        COUNTS.update(steps=3, lr=2)
+        return last_pair_of_items, None
+
+    def bump(env):
+        COUNTS["lr"] += 1
+
+    stats = differential(make, [Call((t(),)), Call((t(),), before=bump), Call((t(),))],
+                         observe=lambda env: dict(COUNTS))
+    expect(stats, compiles=2, fallbacks=0)
+
+
+class _Obj:
+    def __init__(self, n):
+        self.n = n
+
+
+SHARED = _Obj(2)
+
+
+def values_of_a_written_object(x):
+    setattr(SHARED, "n", SHARED.n - 1)
+    return x + sum(vars(SHARED).values())
+
+
+def test_a_view_of_a_dict_capture_lost_track_of_is_no_internal_error():
+    def make():
+        SHARED.n = 2
+        return values_of_a_written_object, None
+
+    stats = differential(make, fresh(lambda: (t(),)), observe=lambda env: SHARED.n, backend="magpy")
+    no_internal_errors(stats)
