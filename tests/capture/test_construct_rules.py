@@ -91,3 +91,16 @@ def test_a_view_of_a_dict_capture_lost_track_of_is_no_internal_error():
 
     stats = differential(make, fresh(lambda: (t(),)), observe=lambda env: SHARED.n, backend="magpy")
     no_internal_errors(stats)
+
+
+# ---- Python types as dtypes -----------------------------------------------------------------------
+
+def python_types_as_dtypes(x):
+    eye = torch.eye(x.shape[0], dtype=bool)
+    counts = torch.zeros(3, dtype=int) + 1
+    return x.to(float).masked_fill(eye, 0), counts, x.to(dtype=complex), torch.ones(2, dtype=float)
+
+
+def test_python_types_given_as_dtypes_are_the_dtypes_torch_reads_them_as():
+    stats = differential(plain(python_types_as_dtypes), fresh(lambda: (t(3, 3),)))
+    expect_one_graph(stats)

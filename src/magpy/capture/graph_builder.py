@@ -247,6 +247,9 @@ class GraphBuilding:
                                           torch.memory_format, type(Ellipsis), range)):
             self.need(value, prov)
             return value
+        if type(value) is type and rules.PYTHON_DTYPES.get(value) is not None:
+            self.need(value, prov)
+            return rules.PYTHON_DTYPES[value]
         if type(value) is np.ndarray and value.dtype.kind in "biu" and value.size <= rules.PINNED_DATA_LIMIT:
             # an index array (``x[:, np.argwhere(mask)]``): torch reads it as the tensor of its numbers
             self.need(value, prov)

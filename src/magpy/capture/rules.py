@@ -334,6 +334,10 @@ TENSOR_METADATA_ATTRS = {"shape", "dtype", "device", "requires_grad", "ndim", "l
                          "is_sparse", "is_quantized", "is_meta", "names", "is_mps", "is_cpu",
                          "is_nested", "itemsize", "nbytes"}
 
+#: Python types torch's argument parser reads as dtypes wherever it takes one (``torch.eye(n, dtype=bool)``,
+#: ``x.to(float)``): the graph holds the dtype they stand for
+PYTHON_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
 #: torch calls with no effect on results (usage logging): skipped on replay
 TORCH_NOOPS = {"_log_api_usage_once"}
 
