@@ -104,3 +104,31 @@ def python_types_as_dtypes(x):
 def test_python_types_given_as_dtypes_are_the_dtypes_torch_reads_them_as():
     stats = differential(plain(python_types_as_dtypes), fresh(lambda: (t(3, 3),)))
     expect_one_graph(stats)
+
+
+# ---- profiler annotations ----------------------------------------------------------------------------
+
+def annotated(x):
+    with torch.autograd.profiler.record_function("scale"):
+        y = x * 2
+    with torch.profiler.record_function("shift"):
+        y = y + 1
+    handle = torch.ops.profiler._record_function_enter_new("raw", None)
+    y = y.sin()
+    torch.ops.profiler._record_function_exit._RecordFunction(handle)
+    return y
+
+
+def test_profiler_annotations_have_no_effect_on_values_and_never_break():
+    stats = differential(plain(annotated), fresh(lambda: (t(),), n=4))
+    expect(stats, graph_breaks=0, fallbacks=0, graphs=stats.compiles)
+
+
+def test_reasons_name_native_callables_as_users_write_them():
+    from magpy.capture.names import callable_name
+
+    traced = torch.jit.trace(_Doubler(), t())
+    assert callable_name(traced._c.hasattr) == "ScriptModule.hasattr"
+    assert callable_name(torch.ops.profiler._record_function_enter_new) == \
+        "torch.ops.profiler._record_function_enter_new"
+    assert "pybind11" not in callable_name(torch._C.ScriptMethod.__call__)

@@ -162,6 +162,14 @@ class Calls(BuiltinMethods):
                              f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING or fn in rules.WHILE_COMPILING:
             return None
+        if isinstance(fn, type) and issubclass(fn, rules.TORCH_FUNCTION_SWITCHES):
+            return None  # (a new switch of the call's own; entering it changes nothing for plain tensors)
+        switch = _bound_self(fn)
+        if isinstance(switch, rules.TORCH_FUNCTION_SWITCHES) and getattr(fn, "__name__", "") in ("__enter__", "__exit__"):
+            self.torch_function_off += 1 if fn.__name__ == "__enter__" else -1
+            return None
+        if rules.is_profiler_annotation(fn):
+            return None  # (its handle is a new object of the call, handed only to the matching exit)
         script = rules.torchscript_callee(fn, args)
         if script is not None:
             self.unsupported(f"TorchScript {callable_name(script)}() runs natively: MagPy cannot see inside "

@@ -273,6 +273,9 @@ class GraphBuilding:
             # eager resizes an ``out=`` tensor of another shape (with a warning); a graph writes into it as
             # it is, and over symbolic sizes cannot tell the two apart
             self.unsupported("out= into a tensor the call was given, whose shape the op may change (graph break)")
+        if self.torch_function_off and any(map(rules.overrides_torch_function, (*args, *(kwargs or {}).values()))):
+            self.unsupported("an op on a tensor subclass with __torch_function__ while it is switched off "
+                             "(torch._C.DisableTorchFunctionSubclass)")
         gargs = tuple(self.to_graph_arg(a, p) for a, p in zip(args, arg_provs))
         gkwargs = {k: self.to_graph_arg(v, (kw_provs or {}).get(k)) for k, v in (kwargs or {}).items()}
         graph = self.cap.graph

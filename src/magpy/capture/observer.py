@@ -318,6 +318,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.conditions = []
     obs.made_classes = {}
     obs.grad_mode = _NOT_WRITTEN  # the provenance of the grad mode the program set, once it does
+    obs.torch_function_off = 0  # how deep in ``DisableTorchFunctionSubclass`` blocks the program is
     obs.entry_grad_mode = obs.cap.entry_grad_mode = torch.is_grad_enabled()
     obs.context_values = {}   # id(ContextVar) -> (var, provenance of the value the call set)
     obs.context_tokens = {}   # id(Token) -> (token, var, what the var held for the call before that set)

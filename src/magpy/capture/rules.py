@@ -53,6 +53,32 @@ def torchscript_callee(fn, args):
     return None
 
 
+#: torch's profiler annotations (the operators of its ``profiler`` namespace: ``record_function``'s enter and
+#: exit, which mark a span of the profile): no effect on any value. They run natively while capturing and
+#: stay out of the graph (a compiled call is not annotated), never a graph break.
+PROFILER_OP_MODULES = ("torch._ops.profiler",)
+
+
+def is_profiler_annotation(fn) -> bool:
+    """Is ``fn`` an operator of torch's profiler namespace (its packet, overload, or the native function
+    a packet calls)?"""
+    module = getattr(fn, "__module__", None)
+    return type(module) is str and module in PROFILER_OP_MODULES
+
+
+#: context managers that only switch off ``__torch_function__`` of tensor subclasses (the profiler's exit runs
+#: in one): for plain tensors nothing changes; a graph op on a subclass with its own ``__torch_function__``
+#: inside one is refused (a replay would dispatch to it)
+TORCH_FUNCTION_SWITCHES = (torch._C.DisableTorchFunctionSubclass, torch._C.DisableTorchFunction)
+
+
+def overrides_torch_function(value) -> bool:
+    """Is ``value`` a tensor of a subclass with its own ``__torch_function__``?"""
+    tp = type(value)
+    return issubclass(tp, torch.Tensor) and tp is not torch.Tensor and \
+        getattr(tp, "__torch_function__", None) is not getattr(torch.Tensor, "__torch_function__")
+
+
 #: questions whose answer is a fact of capturing, the same in every call the entry runs
 #: (``torch.compiler.is_compiling()``: True, as the library contract says of compiled code)
 WHILE_COMPILING = IdentitySet([torch.compiler.is_compiling])
