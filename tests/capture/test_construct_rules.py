@@ -132,3 +132,34 @@ def test_reasons_name_native_callables_as_users_write_them():
     assert callable_name(torch.ops.profiler._record_function_enter_new) == \
         "torch.ops.profiler._record_function_enter_new"
     assert "pybind11" not in callable_name(torch._C.ScriptMethod.__call__)
+
+
+# ---- ``x in tensor`` ---------------------------------------------------------------------------------
+
+def pads_by_membership(ids, x):
+    if 0 in ids[:, [-1, 0]]:
+        x = x + 1
+    if 5 not in ids:
+        x = x * 2
+    return x
+
+
+def pads_by_comparison(ids, x):
+    # (what ``Tensor.__contains__`` is: ``(element == self).any().item()``)
+    if (0 == ids[:, [-1, 0]]).any().item():
+        x = x + 1
+    if not (5 == ids).any().item():
+        x = x * 2
+    return x
+
+
+PAD_CALLS = [(torch.tensor([[0, 1, 2]]), t()), (torch.tensor([[3, 1, 2]]), t()), (torch.tensor([[5, 1, 0]]), t()),
+             (torch.tensor([[3, 1, 2]]), t()), (torch.tensor([[0, 4, 7]]), t())]
+
+
+def test_membership_in_a_tensor_is_a_branch_on_data_the_graph_computes():
+    stats = differential(plain(pads_by_membership), PAD_CALLS)
+    same = differential(plain(pads_by_comparison), PAD_CALLS)
+    assert reasons(stats) == reasons(same) == []
+    expect(stats, compiles=same.compiles, graphs=same.graphs, graph_breaks=same.graph_breaks, fallbacks=0,
+           cache_hits=same.cache_hits)
