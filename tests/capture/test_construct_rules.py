@@ -163,3 +163,22 @@ def test_membership_in_a_tensor_is_a_branch_on_data_the_graph_computes():
     assert reasons(stats) == reasons(same) == []
     expect(stats, compiles=same.compiles, graphs=same.graphs, graph_breaks=same.graph_breaks, fallbacks=0,
            cache_hits=same.cache_hits)
+
+
+# ---- builtin max/min over a tensor and a number ----------------------------------------------------------
+
+def mean_over_mask(mask, x):
+    count = max(torch.sum(mask), 1)        # a tensor, or the int 1: which, the data decide
+    floor = min(1, mask.sum())
+    return x / count, floor, max(mask[0], mask[1], 0.5)
+
+
+MASKS = [(torch.tensor([1., 1, 0]), t()), (torch.tensor([0., 0, 0]), t()), (torch.tensor([1., 1, 1]), t()),
+         (torch.tensor([0., 0, 0]), t()), (torch.tensor([0., 1, 0]), t())]
+
+
+def test_builtin_max_and_min_over_a_tensor_are_branches_on_data_returning_one_argument():
+    stats = differential(plain(mean_over_mask), MASKS)
+    # (as any branch on data: an entry per way the data go, a split where they flip; no rule is missing)
+    expect(stats, fallbacks=0)
+    assert reasons(stats) == [] and stats.cache_hits >= 1, stats
