@@ -2,9 +2,11 @@
 promise of it, not from one failing program. Each construct runs eagerly and compiled side by side
 (``twin.differential``) and capture's outcome is stated (one graph, or a break with a readable reason).
 """
+import enum
+
 import torch
 
-from twin import Call, differential, expect, expect_one_graph, fresh, plain
+from twin import Call, differential, expect, expect_one_graph, fresh, plain, twins
 
 
 def t(*shape):
@@ -182,3 +184,33 @@ def test_builtin_max_and_min_over_a_tensor_are_branches_on_data_returning_one_ar
     # (as any branch on data: an entry per way the data go, a split where they flip; no rule is missing)
     expect(stats, fallbacks=0)
     assert reasons(stats) == [] and stats.cache_hits >= 1, stats
+
+
+# ---- dicts keyed by Enum members ---------------------------------------------------------------------
+
+class Mode(enum.Enum):
+    SUM = 1
+    DIFF = 2
+
+
+SCALE_OF = {Mode.SUM: 2.0, Mode.DIFF: 3.0}
+
+
+class ByMode(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mode = Mode.SUM
+        self.offsets = {Mode.SUM: torch.ones(3), Mode.DIFF: torch.full((3,), 2.0)}
+
+    def forward(self, x):
+        made = {Mode.SUM: x + 1, Mode.DIFF: x - 1}
+        return made[self.mode] * SCALE_OF[self.mode] + self.offsets[self.mode]
+
+
+def test_a_dict_keyed_by_enum_members_is_guarded_by_the_members_identity():
+    def switch(env):
+        env.mode = Mode.DIFF
+
+    calls = [Call((t(),)), Call((t(),)), Call((t(),), before=switch), Call((t(),))]
+    stats = differential(twins(ByMode()), calls)
+    expect(stats, compiles=2, graphs=2, cache_hits=2, fallbacks=0, graph_breaks=0)

@@ -146,6 +146,8 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
             self.guard(IdGuard(prov, value))  # (singletons: ``...`` in an index)
         elif isinstance(value, _SCALARS) or type(value) in (range, slice) or _plain_data(value):
             self.guard(ValueGuard(prov, value))
+        elif isinstance(value, rules.IDENTITY_CONSTANTS):
+            self.guard(IdGuard(prov, value))
         elif isinstance(value, _IDENTITY_TYPES) or isinstance(value, torch.nn.Module):
             if not _library_global(prov) and not self._fresh_binding(value, prov):
                 self.guard(IdGuard(prov, value))

@@ -17,6 +17,7 @@ lookup, and a user's own ``__hash__``/``__eq__`` must not run there.
 import builtins
 import collections
 import contextvars
+import enum
 import functools
 import math
 import operator
@@ -359,6 +360,10 @@ SIZE_FUNCTIONS = IdentitySet([torch.numel])
 TENSOR_METADATA_ATTRS = {"shape", "dtype", "device", "requires_grad", "ndim", "layout", "is_cuda",
                          "is_sparse", "is_quantized", "is_meta", "names", "is_mps", "is_cpu",
                          "is_nested", "itemsize", "nbytes"}
+
+#: values that are constants told apart by identity: an Enum's members are its only instances, made once
+#: with the class (a dict keyed by one, a branch on one): a program depending on one is guarded ``is`` it
+IDENTITY_CONSTANTS = (enum.Enum,)
 
 #: Python types torch's argument parser reads as dtypes wherever it takes one (``torch.eye(n, dtype=bool)``,
 #: ``x.to(float)``): the graph holds the dtype they stand for
