@@ -214,3 +214,20 @@ def test_a_dict_keyed_by_enum_members_is_guarded_by_the_members_identity():
     calls = [Call((t(),)), Call((t(),)), Call((t(),), before=switch), Call((t(),))]
     stats = differential(twins(ByMode()), calls)
     expect(stats, compiles=2, graphs=2, cache_hits=2, fallbacks=0, graph_breaks=0)
+
+
+# ---- split by sizes from data ------------------------------------------------------------------------
+
+def experts(inputs, expert_size):
+    sizes = expert_size.tolist()
+    pieces = inputs.split(sizes)
+    others = torch.split(inputs * 2, sizes, dim=0)
+    return [p.sum(0) + q.sum(0) for p, q in zip(pieces, others)]
+
+
+EXPERT_CALLS = [(t(6, 2), torch.tensor([1, 2, 3])), (t(6, 2), torch.tensor([3, 2, 1])), (t(6, 2), torch.tensor([0, 6, 0]))]
+
+
+def test_split_by_sizes_from_tolist_is_as_many_pieces_as_the_list_is_long():
+    stats = differential(plain(experts), EXPERT_CALLS)
+    expect_one_graph(stats)

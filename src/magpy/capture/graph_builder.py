@@ -435,6 +435,14 @@ class GraphBuilding:
         dims = self.dynamic.get(entry[1], frozenset())
         if dims is _ALL:
             return None
+        given = node.args[1] if len(node.args) > 1 else None
+        if name in ("split", "split_with_sizes") and isinstance(given, (list, tuple)) and len(given) == len(tensors):
+            # one piece per size given (``x.split(sizes)`` with ``sizes = counts.tolist()``): how many is the
+            # list's length, which the program fixed (a ``tolist()``'s by the tensor's shape), never data;
+            # a piece's extent along ``dim`` is its size, data where the graph computes that size
+            dim %= max(source.dim(), 1)
+            rest = dims - {dim}
+            return [rest | {dim} if isinstance(n, fx.Node) else rest for n in given]
         sizes = [n for n in node.all_input_nodes if n is not entry[1]]
         if not all(predicates.reads_sizes_only(n) for n in sizes):
             return None  # (a split size the graph computes from data: how many come out may change)
