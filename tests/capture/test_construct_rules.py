@@ -3,6 +3,7 @@ promise of it, not from one failing program. Each construct runs eagerly and com
 (``twin.differential``) and capture's outcome is stated (one graph, or a break with a readable reason).
 """
 import enum
+import itertools
 
 import torch
 
@@ -231,3 +232,36 @@ EXPERT_CALLS = [(t(6, 2), torch.tensor([1, 2, 3])), (t(6, 2), torch.tensor([3, 2
 def test_split_by_sizes_from_tolist_is_as_many_pieces_as_the_list_is_long():
     stats = differential(plain(experts), EXPERT_CALLS)
     expect_one_graph(stats)
+
+
+# ---- iterators over outside containers ---------------------------------------------------------------
+
+class Grouped(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(3, 3)
+        self.second = torch.nn.Linear(3, 3)
+        self.groups = {"a": [self.first], "b": [self.second, self.first]}
+        self.order = [1, 2, 3]
+
+    def forward(self, x):
+        for layer in itertools.chain(*self.groups.values()):
+            x = layer(x)
+        for layer in itertools.chain.from_iterable([self.groups["b"], [self.second]]):
+            x = layer(x)
+        for k in reversed(self.order):
+            if k > 1:
+                x = x * k
+        return x
+
+
+def test_chain_and_reversed_over_outside_containers_guard_them_and_iterate():
+    def grow(env):
+        env.order.append(4)
+
+    def regroup(env):
+        env.groups["a"].append(env.second)
+
+    calls = [Call((t(),)), Call((t(),)), Call((t(),), before=grow), Call((t(),)), Call((t(),), before=regroup)]
+    stats = differential(twins(Grouped()), calls)
+    expect(stats, compiles=3, graphs=3, cache_hits=2, fallbacks=0, graph_breaks=0)

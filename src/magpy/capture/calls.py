@@ -26,6 +26,12 @@ from .values import (_has_user_protocols, Traced, UNKNOWN, _COMBINATORICS, _DICT
     _replayable_path, _with_fixed, _with_keywords)
 from .iteration import _elements, _module_sequence, next_element, reads_backwards, start_iteration, zip_steps
 from .builtin_methods import BuiltinMethods
+
+
+def _chains(fn):
+    """Is ``fn`` ``itertools.chain`` or its ``from_iterable`` (a classmethod: bound anew at each read)?"""
+    return fn is itertools.chain or (getattr(fn, "__self__", None) is itertools.chain and
+                                     getattr(fn, "__name__", None) == "from_iterable")
 from .lookasides import _BOOKKEEPING
 
 
@@ -156,6 +162,22 @@ class Calls(BuiltinMethods):
         self.contents[id(result)] = (result, [("tuple", r) for r in rows])
         return None
 
+    def _chain(self, fn, args, arg_provs, result):
+        """``chain(*groups.values())``, ``chain.from_iterable(lists)``: the elements of each iterable in turn,
+        each with its provenance (reading them guards the containers as iterating each would)."""
+        if fn is not itertools.chain:  # (``from_iterable``)
+            if len(args) != 1:
+                return UNKNOWN
+            outer = _elements(self, args[0], arg_provs[0])
+            args, arg_provs = list(args[0]) if outer is not None else (), outer
+            if outer is None:
+                self.unsupported("chain.from_iterable() over an iterable of unknown origin")
+        parts = [_elements(self, a, p) for a, p in zip(args, arg_provs)]
+        if any(part is None for part in parts):
+            self.unsupported("chain() over an iterable of unknown origin")
+        self.contents[id(result)] = (result, [p for part in parts for p in part])
+        return None
+
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
         if _has_user_protocols(fn):
             self.unsupported(f"{type(fn).__qualname__} (a callable whose class defines __eq__, __hash__ or "
@@ -279,6 +301,8 @@ class Calls(BuiltinMethods):
             rows = [[None, p] for p in parts[0]] if fn is enumerate else [list(r) for r in zip(*parts)]
             self.contents[id(result)] = (result, [("tuple", r) for r in rows])
             return None
+        if not kwargs and _chains(fn):
+            return self._chain(fn, args, arg_provs, result)
         if fn in _COMBINATORICS and args and set(kwargs) <= {"repeat"}:
             return self._combinatoric(fn, args, arg_provs, kwargs, kw_provs, result)
         if fn in (enumerate, zip, reversed) and not kwargs and any(p is not None for p in arg_provs):

@@ -21,9 +21,12 @@ def _module_sequence(obj):
 
 
 def reads_backwards(obj):
-    """Does ``reversed(obj)`` yield ``obj``'s children backwards: a Sequential / ModuleList with no
+    """Does ``reversed(obj)`` yield ``obj``'s elements backwards: a list, tuple or dict (their own
+    ``__reversed__``: the items, or keys, last first), or a Sequential / ModuleList with no
     ``__reversed__``, read by their own ``__len__`` and ``__getitem__`` (the sequence protocol)?"""
     tp = type(obj)
+    if tp in (list, tuple, dict):
+        return True
     return _module_sequence(obj) and getattr(tp, "__reversed__", None) is None and \
         tp.__getitem__ in _MODULE_SEQUENCE_ITEMS and tp.__len__ in _MODULE_SEQUENCE_LENGTHS
 
@@ -283,7 +286,8 @@ def _unpacked(obs, seq, prov, values):
         return [None] * len(values)
     known = obs.contents.get(id(seq)) is not None or id(seq) in obs.iterators or \
         type(seq) in (dict, range, str, bytes, set, frozenset) or _module_sequence(seq) or \
-        (_is_tensor(seq) and seq.dim() > 0)  # (``f(*t)``: its rows, as ``Tensor.__iter__`` unbinds it)
+        (_is_tensor(seq) and seq.dim() > 0) or \
+        (type(prov) is Expr and prov.fn in _DICT_VIEWS)  # (``f(*t)``: its rows; ``f(*d.values())``: d's items)
     items = _elements(obs, seq, prov) if known and prov is not UNKNOWN else None
     if items is not None and len(items) == len(values):
         items = [_unfold(obs, v, p) for v, p in zip(values, items)]  # (``rows, cols = zip(*pairs)``)
