@@ -265,3 +265,35 @@ def test_chain_and_reversed_over_outside_containers_guard_them_and_iterate():
     calls = [Call((t(),)), Call((t(),)), Call((t(),), before=grow), Call((t(),)), Call((t(),), before=regroup)]
     stats = differential(twins(Grouped()), calls)
     expect(stats, compiles=3, graphs=3, cache_hits=2, fallbacks=0, graph_breaks=0)
+
+
+# ---- autocast regions --------------------------------------------------------------------------------
+
+def autocast_regions(x, w):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = x @ w
+        with torch.autocast("cpu", enabled=False):
+            full = x @ w
+    torch.set_autocast_enabled("cpu", True)
+    toggled = x @ w
+    torch.set_autocast_enabled("cpu", False)
+    return low, full, toggled, low.float() + 1
+
+
+def test_autocast_regions_are_ops_of_the_graph_with_eagers_dtypes():
+    for backend in ("eager", "magpy"):
+        stats = differential(plain(autocast_regions), fresh(lambda: (t(4, 4), t(4, 4))), backend=backend)
+        expect_one_graph(stats)
+
+
+def autocast_left_on(x, w):
+    torch.set_autocast_enabled("cpu", True)
+    return x @ w
+
+
+def test_a_call_that_leaves_autocast_on_is_not_compiled_with_the_setter_in_the_graph():
+    stats = differential(plain(autocast_left_on), fresh(lambda: (t(4, 4), t(4, 4))),
+                         observe=lambda env: torch.is_autocast_enabled("cpu"),
+                         reset=lambda: torch.set_autocast_enabled("cpu", False))
+    torch.set_autocast_enabled("cpu", False)
+    assert "leaves autocast changed" in reasons(stats)[0], stats.reasons

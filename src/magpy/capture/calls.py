@@ -24,15 +24,11 @@ from .values import (_has_user_protocols, Traced, UNKNOWN, _COMBINATORICS, _DICT
     _dereference, _event, _fixed_keyword, _holds_tensor, _is_python_code, _is_tensor,
     _is_torch_callable, _layout, _library_constant, _on_grad_fn, _pinned, _python_constructed,
     _replayable_path, _with_fixed, _with_keywords)
-from .iteration import _elements, _module_sequence, next_element, reads_backwards, start_iteration, zip_steps
+from .iteration import (_elements, _module_sequence, chain_contents, chains, combinatoric_contents, next_element,
+                        reads_backwards, start_iteration, zip_steps)
 from .builtin_methods import BuiltinMethods
-
-
-def _chains(fn):
-    """Is ``fn`` ``itertools.chain`` or its ``from_iterable`` (a classmethod: bound anew at each read)?"""
-    return fn is itertools.chain or (getattr(fn, "__self__", None) is itertools.chain and
-                                     getattr(fn, "__name__", None) == "from_iterable")
 from .lookasides import _BOOKKEEPING
+
 
 
 class Calls(BuiltinMethods):
@@ -143,40 +139,6 @@ class Calls(BuiltinMethods):
             return False  # (a generator's entry lists what it yielded so far)
         entry = self.contents.get(id(obj))
         return entry is not None and entry[0] is obj and type(entry[1]) is list
-
-    def _combinatoric(self, fn, args, arg_provs, kwargs, kw_provs, result):
-        """``combinations(ts, 2)``, ``product(xs, ys)`` … over values with known provenance: the tuples it
-        will yield, each element with its provenance (the same function over their indices)."""
-        count = len(args) if fn is itertools.product else 1
-        for value, prov in [*zip(args[count:], arg_provs[count:]), *((kwargs[k], kw_provs.get(k)) for k in kwargs)]:
-            self.need(value, prov)  # (r, repeat)
-        parts = [_elements(self, a, p) for a, p in zip(args[:count], arg_provs[:count])]
-        if any(part is None for part in parts):
-            self.unsupported(f"{fn.__name__}() over tensors and values of unknown origin")
-        indices = fn(*(range(len(part)) for part in parts), *args[count:], **kwargs)
-        if fn is itertools.product:
-            parts = parts * kwargs.get("repeat", 1)
-            rows = [[parts[k][i] for k, i in enumerate(row)] for row in indices]
-        else:
-            rows = [[parts[0][i] for i in row] for row in indices]
-        self.contents[id(result)] = (result, [("tuple", r) for r in rows])
-        return None
-
-    def _chain(self, fn, args, arg_provs, result):
-        """``chain(*groups.values())``, ``chain.from_iterable(lists)``: the elements of each iterable in turn,
-        each with its provenance (reading them guards the containers as iterating each would)."""
-        if fn is not itertools.chain:  # (``from_iterable``)
-            if len(args) != 1:
-                return UNKNOWN
-            outer = _elements(self, args[0], arg_provs[0])
-            args, arg_provs = list(args[0]) if outer is not None else (), outer
-            if outer is None:
-                self.unsupported("chain.from_iterable() over an iterable of unknown origin")
-        parts = [_elements(self, a, p) for a, p in zip(args, arg_provs)]
-        if any(part is None for part in parts):
-            self.unsupported("chain() over an iterable of unknown origin")
-        self.contents[id(result)] = (result, [p for part in parts for p in part])
-        return None
 
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
         if _has_user_protocols(fn):
@@ -301,10 +263,10 @@ class Calls(BuiltinMethods):
             rows = [[None, p] for p in parts[0]] if fn is enumerate else [list(r) for r in zip(*parts)]
             self.contents[id(result)] = (result, [("tuple", r) for r in rows])
             return None
-        if not kwargs and _chains(fn):
-            return self._chain(fn, args, arg_provs, result)
+        if not kwargs and chains(fn):
+            return chain_contents(self, fn, args, arg_provs, result)
         if fn in _COMBINATORICS and args and set(kwargs) <= {"repeat"}:
-            return self._combinatoric(fn, args, arg_provs, kwargs, kw_provs, result)
+            return combinatoric_contents(self, fn, args, arg_provs, kwargs, kw_provs, result)
         if fn in (enumerate, zip, reversed) and not kwargs and any(p is not None for p in arg_provs):
             for a, p in zip(args, arg_provs):
                 if p is not None and p is not UNKNOWN:

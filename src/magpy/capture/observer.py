@@ -27,7 +27,7 @@ from ..errors import Unsupported
 from ..interp import Observer, VM
 from ..interp.lookaside import CALL_INSTEAD
 from ..interp.tracebacks import in_users_terms
-from .entry_state import aliasing_guard, global_state_guard, self_overlapping
+from .entry_state import aliasing_guard, autocast_state, global_state_guard, self_overlapping
 from .graph_builder import _version
 from .guards import IdGuard, NoneGuard, TruthGuard, TypeGuard, ValueGuard
 from .mutations import OutsideState
@@ -322,6 +322,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.grad_mode = _NOT_WRITTEN  # the provenance of the grad mode the program set, once it does
     obs.torch_function_off = 0  # how deep in ``DisableTorchFunctionSubclass`` blocks the program is
     obs.entry_grad_mode = obs.cap.entry_grad_mode = torch.is_grad_enabled()
+    obs.entry_autocast = autocast_state()  # (the graph may change it inside, as long as it puts it back)
     obs.context_values = {}   # id(ContextVar) -> (var, provenance of the value the call set)
     obs.context_tokens = {}   # id(Token) -> (token, var, what the var held for the call before that set)
     obs.locks_held = {}       # id(native lock) -> (lock, how many times the call holds it now)
@@ -356,7 +357,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
-    for step in (obs.finish_objects, obs.finish_context_vars, obs.finish_grad_mode, obs.finish_locks,
+    for step in (obs.finish_objects, obs.finish_context_vars, obs.finish_grad_mode, obs.finish_autocast, obs.finish_locks,
                  obs.guard_conditions, obs.guard_aliasing):
         try:
             step()

@@ -139,8 +139,16 @@ MUTATES = IdentitySet([
     collections.OrderedDict.move_to_end, collections.OrderedDict.popitem,
 ])
 
+#: the autocast state's setters (what ``torch.autocast``'s enter and exit call, and what a program may call
+#: itself): they change how every later op of the region computes, so they are ops of the graph, in
+#: program order (a backend tracing the graph sees the region as eager ran it)
+AUTOCAST_STATE = [getattr(torch, name) for name in (
+    "set_autocast_enabled", "set_autocast_dtype", "set_autocast_cache_enabled", "autocast_increment_nesting",
+    "autocast_decrement_nesting", "clear_autocast_cache", "set_autocast_cpu_enabled", "set_autocast_cpu_dtype",
+    "set_autocast_gpu_dtype") if hasattr(torch, name)]
+
 #: torch calls with no tensor arguments that still belong in the graph
-GRAPH = IdentitySet([torch._C._set_grad_enabled])
+GRAPH = IdentitySet([torch._C._set_grad_enabled, *AUTOCAST_STATE])
 
 #: torch's error for operands whose shapes do not broadcast, and the instructions it may come from: the
 #: shapes decide it (a program may catch it when they are all fixed by the guards)
