@@ -4,7 +4,6 @@
 import builtins
 import collections
 import functools
-import itertools
 import random as _random
 import types
 import warnings
