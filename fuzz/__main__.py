@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "src")]
 
 
-def capture(minutes, seed, families=None, bindings=None, stop=False, shrink=False):
+def capture(minutes, seed, families=None, bindings=None, stop=False, shrink=False, reasons=()):
     import random
 
     import prop_capture
@@ -29,7 +29,7 @@ def capture(minutes, seed, families=None, bindings=None, stop=False, shrink=Fals
         case = draw_case(rng.choice, prop_capture.CALLS, families, bindings)
         return f"    {case!r}", [("", lambda: _checked(case, prop_capture.check, shrink))]
 
-    return _fuzz(minutes, draw, stop)
+    return _fuzz(minutes, draw, stop, reasons)
 
 
 def _checked(case, check, shrink):
@@ -87,8 +87,9 @@ def shapes(minutes, seed):
     return _fuzz(minutes, draw)
 
 
-def _fuzz(minutes, draw, stop=False):
-    """Check programs until ``minutes`` are up (or, with ``stop``, until the first failure). ``draw()``
+def _fuzz(minutes, draw, stop=False, wanted=()):
+    """Check programs until ``minutes`` are up (or, with ``stop``, until the first failure; with ``wanted``,
+    until a program falls back or breaks for a reason containing one of those texts). ``draw()``
     gives one: (how to print it, [(label, check)]), each ``check()`` returning the compiled side's Stats
     or raising; a program's first failure or crash is printed (with the seconds and programs it took to
     find) and ends its checks."""
@@ -97,7 +98,8 @@ def _fuzz(minutes, draw, stop=False):
     tried = failures = 0
     totals = collections.Counter()
     reasons = collections.Counter()
-    while time.monotonic() < deadline and not (stop and failures):
+    found = None
+    while time.monotonic() < deadline and not (stop and failures) and found is None:
         shown, checks = draw()
         tried += 1
         for label, check in checks:
@@ -120,6 +122,11 @@ def _fuzz(minutes, draw, stop=False):
             totals.update(compiles=stats.compiles, cache_hits=stats.cache_hits, fallbacks=stats.fallbacks,
                           calls=stats.calls)
             reasons.update(r for r, _ in stats.reasons)
+            found = next((r for r, _ in stats.reasons for text in wanted if text in r), None)
+            if found is not None:
+                print(f"--- REASON after {time.monotonic() - start:.1f} s, program {tried}: {found}\n{shown}",
+                      flush=True)
+                break
     print(f"{tried} programs, {failures} failures; compiled side: {dict(totals)}")
     for reason, n in reasons.most_common(10):
         print(f"  {n:5d}  {reason}")
@@ -139,6 +146,9 @@ def main(argv=None):
                      help="bind the compiled function this way only (repeatable; default: every way)")
     cap.add_argument("--stop", action="store_true", help="stop at the first failure")
     cap.add_argument("--shrink", action="store_true", help="also show each failure's smallest failing case")
+    cap.add_argument("--reason", action="append", default=[],
+                     help="stop at the first program whose fallback or break reason contains this text "
+                          "(repeatable): how to find a program behind a line of the closing table")
     shp = sub.add_parser("shapes", help="compiled vs eager on programs reading sizes that change between calls")
     shp.add_argument("--minutes", type=float, default=5.0)
     shp.add_argument("--seed", type=int, default=0)
@@ -149,7 +159,7 @@ def main(argv=None):
     if args.what == "opinfo":
         return opinfo_table.run(args)
     if args.what == "capture":
-        return capture(args.minutes, args.seed, args.family, args.binding, args.stop, args.shrink)
+        return capture(args.minutes, args.seed, args.family, args.binding, args.stop, args.shrink, args.reason)
     return shapes(args.minutes, args.seed)
 
 

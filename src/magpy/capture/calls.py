@@ -4,7 +4,6 @@
 import builtins
 import collections
 import functools
-import itertools
 import random as _random
 import types
 import warnings
@@ -17,15 +16,18 @@ from . import predicates, rules, vf
 from ..interp.tracking import NOT_RETURNED
 from .guards import TruthGuard, TypeGuard, ValueGuard
 from .mutations import LIST_HELPERS, changes
+from .names import callable_name
 from .sources import AttrSource, Const, Expr, Source
 from .values import (_has_user_protocols, Traced, UNKNOWN, _COMBINATORICS, _DICT_VIEWS, _FROM_ARRAY, _IDENTITY_TYPES, _NOT_WRITTEN,
     _PASSED_BY_IDENTITY, _RUN_ITERATORS, _SCALARS, _SHAPE_TRACED, _TYPE_QUERIES, _bound_self,
     _dereference, _event, _fixed_keyword, _holds_tensor, _is_python_code, _is_tensor,
     _is_torch_callable, _layout, _library_constant, _on_grad_fn, _pinned, _python_constructed,
     _replayable_path, _with_fixed, _with_keywords)
-from .iteration import _elements, _module_sequence, next_element, reads_backwards, start_iteration, zip_steps
+from .iteration import (_elements, _module_sequence, chain_contents, chains, combinatoric_contents, next_element,
+                        reads_backwards, start_iteration, zip_steps)
 from .builtin_methods import BuiltinMethods
 from .lookasides import _BOOKKEEPING
+
 
 
 class Calls(BuiltinMethods):
@@ -137,24 +139,6 @@ class Calls(BuiltinMethods):
         entry = self.contents.get(id(obj))
         return entry is not None and entry[0] is obj and type(entry[1]) is list
 
-    def _combinatoric(self, fn, args, arg_provs, kwargs, kw_provs, result):
-        """``combinations(ts, 2)``, ``product(xs, ys)`` … over values with known provenance: the tuples it
-        will yield, each element with its provenance (the same function over their indices)."""
-        count = len(args) if fn is itertools.product else 1
-        for value, prov in [*zip(args[count:], arg_provs[count:]), *((kwargs[k], kw_provs.get(k)) for k in kwargs)]:
-            self.need(value, prov)  # (r, repeat)
-        parts = [_elements(self, a, p) for a, p in zip(args[:count], arg_provs[:count])]
-        if any(part is None for part in parts):
-            self.unsupported(f"{fn.__name__}() over tensors and values of unknown origin")
-        indices = fn(*(range(len(part)) for part in parts), *args[count:], **kwargs)
-        if fn is itertools.product:
-            parts = parts * kwargs.get("repeat", 1)
-            rows = [[parts[k][i] for k, i in enumerate(row)] for row in indices]
-        else:
-            rows = [[parts[0][i] for i in row] for row in indices]
-        self.contents[id(result)] = (result, [("tuple", r) for r in rows])
-        return None
-
     def native_result(self, frame, fn, args, arg_provs, kwargs, kw_provs, result):
         if _has_user_protocols(fn):
             self.unsupported(f"{type(fn).__qualname__} (a callable whose class defines __eq__, __hash__ or "
@@ -163,6 +147,18 @@ class Calls(BuiltinMethods):
             return None
         if fn is len and len(args) == 1 and not kwargs and self.grown_length(args[0]) is not None:
             return self.grown_length(args[0])
+        if isinstance(fn, type) and issubclass(fn, rules.TORCH_FUNCTION_SWITCHES):
+            return None  # (a new switch of the call's own; entering it changes nothing for plain tensors)
+        switch = _bound_self(fn)
+        if isinstance(switch, rules.TORCH_FUNCTION_SWITCHES) and getattr(fn, "__name__", "") in ("__enter__", "__exit__"):
+            self.torch_function_off += 1 if fn.__name__ == "__enter__" else -1
+            return None
+        if rules.is_profiler_annotation(fn):
+            return None  # (its handle is a new object of the call, handed only to the matching exit)
+        script = rules.torchscript_callee(fn, args)
+        if script is not None:
+            self.unsupported(f"TorchScript {callable_name(script)}() runs natively: MagPy cannot see inside "
+                             "compiled TorchScript (graph break)")
         prov = self.context_var_call(fn, args, arg_provs, kwargs, result)
         if prov is _NOT_WRITTEN:
             prov = self.lock_call(fn, args, kwargs)
@@ -268,8 +264,10 @@ class Calls(BuiltinMethods):
             rows = [[None, p] for p in parts[0]] if fn is enumerate else [list(r) for r in zip(*parts)]
             self.contents[id(result)] = (result, [("tuple", r) for r in rows])
             return None
+        if not kwargs and chains(fn):
+            return chain_contents(self, fn, args, arg_provs, result)
         if fn in _COMBINATORICS and args and set(kwargs) <= {"repeat"}:
-            return self._combinatoric(fn, args, arg_provs, kwargs, kw_provs, result)
+            return combinatoric_contents(self, fn, args, arg_provs, kwargs, kw_provs, result)
         if fn in (enumerate, zip, reversed) and not kwargs and any(p is not None for p in arg_provs):
             for a, p in zip(args, arg_provs):
                 if p is not None and p is not UNKNOWN:
@@ -424,7 +422,7 @@ class Calls(BuiltinMethods):
                     return None
                 if name in rules.TORCH_NOOPS:
                     return None
-                self.unsupported(f"{getattr(fn, '__qualname__', name)}() returns a Python value computed "
+                self.unsupported(f"{callable_name(fn)}() returns a Python value computed "
                                  "from tensors")
             if _is_torch_callable(fn) or fn in rules.GRAPH or fn in rules.TENSOR_BUILTINS:
                 self.record(fn, args, arg_provs, kwargs, kw_provs, result)
@@ -434,17 +432,17 @@ class Calls(BuiltinMethods):
             if fn is print:
                 self.unsupported(rules.PRINT_BREAK)
             if makes_tensor or fn not in rules.TENSOR_NEUTRAL:
-                self.unsupported(f"{getattr(fn, '__qualname__', fn)}() called on tensors: MagPy has no "
+                self.unsupported(f"{callable_name(fn)}() called on tensors: MagPy has no "
                                  "rule for it")
         if self_obj is _random._inst and getattr(fn, "__name__", "") in rules.RANDOM_DRAWS and not kwargs:
             return self.draw(fn, args, arg_provs)
         if self_obj is rules.NUMPY_RANDOM and getattr(fn, "__name__", "") in rules.NUMPY_DRAWS:
             return self.draw(fn, args, arg_provs, kwargs, kw_provs)
         if isinstance(self_obj, (np.random.RandomState, np.random.Generator)):
-            self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws from a numpy generator of the program's own")
+            self.unsupported(f"{callable_name(fn)}() draws from a numpy generator of the program's own")
         if module.split(".")[0] in rules.RANDOM_MODULES or (self_obj is not None and
                                                            type(self_obj).__module__ == "random"):
-            self.unsupported(f"{getattr(fn, '__qualname__', fn)}() draws Python random numbers")
+            self.unsupported(f"{callable_name(fn)}() draws Python random numbers")
         if fn is warnings.warn:
             return self.warning_call(args, arg_provs, kwargs, kw_provs)
         if fn in rules.REPLAY:
@@ -468,7 +466,7 @@ class Calls(BuiltinMethods):
                 elif type(prov) is Expr:
                     self.made_arrays[id(result)] = (result, prov, result.copy())
             return prov
-        self.unsupported(f"{getattr(fn, '__qualname__', fn)}() is a native call MagPy has no rule for "
+        self.unsupported(f"{callable_name(fn)}() is a native call MagPy has no rule for "
                          "(it could have effects a replay would miss)")
 
     def _autograd_mark(self, method, tensor, prov):
@@ -595,6 +593,8 @@ class Calls(BuiltinMethods):
         if all(p is None for p in provs):
             return None
         if fn in _DICT_VIEWS and len(args) == 1 and type(args[0]) in (dict, collections.OrderedDict):
+            if arg_provs[0] is UNKNOWN:
+                return UNKNOWN  # (a view of a dict capture lost track of: nothing a guard can read again)
             return Expr(fn, (arg_provs[0] if arg_provs[0] is not None else Const(args[0]),))
         pure = rules.is_pure(fn)
         if not pure or any(p is UNKNOWN for p in provs):

@@ -8,6 +8,7 @@ import types
 
 from . import rules
 from .guards import ValueGuard
+from .names import callable_name
 from .sources import AttrSource, Const, Expr, ItemSource, Source
 from .values import (Traced, UNKNOWN, _LIST_REARRANGES, _RUN_ITERATORS, _SCALARS, _bound_self, _build_dict, _build_list,
     _build_set, _build_tuple, _event, _item_of, _pinned)
@@ -356,7 +357,7 @@ class Containers:
             # followed as a constant set's are, below)
             del self.sets[id(target)]
         if not inside and target_prov is not None:
-            self.unsupported(f"{getattr(fn, '__qualname__', fn)}() mutates a container from outside the call")
+            self.unsupported(f"{callable_name(fn)}() mutates a container from outside the call")
         if type(target) is list and name == "append" and len(others) == 1:
             provs = list(entry[1]) if inside else [None] * (len(target) - 1)
             self.contents[id(target)] = (target, provs + [others[0]])

@@ -37,9 +37,14 @@ def _snapshot_global_state():
     return lambda: _global_state() == seen
 
 
+def autocast_state():
+    """What autocast does now: per device, on or off and to which dtype; and whether it caches casts."""
+    return tuple((device, torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
+                 for device in ("cpu", "cuda")) + (torch.is_autocast_cache_enabled(),)
+
+
 def _global_state():
-    autocast = tuple((device, torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
-                     for device in ("cpu", "cuda"))
+    autocast = autocast_state()
     return (torch.is_grad_enabled(), torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled(),
             torch.get_float32_matmul_precision(), torch.get_num_threads(), autocast,
             torch._C._is_torch_function_mode_enabled())

@@ -238,6 +238,9 @@ class GraphBuilding:
                                           torch.memory_format, type(Ellipsis), range)):
             self.need(value, prov)
             return value
+        if type(value) is type and rules.PYTHON_DTYPES.get(value) is not None:
+            self.need(value, prov)
+            return rules.PYTHON_DTYPES[value]
         if type(value) is np.ndarray and value.dtype.kind in "biu" and value.size <= rules.PINNED_DATA_LIMIT:
             # an index array (``x[:, np.argwhere(mask)]``): torch reads it as the tensor of its numbers
             self.need(value, prov)
@@ -261,6 +264,9 @@ class GraphBuilding:
             # eager resizes an ``out=`` tensor of another shape (with a warning); a graph writes into it as
             # it is, and over symbolic sizes cannot tell the two apart
             self.unsupported("out= into a tensor the call was given, whose shape the op may change (graph break)")
+        if self.torch_function_off and any(map(rules.overrides_torch_function, (*args, *(kwargs or {}).values()))):
+            self.unsupported("an op on a tensor subclass with __torch_function__ while it is switched off "
+                             "(torch._C.DisableTorchFunctionSubclass)")
         gargs = tuple(self.to_graph_arg(a, p) for a, p in zip(args, arg_provs))
         gkwargs = {k: self.to_graph_arg(v, (kw_provs or {}).get(k)) for k, v in (kwargs or {}).items()}
         graph = self.cap.graph
@@ -417,6 +423,14 @@ class GraphBuilding:
         dims = self.dynamic.get(entry[1], frozenset())
         if dims is _ALL:
             return None
+        given = node.args[1] if len(node.args) > 1 else None
+        if name in ("split", "split_with_sizes") and isinstance(given, (list, tuple)) and len(given) == len(tensors):
+            # one piece per size given (``x.split(sizes)`` with ``sizes = counts.tolist()``): how many is the
+            # list's length, which the program fixed (a ``tolist()``'s by the tensor's shape), never data;
+            # a piece's extent along ``dim`` is its size, data where the graph computes that size
+            dim %= max(source.dim(), 1)
+            rest = dims - {dim}
+            return [rest | {dim} if isinstance(n, fx.Node) else rest for n in given]
         sizes = [n for n in node.all_input_nodes if n is not entry[1]]
         if not all(predicates.reads_sizes_only(n) for n in sizes):
             return None  # (a split size the graph computes from data: how many come out may change)

@@ -2,6 +2,7 @@
 """
 import collections
 import functools
+import itertools
 import operator
 import types
 
@@ -21,9 +22,12 @@ def _module_sequence(obj):
 
 
 def reads_backwards(obj):
-    """Does ``reversed(obj)`` yield ``obj``'s children backwards: a Sequential / ModuleList with no
+    """Does ``reversed(obj)`` yield ``obj``'s elements backwards: a list, tuple or dict (their own
+    ``__reversed__``: the items, or keys, last first), or a Sequential / ModuleList with no
     ``__reversed__``, read by their own ``__len__`` and ``__getitem__`` (the sequence protocol)?"""
     tp = type(obj)
+    if tp in (list, tuple, dict):
+        return True
     return _module_sequence(obj) and getattr(tp, "__reversed__", None) is None and \
         tp.__getitem__ in _MODULE_SEQUENCE_ITEMS and tp.__len__ in _MODULE_SEQUENCE_LENGTHS
 
@@ -283,7 +287,8 @@ def _unpacked(obs, seq, prov, values):
         return [None] * len(values)
     known = obs.contents.get(id(seq)) is not None or id(seq) in obs.iterators or \
         type(seq) in (dict, range, str, bytes, set, frozenset) or _module_sequence(seq) or \
-        (_is_tensor(seq) and seq.dim() > 0)  # (``f(*t)``: its rows, as ``Tensor.__iter__`` unbinds it)
+        (_is_tensor(seq) and seq.dim() > 0) or \
+        (type(prov) is Expr and prov.fn in _DICT_VIEWS)  # (``f(*t)``: its rows; ``f(*d.values())``: d's items)
     items = _elements(obs, seq, prov) if known and prov is not UNKNOWN else None
     if items is not None and len(items) == len(values):
         items = [_unfold(obs, v, p) for v, p in zip(values, items)]  # (``rows, cols = zip(*pairs)``)
@@ -300,3 +305,45 @@ def _op_unpack_ex(obs, arg, inputs, provs, outputs):
     items = _unpacked(obs, inputs[0], provs[0], values)
     obs.contents[id(middle)] = (middle, list(items[before:len(items) - after]))
     return [*items[len(items) - after:][::-1], None, *items[:before][::-1]]
+
+
+def chains(fn):
+    """Is ``fn`` ``itertools.chain`` or its ``from_iterable`` (a classmethod: bound anew at each read)?"""
+    return fn is itertools.chain or (getattr(fn, "__self__", None) is itertools.chain and
+                                     getattr(fn, "__name__", None) == "from_iterable")
+
+
+def combinatoric_contents(obs, fn, args, arg_provs, kwargs, kw_provs, result):
+    """``combinations(ts, 2)``, ``product(xs, ys)`` … over values with known provenance: the tuples it
+    will yield, each element with its provenance (the same function over their indices)."""
+    count = len(args) if fn is itertools.product else 1
+    for value, prov in [*zip(args[count:], arg_provs[count:]), *((kwargs[k], kw_provs.get(k)) for k in kwargs)]:
+        obs.need(value, prov)  # (r, repeat)
+    parts = [_elements(obs, a, p) for a, p in zip(args[:count], arg_provs[:count])]
+    if any(part is None for part in parts):
+        obs.unsupported(f"{fn.__name__}() over tensors and values of unknown origin")
+    indices = fn(*(range(len(part)) for part in parts), *args[count:], **kwargs)
+    if fn is itertools.product:
+        parts = parts * kwargs.get("repeat", 1)
+        rows = [[parts[k][i] for k, i in enumerate(row)] for row in indices]
+    else:
+        rows = [[parts[0][i] for i in row] for row in indices]
+    obs.contents[id(result)] = (result, [("tuple", r) for r in rows])
+    return None
+
+
+def chain_contents(obs, fn, args, arg_provs, result):
+    """``chain(*groups.values())``, ``chain.from_iterable(lists)``: the elements of each iterable in turn,
+    each with its provenance (reading them guards the containers as iterating each would)."""
+    if fn is not itertools.chain:  # (``from_iterable``)
+        if len(args) != 1:
+            return UNKNOWN
+        outer = _elements(obs, args[0], arg_provs[0])
+        args, arg_provs = list(args[0]) if outer is not None else (), outer
+        if outer is None:
+            obs.unsupported("chain.from_iterable() over an iterable of unknown origin")
+    parts = [_elements(obs, a, p) for a, p in zip(args, arg_provs)]
+    if any(part is None for part in parts):
+        obs.unsupported("chain() over an iterable of unknown origin")
+    obs.contents[id(result)] = (result, [p for part in parts for p in part])
+    return None

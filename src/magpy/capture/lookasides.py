@@ -10,6 +10,7 @@ import torch.utils.checkpoint
 from . import rules
 from ..interp import register_call_instead, register_lookaside
 from ..interp.identity import IdentitySet
+from ..interp.lookaside import HIDDEN_CODE, LOOKASIDE
 
 
 def _run_natively(target):
@@ -64,3 +65,33 @@ def _compiling(vm, args, kwargs):
 
 
 register_lookaside(torch.compiler.is_compiling, _compiling)
+
+
+# ``max(t, 1)`` / ``min(n, t)`` of several arguments, one a tensor: Python's own definition, run as Python
+# (``item > best`` / ``item < best`` from the left, keeping the first of equals), so each comparison is a
+# branch on tensor data the graph computes and the result is the very argument Python would return (a
+# tensor or the number: which, depends on data). Other calls keep their handler.
+exec(compile("def _greatest(best, *rest):\n"
+             "    for item in rest:\n"
+             "        if item > best:\n"
+             "            best = item\n"
+             "    return best\n"
+             "def _least(best, *rest):\n"
+             "    for item in rest:\n"
+             "        if item < best:\n"
+             "            best = item\n"
+             "    return best\n", "<magpy: max/min>", "exec"), globals())
+HIDDEN_CODE.update((_greatest.__code__, _least.__code__))
+
+
+def _extremum_over_tensors(code, native):
+    def handler(vm, args, kwargs):
+        if kwargs or len(args) < 2 or not any(isinstance(a, torch.Tensor) for a in args):
+            return native(vm, args, kwargs)
+        vm.call_provs, vm.lookaside_provs = vm.lookaside_provs, None
+        return vm.call_function(code, args, None)
+    return handler
+
+
+for _fn, _code in ((max, _greatest), (min, _least)):
+    register_lookaside(_fn, _extremum_over_tensors(_code, LOOKASIDE[_fn]))

@@ -24,6 +24,7 @@ import collections
 import heapq
 import operator
 
+from ..interp.identity import IdentitySet
 from .guards import TruthGuard
 from .sources import Source, ItemSource, Expr
 
@@ -61,9 +62,10 @@ CONTAINERS = (list, dict, set, collections.deque)
 _COMPARED_KEYS = 1024
 
 
-#: native functions that reorder or grow the list they are given by comparing its elements
-LIST_HELPERS = {heapq.heappush, heapq.heappop, heapq.heapify, heapq.heapreplace, heapq.heappushpop,
-                bisect.insort_left, bisect.insort_right}
+#: native functions that reorder or grow the list they are given by comparing its elements (by identity:
+#: any callable is looked up here, and some are unhashable, as pybind11's ``instancemethod``)
+LIST_HELPERS = IdentitySet([heapq.heappush, heapq.heappop, heapq.heapify, heapq.heapreplace,
+                            heapq.heappushpop, bisect.insort_left, bisect.insort_right])
 
 
 def changes(fn, self_obj, args):
@@ -73,7 +75,7 @@ def changes(fn, self_obj, args):
         target = self_obj
     else:
         owner = getattr(fn, "__objclass__", None)
-        if owner not in EFFECTS or not args or not isinstance(args[0], owner):
+        if not isinstance(owner, type) or owner not in EFFECTS or not args or not isinstance(args[0], owner):
             return None
         target = args[0]
     return target if builtin_method(target, name) is not None else None

@@ -65,9 +65,15 @@ def callable_name(fn):
             return name  # (MagPy's own checks, ``distinct(a, b)``, are words of the guard language)
         if found is not None and getattr(found, name, None) is fn:
             return global_name(vars(found), name)
+    op = getattr(fn, "_qualified_op_name", None)
+    if type(op) is str and "::" in op:  # a torch operator (``torch.ops.profiler._record_function_enter_new``)
+        return "torch.ops." + op.replace("::", ".")
     qualname = getattr(fn, "__qualname__", None)
     if type(qualname) is str and "pybind11" not in qualname:
         return qualname
+    bound = getattr(fn, "__self__", None)
+    if type(name) is str and isinstance(fn, types.MethodType) and not isinstance(bound, types.ModuleType):
+        return f"{type(bound).__qualname__}.{name}"  # a pybind11 method, bound: named by its object's class
     if type(name) is str:  # (a C extension's name for the record type it binds functions to says nothing)
         return f"{module_name(module)}.{name}" if type(module) is str else name
     return repr(fn)

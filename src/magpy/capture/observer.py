@@ -27,7 +27,7 @@ from ..errors import Unsupported
 from ..interp import Observer, VM
 from ..interp.lookaside import CALL_INSTEAD
 from ..interp.tracebacks import in_users_terms
-from .entry_state import aliasing_guard, global_state_guard, self_overlapping
+from .entry_state import aliasing_guard, autocast_state, global_state_guard, self_overlapping
 from .graph_builder import _version
 from .guards import IdGuard, NoneGuard, TruthGuard, TypeGuard, ValueGuard
 from .places import Place
@@ -147,6 +147,8 @@ class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, 
             self.guard(IdGuard(prov, value))  # (singletons: ``...`` in an index)
         elif isinstance(value, _SCALARS) or type(value) in (range, slice) or _plain_data(value):
             self.guard(ValueGuard(prov, value))
+        elif isinstance(value, rules.IDENTITY_CONSTANTS):
+            self.guard(IdGuard(prov, value))
         elif isinstance(value, _IDENTITY_TYPES) or isinstance(value, torch.nn.Module):
             if not _library_global(prov) and not self._fresh_binding(value, prov):
                 self.guard(IdGuard(prov, value))
@@ -319,7 +321,9 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.conditions = []
     obs.made_classes = {}
     obs.grad_mode = _NOT_WRITTEN  # the provenance of the grad mode the program set, once it does
+    obs.torch_function_off = 0  # how deep in ``DisableTorchFunctionSubclass`` blocks the program is
     obs.entry_grad_mode = obs.cap.entry_grad_mode = torch.is_grad_enabled()
+    obs.entry_autocast = autocast_state()  # (the graph may change it inside, as long as it puts it back)
     obs.context_values = {}   # id(ContextVar) -> (var, provenance of the value the call set)
     obs.context_tokens = {}   # id(Token) -> (token, var, what the var held for the call before that set)
     obs.locks_held = {}       # id(native lock) -> (lock, how many times the call holds it now)
@@ -354,7 +358,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
-    for step in (obs.finish_objects, obs.finish_context_vars, obs.finish_grad_mode, obs.finish_locks,
+    for step in (obs.finish_objects, obs.finish_context_vars, obs.finish_grad_mode, obs.finish_autocast, obs.finish_locks,
                  obs.guard_conditions, obs.guard_aliasing):
         try:
             step()

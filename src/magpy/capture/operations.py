@@ -150,8 +150,10 @@ def _op_contains(obs, invert, inputs, provs, outputs):
     if type(container) is set and provs[1] is None and obs.sets.get(id(container), (None,))[0] is container \
             and _pinned(item, provs[0]) and obs.set_pinned(container):
         return [None]  # membership by identity among objects whose identities replay (a memo set)
-    if _is_tensor(container) or _is_tensor(item):
-        obs.unsupported("`in` on a tensor (graph break)")
+    if _is_tensor(container):
+        return [_tensor_contains(obs, invert)]
+    if _is_tensor(item):
+        obs.unsupported("`in` with a tensor on its left (compared by ==: graph break)")
     fn = _not_contains if invert else operator.contains
     if isinstance(provs[1], (Source, Expr)) and obs.items_written.get(id(container)) is container and \
             isinstance(container, dict) and not obs.contents.changed_outside(container):
@@ -168,6 +170,17 @@ def _op_contains(obs, invert, inputs, provs, outputs):
             return [Expr(fn, (provs[1], provs[0] if provs[0] is not None else Const(item)))]
     provs = [obs.effective(v, p) for v, p in zip(inputs, provs)]
     return [_derive(fn, (container, item), (provs[1], provs[0]), obs)]  # (``x.size(0) in (3, 5)``)
+
+
+def _tensor_contains(obs, invert):
+    """``x in t``: ``Tensor.__contains__`` ran interpreted just now (``(x == t).any().item()``): its answer
+    is a value the graph computes, which a branch then decides on as on any tensor data."""
+    r = obs.vm.returned
+    if r is None or r[0].back is not obs.frame or type(r[1]) is not bool:
+        obs.unsupported("`in` on a tensor whose __contains__ MagPy did not follow (graph break)")
+    if not invert or r[2] is None:
+        return r[2]
+    return _derive(operator.not_, (r[1],), (r[2],), obs)
 
 
 def _not_contains(container, item):

@@ -10,6 +10,7 @@ from . import rules
 from ..interp.protocols import lookup
 from ..interp.tracking import NOT_RETURNED
 from .guards import IdGuard, TruthGuard, ValueGuard
+from .iteration import _unfold
 from .sources import AttrSource, CellSource, Const, Expr, GlobalSource, ItemSource, Source
 from .values import (Traced, UNKNOWN, _BOUND_METHODS, _Row, _DELETED, _MUTABLE_CONTAINERS, _NOT_WRITTEN, _SHAPE_TRACED, _event,
     _has_own, _hkey, _is_tensor, _item_of, _library_global, _replayable_path)
@@ -240,6 +241,8 @@ class Reads:
                 prov = entry[1][key]
             except IndexError:
                 return UNKNOWN
+            # (an element entry may list a tuple's contents: ``list(d.items())[-1]`` is a pair)
+            prov = _unfold(self, value, prov)
             if isinstance(prov, Source):
                 self.on_read(value, prov)  # (an element read by its path on entry, as below)
             return prov

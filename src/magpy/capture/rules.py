@@ -17,6 +17,7 @@ lookup, and a user's own ``__hash__``/``__eq__`` must not run there.
 import builtins
 import collections
 import contextvars
+import enum
 import functools
 import math
 import operator
@@ -33,6 +34,51 @@ MARKER_BREAK = "magpy.graph_break() (graph break)"
 PRINT_BREAK = "print() of a tensor (graph break)"
 #: calls known to be graph breaks before they run: callable -> (why, only when an argument holds a tensor)
 KNOWN_BREAKS = {GRAPH_BREAK: (MARKER_BREAK, False), print: (PRINT_BREAK, True)}
+
+#: compiled TorchScript runs in torch's own interpreter, where MagPy cannot follow it (and where it may
+#: change its module's attributes): a call of it is a graph break. (A ``ScriptFunction`` with a Python
+#: original runs as that function instead: ``lookasides``.) The types' ``__call__`` are pybind11
+#: ``instancemethod``s, which the VM may call with the method as first argument.
+TORCHSCRIPT_TYPES = (torch._C.ScriptMethod, torch._C.ScriptFunction)
+TORCHSCRIPT_CALLS = IdentitySet(vars(t)["__call__"] for t in TORCHSCRIPT_TYPES if "__call__" in vars(t))
+
+
+def torchscript_callee(fn, args):
+    """The TorchScript method or function a native call of ``fn`` runs, or None."""
+    if isinstance(fn, TORCHSCRIPT_TYPES):
+        return fn
+    if fn in TORCHSCRIPT_CALLS and args and isinstance(args[0], TORCHSCRIPT_TYPES):
+        return args[0]
+    if isinstance(getattr(fn, "__self__", None), torch._C.ScriptModule):
+        return fn  # (a traced module's ``_c.hasattr``, ``_c._get_method`` …: its compiled side)
+    return None
+
+
+#: torch's profiler annotations (the operators of its ``profiler`` namespace: ``record_function``'s enter and
+#: exit, which mark a span of the profile): no effect on any value. They run natively while capturing and
+#: stay out of the graph (a compiled call is not annotated), never a graph break.
+PROFILER_OP_MODULES = ("torch._ops.profiler",)
+
+
+def is_profiler_annotation(fn) -> bool:
+    """Is ``fn`` an operator of torch's profiler namespace (its packet, overload, or the native function
+    a packet calls)?"""
+    module = getattr(fn, "__module__", None)
+    return type(module) is str and module in PROFILER_OP_MODULES
+
+
+#: context managers that only switch off ``__torch_function__`` of tensor subclasses (the profiler's exit runs
+#: in one): for plain tensors nothing changes; a graph op on a subclass with its own ``__torch_function__``
+#: inside one is refused (a replay would dispatch to it)
+TORCH_FUNCTION_SWITCHES = (torch._C.DisableTorchFunctionSubclass, torch._C.DisableTorchFunction)
+
+
+def overrides_torch_function(value) -> bool:
+    """Is ``value`` a tensor of a subclass with its own ``__torch_function__``?"""
+    tp = type(value)
+    return issubclass(tp, torch.Tensor) and tp is not torch.Tensor and \
+        getattr(tp, "__torch_function__", None) is not getattr(torch.Tensor, "__torch_function__")
+
 
 #: questions whose answer is a fact of capturing, the same in every call the entry runs
 #: (``torch.compiler.is_compiling()``: True, as the library contract says of compiled code)
@@ -93,8 +139,16 @@ MUTATES = IdentitySet([
     collections.OrderedDict.move_to_end, collections.OrderedDict.popitem,
 ])
 
+#: the autocast state's setters (what ``torch.autocast``'s enter and exit call, and what a program may call
+#: itself): they change how every later op of the region computes, so they are ops of the graph, in
+#: program order (a backend tracing the graph sees the region as eager ran it)
+AUTOCAST_STATE = [getattr(torch, name) for name in (
+    "set_autocast_enabled", "set_autocast_dtype", "set_autocast_cache_enabled", "autocast_increment_nesting",
+    "autocast_decrement_nesting", "clear_autocast_cache", "set_autocast_cpu_enabled", "set_autocast_cpu_dtype",
+    "set_autocast_gpu_dtype") if hasattr(torch, name)]
+
 #: torch calls with no tensor arguments that still belong in the graph
-GRAPH = IdentitySet([torch._C._set_grad_enabled])
+GRAPH = IdentitySet([torch._C._set_grad_enabled, *AUTOCAST_STATE])
 
 #: torch's error for operands whose shapes do not broadcast, and the instructions it may come from: the
 #: shapes decide it (a program may catch it when they are all fixed by the guards)
@@ -314,6 +368,14 @@ SIZE_FUNCTIONS = IdentitySet([torch.numel])
 TENSOR_METADATA_ATTRS = {"shape", "dtype", "device", "requires_grad", "ndim", "layout", "is_cuda",
                          "is_sparse", "is_quantized", "is_meta", "names", "is_mps", "is_cpu",
                          "is_nested", "itemsize", "nbytes"}
+
+#: values that are constants told apart by identity: an Enum's members are its only instances, made once
+#: with the class (a dict keyed by one, a branch on one): a program depending on one is guarded ``is`` it
+IDENTITY_CONSTANTS = (enum.Enum,)
+
+#: Python types torch's argument parser reads as dtypes wherever it takes one (``torch.eye(n, dtype=bool)``,
+#: ``x.to(float)``): the graph holds the dtype they stand for
+PYTHON_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
 
 #: torch calls with no effect on results (usage logging): skipped on replay
 TORCH_NOOPS = {"_log_api_usage_once"}

@@ -8,6 +8,8 @@ import torch
 import numpy as np
 
 from . import rules
+from ..errors import Unsupported
+from .entry_state import autocast_state
 from ..interp.protocols import MISSING, lookup
 from .mutations import clear_cell
 from .sources import Expr, Source
@@ -285,6 +287,15 @@ class Writes:
         if _is_tensor(obj) or not isinstance(obj_prov, Source):
             self.unsupported("deleting an item of an outside container")
         self.outside_state.delete_item(obj, obj_prov, key, key_prov)
+
+    def finish_autocast(self):
+        """The graph sets autocast where the program did (``rules.AUTOCAST_STATE``: a backend tracing it
+        computes the region as eager did), but a compiled graph changes nothing of the process's state:
+        a call that leaves autocast otherwise than it found it, or stops at a graph break inside an
+        autocast region, runs eagerly."""
+        if autocast_state() != self.entry_autocast:
+            self.cap.unsupported = self.cap.unsupported or Unsupported(
+                "the call leaves autocast changed, or breaks inside an autocast region (runs eagerly)")
 
     def finish_grad_mode(self):
         """A call that leaves the grad mode other than it found it (``torch.set_grad_enabled(False)``

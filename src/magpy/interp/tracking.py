@@ -17,7 +17,7 @@ from .frame import NULL
 from . import ops_containers, protocols
 from .calls import call
 from .identity import IdentitySet
-from .lookaside import called_instead, CALL_INSTEAD, DELEGATES
+from .lookaside import called_instead, CALL_INSTEAD, DELEGATES, HIDDEN_CODE
 from .decode import HANDLERS
 from .observer import CONSTANT_SCALARS, CONSTANT_ITERATORS, QUIET_OPS
 from .ops_calls import _call_ex, star_args
@@ -596,7 +596,8 @@ def _returned(vm, caller, fn, result):
         target = target.func
     elif not isinstance(target, type(_returned)) and not isinstance(target, type):
         target = getattr(type(target), "__call__", None)
-    if callee is not target and fn not in _PROTOCOL_BUILTINS and fn not in DELEGATES:
+    if callee is not target and fn not in _PROTOCOL_BUILTINS and fn not in DELEGATES and \
+            getattr(callee, "__code__", None) not in HIDDEN_CODE:  # (the VM's own code run for the builtin)
         return NOT_RETURNED
     return r[2]
 
