@@ -343,6 +343,17 @@ def test_a_lock_held_around_an_update_of_outside_state():
     expect(stats, fallbacks=0, graph_breaks=0)
 
 
+def test_a_lock_the_call_makes_for_itself():
+    def fn(x):
+        lock, again = threading.Lock(), threading.RLock()
+        with lock:
+            y = x + 1
+        with again, again:
+            return y * 2
+
+    expect_one_graph(differential(plain(fn), fresh(lambda: (t(),))))
+
+
 def test_a_lock_left_held_is_not_replayed():
     lock = threading.Lock()
 

@@ -24,6 +24,8 @@ class Locks:
     def lock_call(self, fn, args, kwargs):
         """The provenance of a lock method's result (None: the same on every run), or ``_NOT_WRITTEN`` when
         ``fn`` is no method of a native lock."""
+        if fn is _thread.allocate_lock or fn is _thread.RLock:
+            return None  # (``threading.Lock()``: a new lock of the call's own, free, followed from here)
         lock = _bound_self(fn)
         if type(fn).__name__ == "method_descriptor" and args and isinstance(args[0], LOCK_TYPES):
             lock, args = args[0], args[1:]  # (called unbound: ``RLock.acquire(lock)``)
