@@ -10,8 +10,8 @@ from . import rules
 from .guards import ValueGuard
 from .names import callable_name
 from .sources import AttrSource, Const, Expr, ItemSource, Source
-from .values import (Traced, UNKNOWN, _LIST_REARRANGES, _RUN_ITERATORS, _SCALARS, _bound_self, _build_dict, _build_list,
-    _build_set, _build_tuple, _event, _item_of, _pinned)
+from .values import (Traced, UNKNOWN, _LIST_REARRANGES, _RUN_ITERATORS, _SCALARS, _bound_self, _build_deque,
+    _build_dict, _build_list, _build_set, _build_tuple, _event, _item_of, _pinned)
 from .iteration import _elements, _unpacked
 
 
@@ -179,13 +179,15 @@ class Containers:
         if type(provs) is dict:
             return Expr(_build_dict, (Const(tuple(provs)), *[p if p is not None else Const(v)
                                                             for p, v in zip(items, value.values())]))
-        values = list(value) if type(value) in (list, tuple) else None
+        values = list(value) if type(value) in (list, tuple, collections.deque) else None
         if values is None or len(values) != len(items):
             if values is None and all(p is not None for p in items):
                 return Expr(_build_tuple, tuple(items))  # a consumed generator: what it yielded
             return UNKNOWN
-        return Expr(_build_list if type(value) is list else _build_tuple,
-                    tuple(p if p is not None else Const(v) for p, v in zip(items, values)))
+        parts = tuple(p if p is not None else Const(v) for p, v in zip(items, values))
+        if type(value) is collections.deque:  # (a history kept in a deque: rebuilt with its bound)
+            return Expr(_build_deque, (Const(value.maxlen), *parts))
+        return Expr(_build_list if type(value) is list else _build_tuple, parts)
 
     def _consumption(self, it):
         """For an iterator capture follows: ``(items, taken, end)`` — the provenance of all it yields, how

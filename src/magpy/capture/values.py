@@ -289,6 +289,10 @@ def _build_list(*items):
     return list(items)
 
 
+def _build_deque(maxlen, *items):
+    return collections.deque(items, maxlen)
+
+
 def _hkey(key):
     """A hashable stand-in for a container key (slices hash only from Python 3.12 on)."""
     if type(key) is slice:
@@ -342,7 +346,7 @@ def _fixed_by_construction(e):
     if type(e) is not Expr or not e.args or type(e.args[0]) is not Expr:
         return False
     built = e.args[0].fn
-    return (e.fn is len and built in (_build_list, _build_tuple, _build_dict)) or \
+    return (e.fn is len and built in (_build_list, _build_tuple, _build_dict, _build_deque)) or \
         (built is _build_dict and (e.fn is tuple or (e.fn is operator.contains and type(e.args[1]) is Const)))
 
 
