@@ -95,9 +95,10 @@ def _starts_debugger(fn) -> bool:
     """Does calling ``fn`` open pdb at its caller (``breakpoint()`` with the default hook, ``pdb.set_trace``)?"""
     if fn is pdb.set_trace:
         return True
-    default = sys.breakpointhook is sys.__breakpointhook__ and os.environ.get("PYTHONBREAKPOINT", "") in (
+    if fn is not builtins.breakpoint and fn is not sys.breakpointhook:
+        return False  # (every call at a break asks: the cheap answer first)
+    return sys.breakpointhook is sys.__breakpointhook__ and os.environ.get("PYTHONBREAKPOINT", "") in (
         "", "pdb.set_trace")
-    return default and (fn is builtins.breakpoint or fn is sys.breakpointhook)
 
 
 def run_eagerly(func, stopped):
