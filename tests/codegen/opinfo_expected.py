@@ -9,13 +9,6 @@ a failure of the full run). ``EXPECTED`` is the lookup built from them:
 
 # --- C++ and Triton alike (the same lowerings) ----------------------------------------------------
 
-OUT_OF_RANGE_TARGETS = (
-    "a class index (a loss's target) out of range raises the RuntimeError of the gather it decomposes "
-    "to, where eager raises IndexError ('Target 1048576 is out of bounds.'). Repro: c = magpy.compile("
-    "lambda x, t: F.nll_loss(x, t)); x = torch.randn(3, 5).log_softmax(1); c(x, torch.tensor([1, 2, 0])) "
-    "twice; c(x, torch.tensor([1, 1 << 20, 0])) -> RuntimeError; eager IndexError"
-)
-
 GATHER_SAMPLES = (
     "gather: some OpInfo samples beyond the first three fail on a cache hit with bad index values "
     "(the first three pass; out-of-range indices raise eager's RuntimeError since the checks landed): "
@@ -43,10 +36,6 @@ GCC_SIGNBIT_BFLOAT16 = (
 )
 
 KNOWN = {
-    OUT_OF_RANGE_TARGETS: {
-        "nn.functional.cross_entropy": "*", "nn.functional.nll_loss": "*",
-        "nn.functional.multi_margin_loss": "*",
-    },
     GATHER_SAMPLES: {
         "gather": "*",
     },
