@@ -174,6 +174,8 @@ def _transformers_parser(commands) -> None:
     hf.add_argument("--split", choices=("public", "heldout"), default="public",
                     help="the public development split (default) or the held-out one")
     hf.add_argument("--only", nargs="+", metavar="TYPE", help="these model types (or globs), e.g. bert gpt2")
+    hf.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where the models and inputs live (default: cpu); references stay on the CPU")
     _corpus_options(hf, "architectures", 60.0,
                     "seconds for each stage: eager, each compiler (plus twice eager's time)", 8.0)
     hf.add_argument("--state", metavar="FILE", help="JSONL state file (default: one per settings under "
@@ -185,7 +187,7 @@ def _transformers_parser(commands) -> None:
 def _transformers(args: argparse.Namespace) -> int:
     from .transformers_runner import Options, RunError, run
 
-    return _run_corpus("transformers", run, Options(**_corpus_settings(args)), RunError)
+    return _run_corpus("transformers", run, Options(device=args.device, **_corpus_settings(args)), RunError)
 
 
 _SCRIPT_HELP = ("FILE.py defines FUNC (a function, an nn.Module instance, or an nn.Module class taking no "

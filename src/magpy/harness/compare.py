@@ -20,9 +20,10 @@ class Tolerance:
 
 
 def freeze(value):
-    """``value`` with every tensor (inside lists, tuples, dicts) detached and cloned."""
+    """``value`` with every tensor (inside lists, tuples, dicts) detached and copied to the CPU (where
+    references are kept and compared, whichever device the model ran on)."""
     if isinstance(value, torch.Tensor):
-        return value.detach().clone()
+        return value.detach().to("cpu", copy=True)
     if isinstance(value, list):
         return [freeze(item) for item in value]
     if isinstance(value, tuple):

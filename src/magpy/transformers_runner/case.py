@@ -24,12 +24,12 @@ SEED = 1337
 INPUT_SEEDS = (1, 2)            # inputs A and B
 
 
-def run_eager(model_type: str, reference_path: str, tolerance: Tolerance) -> dict:
+def run_eager(model_type: str, reference_path: str, tolerance: Tolerance, device: str = "cpu") -> dict:
     """The eager record (``status``: ok, build_error, no_inputs, run_error, reference_error); when ok, the
     reference file is written."""
     started = time.perf_counter()
     try:
-        model, config = build(model_type)
+        model, config = build(model_type, device)
     except Exception as error:
         return _record("build_error", error, model_type, started)
     try:
@@ -41,8 +41,8 @@ def run_eager(model_type: str, reference_path: str, tolerance: Tolerance) -> dic
     for names in sets:
         inputs = [make_inputs(names, config, seed) for seed in INPUT_SEEDS]
         try:
-            outputs = [freeze(_call(model, inputs[0])), freeze(_call(model, inputs[0])),
-                       freeze(_call(model, inputs[1]))]
+            outputs = [freeze(_call(model, inputs[0], device)), freeze(_call(model, inputs[0], device)),
+                       freeze(_call(model, inputs[1], device))]
         except Exception as error:
             failure = failure or error
             continue
@@ -61,16 +61,16 @@ def run_eager(model_type: str, reference_path: str, tolerance: Tolerance) -> dic
 
 
 def run_compiled(compiler: Compiler, model_type: str, reference_path: str, backend: str,
-                 tolerance: Tolerance) -> dict:
+                 tolerance: Tolerance, device: str = "cpu") -> dict:
     """Compiler ``compiler``'s record: pass, mismatch, break, error or fallback (as ParityBench's), with
     ``first_call_s`` and ``second_call_s``."""
     started = time.perf_counter()
     reference = torch.load(reference_path, weights_only=False)
-    model, _ = build(model_type)
+    model, _ = build(model_type, device)
     model.load_state_dict(reference["state"])  # (a few initialisers draw from more than torch's generator)
     if checksum(model) != reference["checksum"]:
         return {"status": "error", "reason": "the model built again has other weights", "seconds": _since(started)}
-    calls = [lambda compiled, inputs=inputs: _call(compiled, inputs) for inputs in reference["inputs"]]
+    calls = [lambda compiled, inputs=inputs: _call(compiled, inputs, device) for inputs in reference["inputs"]]
     record, outputs = trial.attempt(compiler, model, calls, backend, model_type)
     if outputs is None:
         return record
@@ -84,10 +84,11 @@ def checksum(model) -> float:
                          for i, p in enumerate(model.state_dict().values()) if p.is_floating_point()))
 
 
-def _call(model, inputs: dict):
+def _call(model, inputs: dict, device: str):
+    """The model on fresh copies of ``inputs`` (kept on the CPU in the reference) on ``device``."""
     torch.manual_seed(SEED)
     with torch.no_grad():
-        return model(**{name: value.clone() for name, value in inputs.items()})
+        return model(**{name: value.to(device, copy=True) for name, value in inputs.items()})
 
 
 def _record(status: str, error: BaseException, model_type: str, started: float) -> dict:

@@ -34,6 +34,7 @@ class Options:
     timeout: float = 60.0                       # seconds per stage (eager; each compiler + 2× eager's)
     threads: int = 1
     memory_gb: float = 8.0
+    device: str = "cpu"                         # cpu | cuda: where models and inputs live
     rtol: float = 1e-4
     atol: float = 1e-4
     state: str | None = None
@@ -65,6 +66,8 @@ def run(options: Options, out=sys.stdout, err=sys.stderr) -> scoring.Score:
             compiler.warm_up(options.backend)
     tolerance = Tolerance(options.rtol, options.atol)
     key = {"backend": options.backend, "tolerance": asdict(tolerance), **environment}
+    if options.device != "cpu":     # (the CPU's key as it always was: earlier state files stay valid)
+        key["device"] = options.device
     state_path = options.state or default_path(key, "transformers")
     state = State(state_path, fresh=options.fresh)
     references = state_path + ".references"
@@ -73,7 +76,9 @@ def run(options: Options, out=sys.stdout, err=sys.stderr) -> scoring.Score:
     settings = {"split": options.split, "limit": options.limit, "offset": options.offset, "only": options.only,
                 "compilers": compiler_names, "backend": options.backend, "jobs": options.jobs,
                 "timeout": options.timeout, "threads": options.threads, "memory_gb": options.memory_gb,
-                "tolerance": asdict(tolerance), "state": state_path}
+                "device": options.device, "tolerance": asdict(tolerance), "state": state_path}
+    # (an address-space limit leaves CUDA no room to map the device's memory: on a GPU none is set)
+    memory_gb = options.memory_gb if options.device == "cpu" else 0.0
     tasks = []
     for name in names:
         todo = state.todo(name, [n for n in compiler_names if n not in unavailable], tuple(options.redo))
@@ -82,7 +87,7 @@ def run(options: Options, out=sys.stdout, err=sys.stderr) -> scoring.Score:
         run_now = tuple(n for n in compiler_names if n in todo or n in unavailable)
         tasks.append(Task(name, os.path.join(references, f"{name}.pt"), run_now, unavailable,
                           backend=options.backend, tolerance=tolerance, threads=options.threads,
-                          memory_gb=options.memory_gb, quiet=not options.verbose,
+                          memory_gb=memory_gb, device=options.device, quiet=not options.verbose,
                           merge=name in state.files and state.files[name].record["status"] == "done"))
     state.append({"kind": "run", "time": time.strftime("%Y-%m-%d %H:%M:%S"), "settings": settings,
                   "environment": environment, "unavailable": unavailable, "to_run": len(tasks)})

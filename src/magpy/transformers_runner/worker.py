@@ -30,6 +30,7 @@ class Task:
     tolerance: Tolerance = Tolerance()
     threads: int = 1
     memory_gb: float = 0.0
+    device: str = "cpu"
     quiet: bool = True
     merge: bool = False
 
@@ -42,7 +43,7 @@ def _run(send, task: Task) -> None:
     todo = [name for name in task.compilers if name not in task.skip]
     if not os.path.exists(task.reference):
         send(("stage", INDEX, "eager"))
-        record = run_eager(task.file_name, task.reference, task.tolerance)
+        record = run_eager(task.file_name, task.reference, task.tolerance, task.device)
         send(("eager", INDEX, record))
         if record["status"] != "ok" or not todo:
             _done(send, task)
@@ -56,7 +57,7 @@ def _run(send, task: Task) -> None:
         name = todo.pop(0)
         send(("stage", INDEX, name))
         send(("compiled", INDEX, name, run_compiled(COMPILERS[name], task.file_name, task.reference,
-                                                    task.backend, task.tolerance)))
+                                                    task.backend, task.tolerance, task.device)))
     if todo:
         send(("handoff", INDEX))
         return
