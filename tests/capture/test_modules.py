@@ -79,6 +79,32 @@ def test_module_list_iteration_and_indexing():
     expect_one_graph(stats)
 
 
+class SlicedList(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(Block() for _ in range(3))
+        self.depth = 2
+
+    def forward(self, x):
+        for layer in self.layers[: self.depth]:     # (3.12: BINARY_SLICE; ModuleList.__getitem__ runs)
+            x = layer(x)
+        buf = [x, x * 2, x * 3]
+        buf[1:] = [x + 1, x + 2]                    # (3.12: STORE_SLICE)
+        return sum(buf) + len(self.layers[1:])
+
+
+def test_module_list_sliced_by_an_attribute():
+    """The slice reaching an interpreted ``__getitem__`` carries where its bounds came from, on every
+    Python (3.12 builds it inside BINARY_SLICE): one graph, and a new depth recompiles."""
+    expect_one_graph(differential(twins(model(SlicedList)), fresh(lambda: (t(),))))
+
+    def shallower(m):
+        m.depth = 1
+
+    calls = [Call((t(),)), Call((t(),)), Call((t(),), before=shallower)]
+    expect_recompile(differential(twins(model(SlicedList)), calls))
+
+
 class WithDict(nn.Module):
     def __init__(self):
         super().__init__()

@@ -386,16 +386,6 @@ def _op_build_slice(obs, n, inputs, provs, outputs):
     return [_derive(slice, inputs, provs, obs)]
 
 
-def _op_binary_slice(obs, arg, inputs, provs, outputs):
-    obj, start, stop = inputs
-    key = slice(start, stop)
-    key_prov = _derive(slice, (start, stop), provs[1:], obs)
-    if _is_tensor(obj):
-        obs.record(operator.getitem, (obj, key), (provs[0], key_prov), None, None, outputs[0])
-        return [None]
-    return [obs.read_item(obj, provs[0], key, key_prov, outputs[0])]
-
-
 def _op_make_function(obs, arg, inputs, provs, outputs):
     obs.made[id(outputs[0])] = outputs[0]  # (a new function object each call: a closure holds its cells)
     return [None]
@@ -448,7 +438,6 @@ _OPERATIONS = {
     "FORMAT_WITH_SPEC": _op_format,
     "BUILD_STRING": _op_build_string,
     "BUILD_SLICE": _op_build_slice,
-    "BINARY_SLICE": _op_binary_slice,
     "PUSH_EXC_INFO": _op_push_exc_info,
     "MAKE_FUNCTION": _op_make_function,
     "MAKE_FUNCTION_313": _op_make_function,

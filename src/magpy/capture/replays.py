@@ -5,7 +5,6 @@ passes the place the first call found, so each run warns and logs from where the
 are rebuilt as they were at the call (``frozen_template``).
 """
 import functools
-import inspect
 import logging
 import warnings
 
@@ -20,8 +19,8 @@ class Replays:
 
     def warning_call(self, args, arg_provs, kwargs, kw_provs):
         """``warnings.warn`` is replayed as ``warn_explicit`` at the line the first call warned from."""
-        from ..interp.lookaside import warning_location
-        bound = inspect.signature(warnings.warn).bind(*args, **kwargs)
+        from ..interp.lookaside import WARN_SIGNATURE, warning_location
+        bound = WARN_SIGNATURE.bind(*args, **kwargs)
         message = bound.arguments.get("message")
         category = bound.arguments.get("category")
         level = bound.arguments.get("stacklevel", 1)

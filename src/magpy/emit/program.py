@@ -101,8 +101,11 @@ def _fill_mapping(obj, items, fields):
 
 
 def _rebuilt(fn, args, state):
+    """What unpickling ``(fn, args, state)`` makes (3.12's range iterator reduces to a range from where
+    it stands, with no state: pickle then calls no ``__setstate__``)."""
     made = fn(*args)
-    made.__setstate__(state)
+    if state is not None:
+        made.__setstate__(state)
     return made
 
 

@@ -146,9 +146,12 @@ def step_code(code, index, nulls):
     _leave_with(out, pushed[exits[0]], exits[0])
     if jump is not None:
         out.append(jump)
-        if PY >= (3, 12) and ins.name == "FOR_ITER":
-            out.append(Instr("END_FOR"))
         pushed[exits[1]] = pops + ins.stack_effect(jump=True)
+        if PY >= (3, 12) and ins.name == "FOR_ITER":
+            # an exhausted FOR_ITER pops its iterator and skips the END_FOR it points at (which would
+            # pop the iterator and the item the flow analysis counts it as pushing)
+            out.append(Instr("END_FOR"))
+            pushed[exits[1]] -= 2
         _leave_with(out, pushed[exits[1]], exits[1])
     new = Bytecode(out)
     new.argnames = names

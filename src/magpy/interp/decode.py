@@ -164,10 +164,16 @@ def _decode_pair(name):
     return lambda ins, ctx: (name, (ins.arg >> 4, ins.arg & 15))
 
 
+#: intrinsics that are an older opcode under a new spelling: decoded as that opcode, so every rule for it
+#: (capture's operations, blocks, quiet constants) serves both (``+x`` is CALL_INTRINSIC_1 on 3.12)
+_INTRINSIC_AS = {"INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE"}
+
+
 def _decode_intrinsic(table_name):
     def decode(ins, ctx):
         import opcode
         name = getattr(opcode, table_name)[ins.arg]
+        name = _INTRINSIC_AS.get(name, name)
         if name not in HANDLERS:
             # intrinsics with no Python-level equivalent (PEP 695 type parameters …) run natively
             HANDLERS[name] = _native_intrinsic(table_name, ins.opname, ins.arg)

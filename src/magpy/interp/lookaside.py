@@ -431,12 +431,20 @@ def warning_location(vm, stacklevel):
             "module_globals": g}
 
 
+def _warn_parameters(message, category=None, stacklevel=1, source=None, *, skip_file_prefixes=()):
+    """(``warnings.warn``'s parameters: 3.12's C ``warn`` has a text signature ``inspect`` cannot read)"""
+
+
+#: how ``warnings.warn`` binds its arguments, on every Python
+WARN_SIGNATURE = inspect.signature(_warn_parameters)
+
+
 @lookaside(__import__("warnings").warn)
 def _warn(vm, args, kwargs):
     """``warnings.warn`` attributed to the interpreted caller's line (not to the VM's own frames)."""
     import warnings
     try:
-        bound = inspect.signature(warnings.warn).bind(*args, **kwargs)
+        bound = WARN_SIGNATURE.bind(*args, **kwargs)
     except TypeError:
         return warnings.warn(*args, **kwargs)
     message = bound.arguments["message"]

@@ -76,7 +76,7 @@ def unary_negative(f, arg, i):
     return i + 1
 
 
-@handler("UNARY_POSITIVE", "INTRINSIC_UNARY_POSITIVE")
+@handler("UNARY_POSITIVE")
 def unary_positive(f, arg, i):
     f.stack[-1] = protocols.unary_op(f.vm, f.stack[-1], "__pos__")
     return i + 1

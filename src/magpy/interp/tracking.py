@@ -44,7 +44,7 @@ def _flags_popcount(flags):
 POPS = {
     "NOP": 0, "LOAD_CONST": 0, "BINARY_OP": 2, "COMPARE_OP": 2, "COMPARE_OP_BOOL": 2, "IS_OP": 2,
     "CONTAINS_OP": 2, "UNARY_NEGATIVE": 1, "UNARY_POSITIVE": 1, "UNARY_INVERT": 1, "UNARY_NOT": 1,
-    "TO_BOOL": 1, "BINARY_SLICE": 3, "STORE_SLICE": 4, "DELETE_SUBSCR": 2,
+    "TO_BOOL": 1, "DELETE_SUBSCR": 2,
     "FORMAT_VALUE": lambda a: 2 if a & 4 else 1, "CONVERT_VALUE": 1, "FORMAT_SIMPLE": 1,
     "FORMAT_WITH_SPEC": 2, "BUILD_STRING": lambda a: a, "BUILD_TUPLE": lambda a: a,
     "BUILD_LIST": lambda a: a, "BUILD_SET": lambda a: a, "BUILD_MAP": lambda a: 2 * a,
@@ -59,7 +59,7 @@ POPS = {
     "MAKE_FUNCTION_313": 1, "SET_FUNCTION_ATTRIBUTE": 2, "RAISE_VARARGS": lambda a: a,
     "RERAISE": 1, "PUSH_EXC_INFO": 1, "POP_EXCEPT": 1, "CHECK_EXC_MATCH": 1, "CHECK_EG_MATCH": 2,
     "PREP_RERAISE_STAR": 2, "INTRINSIC_PREP_RERAISE_STAR": 2, "INTRINSIC_STOPITERATION_ERROR": 1,
-    "INTRINSIC_UNARY_POSITIVE": 1, "WITH_EXCEPT_START": 0, "BEFORE_WITH": 1, "BEFORE_ASYNC_WITH": 1,
+    "WITH_EXCEPT_START": 0, "BEFORE_WITH": 1, "BEFORE_ASYNC_WITH": 1,
     "RETURN_GENERATOR": 0, "GET_YIELD_FROM_ITER": 1, "SEND": 2, "SEND_311": 2, "GET_AWAITABLE": 1,
     "GET_AITER": 1, "GET_ANEXT": 0, "END_ASYNC_FOR": 2, "ASYNC_GEN_WRAP": 1,
     "INTRINSIC_ASYNC_GEN_WRAP": 1, "CLEANUP_THROW": 3, "END_SEND": 2, "END_FOR": 2, "END_FOR_313": 1,
@@ -108,8 +108,7 @@ def _constants(values, provs):
 
 
 #: instructions that change a container below them on the stack (the observer must hear of them)
-EFFECTS = {"LIST_APPEND", "SET_ADD", "MAP_ADD", "LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE",
-           "STORE_SLICE"}
+EFFECTS = {"LIST_APPEND", "SET_ADD", "MAP_ADD", "LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE"}
 
 
 def tracked_instrs(decoded):
@@ -473,6 +472,34 @@ def t_binary_subscr(f, arg, i):
     f.stack[-1] = value
     f.pstack[-1] = vm.observer.read_item(obj, oprov, key, kprov, value, _computed(vm, f, value))
     return i + 1
+
+
+def _slice_key(f):
+    """Replace the two bounds on top of the stack by their slice, with the provenance BUILD_SLICE gives
+    it: 3.12's BINARY_SLICE and STORE_SLICE then read and write as BUILD_SLICE and the subscript do on
+    3.11, and an interpreted ``__getitem__`` sees where its slice came from."""
+    stack, pstack = f.stack, f.pstack
+    stop, start = stack.pop(), stack.pop()
+    bounds = [start, stop]
+    provs = [pstack.pop(), pstack.pop()][::-1]
+    key = slice(start, stop)
+    stack.append(key)
+    pstack.append(None if _constants(bounds, provs)
+                  else f.vm.observer.operation(f, "BUILD_SLICE", 2, bounds, provs, [key])[0])
+
+
+@tracked("BINARY_SLICE")
+def t_binary_slice(f, arg, i):
+    f.index = i
+    _slice_key(f)
+    return t_binary_subscr(f, arg, i)
+
+
+@tracked("STORE_SLICE")
+def t_store_slice(f, arg, i):
+    f.index = i
+    _slice_key(f)
+    return t_store_subscr(f, arg, i)
 
 
 @tracked("STORE_SUBSCR")

@@ -371,3 +371,15 @@ def list_extend_by_a_generator_that_reads_the_list():
     ys.extend(iter([7, 8]))
     return perm, xs, seen, ys
 
+
+
+@program
+def warnings_warn_every_way_of_calling_it():
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("plain")
+        warnings.warn("with category", DeprecationWarning)
+        warnings.warn(message="by keyword", category=RuntimeWarning, stacklevel=1)
+        warnings.warn(UserWarning("an instance"))
+    return [(w.category.__name__, str(w.message)) for w in caught]
