@@ -647,10 +647,17 @@ _MODULE_CALLEES = {}
 
 
 def _callee_of(obj):
-    """What calling ``obj`` at a graph break runs: a module's ``__call__`` / ``_call_impl`` bound to it as
-    the module; a module without hooks as its ``forward``; anything else as it is."""
+    """What calling ``obj`` at a graph break runs: a module's ``__call__`` bound to it as the module; a
+    module (or its ``_call_impl``) without hooks as its ``forward``; anything else as it is. (A module's
+    ``_call_impl`` with hooks stays itself: it is where the compiled ``__call__`` broke, so compiling the
+    module's whole call again there would break there again, without end.)"""
     if type(obj) is types.MethodType and obj.__func__ in _MODULE_CALLS:
-        obj = obj.__self__
+        forward = _plain_forward(obj.__self__)
+        if forward is not None:
+            return forward
+        if obj.__func__ is torch.nn.Module.__call__:
+            return obj.__self__
+        return obj
     forward = _plain_forward(obj)
     return obj if forward is None else forward
 
