@@ -77,10 +77,13 @@ class DistributedCall:
 
 def _set_for_call(obj, name, value):
     """``obj.name = value`` in its ``__dict__`` (nn.Module's own ``__setattr__`` is not needed for plain
-    values); returns what restores it, absent again if it was."""
+    values); returns what restores it, absent again if it was. (Already in place — a call inside the call, or
+    one of another thread — the outermost call restores it.)"""
     d = vars(obj)
     missing = object()
     old = d.get(name, missing)
+    if old is value:
+        return _nothing
     d[name] = value
 
     def undo():
