@@ -13,6 +13,7 @@ from torch import fx
 
 from . import backends as _backends
 from .cache import Cache, ChildStats, Stats, register, reset_all
+from .backends.distributed import split_at_buckets
 from .backends.symbolic import compile_symbolic, is_symbolic_backend, note_captured
 from .compile_lock import LOCK
 from .capture import capture
@@ -29,6 +30,7 @@ from .capture.conditions import is_conditions_guard
 from .capture.sources import Expr
 from .capture.guards import TensorGuard, TruthGuard, ValueGuard
 from .capture.sources import ChangingNumbers, paths_in
+from .distributed import DistributedCall
 from .errors import GraphBreakError, Unsupported
 from .interp.binding import bind
 from .interp.decode import decode
@@ -363,6 +365,7 @@ class CompiledFunction:
             gm = fx.GraphModule(torch.nn.Module(), cap.graph)
             example = [t for _, t in cap.inputs]
             backend = _backends.lookup_backend(self.backend, self.options, self.mode)
+            backend = split_at_buckets(backend, example)  # (while DDP runs: one piece per gradient bucket)
             try:
                 # a graph over Python numbers (random draws, ``t.item()``) runs as captured: compiling
                 # backends would bake those numbers in as constants
@@ -376,6 +379,9 @@ class CompiledFunction:
                               f"{self.name} ({type(err).__name__}: {err}); running it eagerly",
                               stacklevel=5)
                 graph_fn = gm.forward
+            pieces = getattr(graph_fn, "pieces", 0)
+            if pieces:
+                self.stats.count("bucket_pieces", pieces)
             if grad_on and not cap.entry_grad_mode:
                 graph_fn = _with_grad(graph_fn)
         else:
@@ -480,6 +486,8 @@ def _compiled_module(module, **options):
     cls = type(module)
 
     def compiled_call_of(wrapper):
+        if rules.distributed_wrapper(module) is not None:  # (DDP, FSDP: their bookkeeping runs natively)
+            return DistributedCall(types.MethodType(cls.__call__, wrapper), wrapper, _work_compiler(options))
         compiled = CompiledFunction(types.MethodType(cls.__call__, wrapper), **options)
         compiled.extra_frames = 1
         compiled.name = cls.__qualname__
@@ -647,17 +655,30 @@ _MODULE_CALLEES = {}
 
 
 def _callee_of(obj):
-    """What calling ``obj`` at a graph break runs: a module's ``__call__`` / ``_call_impl`` bound to it as
-    the module; a module without hooks as its ``forward``; anything else as it is."""
+    """What calling ``obj`` at a graph break runs: a module's ``__call__`` bound to it as the module; a
+    module (or its ``_call_impl``) without hooks as its ``forward``; anything else as it is. (A module's
+    ``_call_impl`` with hooks stays itself: it is where the compiled ``__call__`` broke, so compiling the
+    module's whole call again there would break there again, without end.)"""
     if type(obj) is types.MethodType and obj.__func__ in _MODULE_CALLS:
-        obj = obj.__self__
+        forward = _plain_forward(obj.__self__)
+        if forward is not None:
+            return forward
+        if obj.__func__ is torch.nn.Module.__call__:
+            return obj.__self__
+        return obj
     forward = _plain_forward(obj)
     return obj if forward is None else forward
 
 
 def compiled_callee(obj, options):
     """What a call at a graph break calls instead of ``obj``: the compiled form of a Python function,
-    method or module, so that the break inside it splits it in turn; any other callable as it is."""
+    method or module, so that the break inside it splits it in turn (a distributed wrapper: its own call
+    natively, the work it wraps compiled); any other callable as it is."""
+    module = _module_called(obj)
+    if rules.distributed_wrapper(module) is not None:
+        return _instance_callee(module, DistributedCall, None, options, lambda: DistributedCall(
+            types.MethodType(type(module).__call__, module), module, _work_compiler(options),
+            parent=options.get("stats")))
     obj = _callee_of(obj)
     if type(obj) is types.MethodType and type(obj.__func__) is types.FunctionType:
         if isinstance(obj.__self__, torch.nn.Module):
@@ -680,10 +701,10 @@ def compiled_callee(obj, options):
     return obj
 
 
-def _instance_callee(module, func, target, options):
-    """The compiled ``target`` (``func`` bound to ``module``), one per module instance as
-    ``magpy.compile(module)`` makes: its entries, resume functions and recompile limit are its own, not
-    shared with every other instance of the class (twelve layers would reach the limit)."""
+def _instance_callee(module, func, target, options, make=None):
+    """The compiled ``target`` (``func`` bound to ``module``; or what ``make()`` makes), one per module
+    instance as ``magpy.compile(module)`` makes: its entries, resume functions and recompile limit are its
+    own, not shared with every other instance of the class (twelve layers would reach the limit)."""
     key = (id(module), func)
     known = _MODULE_CALLEES.get(key)
     if known is not None and known[0]() is module:
@@ -691,13 +712,32 @@ def _instance_callee(module, func, target, options):
     with LOCK:
         known = _MODULE_CALLEES.get(key)
         if known is None or known[0]() is not module:
-            compiled = CompiledFunction(target, **options)
+            compiled = make() if make is not None else CompiledFunction(target, **options)
             ref = weakref.ref(module, lambda _, table=_MODULE_CALLEES: table.pop(key, None))
             known = _MODULE_CALLEES[key] = (ref, compiled)
     return known[1]
 
 
 _MODULE_CALLS = (torch.nn.Module.__call__, torch.nn.Module._call_impl)
+
+
+def _module_called(obj):
+    """The module a call of ``obj`` calls (itself, or the module of its bound ``__call__``), else None."""
+    if type(obj) is types.MethodType and obj.__func__ in _MODULE_CALLS:
+        obj = obj.__self__
+    return obj if isinstance(obj, torch.nn.Module) else None
+
+
+def _work_compiler(options):
+    """What compiles the work a distributed wrapper wraps: ``(target, stats) -> CompiledFunction`` with the
+    wrapper's settings (``options`` may hold the caller's stats: the wrapper's own replace them)."""
+    settings = {k: v for k, v in options.items() if k != "stats"}
+
+    def compile_work(target, stats):
+        compiled = CompiledFunction(target, stats=stats, **settings)
+        compiled.name = type(target.__self__).__qualname__  # (what its messages call it: the module's class)
+        return compiled
+    return compile_work
 
 
 def _plain_forward(obj):

@@ -30,6 +30,7 @@ class Stats:
     eager_calls: int = 0   # calls run eagerly, as a capture that gave up on a call like them (its guards) says
                            # (or because the entry's graph raised: the call reruns eagerly, raising as eager)
     graph_errors: int = 0  # calls whose graph raised where eager, rerun, did not (a bug of ours)
+    bucket_pieces: int = 0  # pieces compiled of graphs split at DistributedDataParallel's gradient buckets
     last_graph_error: object = None  # (the exception the last of them raised)
     reasons: list = field(default_factory=list)   # why calls fell back to eager (reason, where)
 
@@ -49,7 +50,8 @@ class ChildStats(Stats):
     """The stats of a function compiled on behalf of another (a resume function, a callee at a graph
     break): its compiles, graphs, breaks and fallbacks count for the function the user compiled too."""
 
-    SHARED = frozenset({"compiles", "graphs", "graph_breaks", "fallbacks", "eager_calls", "graph_errors"})
+    SHARED = frozenset({"compiles", "graphs", "graph_breaks", "fallbacks", "eager_calls", "graph_errors",
+                        "bucket_pieces"})
 
     def __init__(self, parent):
         super().__init__()

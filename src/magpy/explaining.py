@@ -20,7 +20,9 @@ import types
 import torch
 from torch import fx
 
-from .api import CompiledFunction, _callee_of, _called, _compilable, _home, _target
+from .api import CompiledFunction, _callee_of, _called, _compilable, _home, _module_called, _target
+from .backends.distributed import active_ddp, bucket_caps, bucket_pieces, parameter_bytes, piece_count
+from .capture import rules
 from .capture import capture
 from .capture.breaks import why_no_split
 from .capture.guards import order
@@ -30,6 +32,7 @@ from .capture.origins import OriginsObserver, users_guard
 from .capture.places import short_path
 from .capture.user_files import is_user_file
 from .compile_lock import LOCK
+from .distributed import DistributedCall
 from .emit import build_entry
 from .emit.continuation import Continuation, run_eagerly, split_place
 from .emit.program import guard_lines, render_mock
@@ -71,10 +74,14 @@ class Segment:
         self.symbolic = list(symbolic)
         self.inside = False     # its break was found inside the call it makes natively …
         self.followed = False   # … and that call is explained as segments of its own (which tell the break)
+        self.pieces = 1         # compiled as this many pieces, one per DDP gradient bucket
 
     def render(self, number, verbose):
         ops = f"{self.op_count} op{'s' if self.op_count != 1 else ''}" if self.graph is not None else "no graph"
         lines = [f"segment {number}: {self.function}, {ops}"]
+        if self.pieces > 1:
+            lines.append(f"  compiled in {self.pieces} pieces, one per DistributedDataParallel gradient bucket "
+                         "(each bucket's all-reduce starts as its piece's backward ends)")
         if self.symbolic:
             lines.append(f"  symbolic sizes: {', '.join(self.symbolic)}")
         if self.graph is not None:
@@ -144,12 +151,17 @@ class Explanation:
 
 def explain_call(fn, args, kwargs, verbose=False):
     """``magpy.explain``'s work (see there): the call explained, run again while runs find new breaks."""
-    func, leading = _target(_called(fn))
+    wrapper = rules.distributed_wrapper(fn) is not None
+    if not wrapper:
+        func, leading = _target(_called(fn))
     sites, inside = {}, {}
     with LOCK, rendering_home(_home(fn)):
         for runs in range(1, _RUNS + 1):
             explainer = _Explainer(sites, inside, last=runs == _RUNS)
-            explainer.run(func, (*leading, *args), kwargs)
+            if wrapper:
+                explainer.run_natively(fn, args, kwargs)
+            else:
+                explainer.run(func, (*leading, *args), kwargs)
             if not explainer.split_anew:
                 break
     return Explanation(explainer.segments, verbose, runs)
@@ -203,6 +215,8 @@ class _Explainer:
             graph = fx.GraphModule(torch.nn.Module(), cap.graph)
         entry = build_entry(cap, None)
         segment = self._segment(name, graph, cap, entry.guards, observer, render_mock(cap), brk)
+        if graph is not None:
+            segment.pieces = _bucket_pieces(graph, cap)
         segment.inside = brk is not None and id(u) in self.inside
         self.segments.append(segment)
         return cap.resume(*cap.stopped.values) if result is STOPPED else result
@@ -245,15 +259,47 @@ class _Explainer:
         own segments."""
         return lambda *live: self.run(fn, live, {}, resumed=after)
 
+    def run_natively(self, module, args, kwargs):
+        """A call of a distributed wrapper (DDP, an FSDP module): its bookkeeping natively, told as a segment
+        of its own ending in a break, then the work it wraps as segments of their own."""
+        forward = getattr(type(module), "forward", None)
+        code = getattr(forward, "__code__", None)
+        brk = GraphBreak(f"{rules.distributed_says(module)} (graph break)", code and code.co_filename,
+                         code and code.co_firstlineno)
+        self.segments.append(Segment(f"{type(module).__qualname__} (its own call, natively)", None, 0, [], [],
+                                     f"mock: none (runs natively): {brk.reason}", brk))
+        return self._natively(module)(*args, **kwargs)
+
+    def _natively(self, module):
+        """A call of distributed wrapper ``module`` run natively, the work it wraps explained."""
+        call = getattr(module, "_magpy_compiled", None)  # (``magpy.compile(ddp)``: the wrapper's own call)
+        call = call.call if isinstance(call, DistributedCall) else types.MethodType(type(module).__call__, module)
+        return DistributedCall(call, module, lambda target, stats: (
+            lambda *args, **kwargs: self.run(target.__func__, (target.__self__, *args), kwargs)))
+
     def _callee(self, obj):
         """What the breaking instruction calls instead of ``obj``: Python code explained as segments of
-        its own, as compiled calls compile it on its own; anything else as it is."""
+        its own, as compiled calls compile it on its own (a distributed wrapper: its own call natively,
+        the work it wraps explained); anything else as it is."""
+        module = _module_called(obj)
+        if rules.distributed_wrapper(module) is not None:
+            self.segments[-1].followed = True
+            return self._natively(module)
         target = explained_target(obj)
         if target is None:
             return obj
         self.segments[-1].followed = True
         func, leading = target
         return lambda *args, **kwargs: self.run(func, (*leading, *args), kwargs)
+
+
+def _bucket_pieces(graph, cap) -> int:
+    """How many pieces compiling ``graph`` would make while a DDP module runs (1: it stays whole)."""
+    ddp = active_ddp()
+    if ddp is None or not torch.is_grad_enabled():
+        return 1
+    sizes = parameter_bytes(ddp, [t for _, t in cap.inputs])
+    return piece_count(bucket_pieces(graph, sizes, bucket_caps(ddp))) if any(sizes) else 1
 
 
 def explained_target(obj):

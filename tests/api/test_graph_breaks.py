@@ -474,3 +474,19 @@ def test_break_in_a_function_whose_locals_inner_functions_capture():
     c = check(cells, calls)
     assert c.stats.graph_breaks == 1 and c.stats.fallbacks == 0 and c.stats.cache_hits == 2
     check(shared, calls)
+
+
+def test_break_inside_a_modules_hook_does_not_compile_the_same_call_again():
+    # the compiled module call breaks at its ``self._call_impl(...)``: the callee compiled there is that
+    # ``_call_impl``, not the module's whole call again (which would break there again, without end)
+    @torch.compiler.disable
+    def doubled(module, args):
+        return (args[0] * 2,)
+
+    m = torch.nn.Linear(4, 4)
+    m.register_forward_pre_hook(doubled)
+    compiled = magpy.compile(m)
+    x = torch.randn(2, 4)
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        for _ in range(3):
+            assert torch.equal(compiled(x), m(x))

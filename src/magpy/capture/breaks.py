@@ -53,6 +53,8 @@ def _known_break(stack, argc):
     for fn in items[:2]:  # (the callable is one of the two slots below the arguments, by version)
         if rules.disabled(fn):
             return rules.DISABLED_BREAK
+        if rules.distributed_wrapper(fn) is not None:
+            return f"{rules.distributed_says(fn)} (graph break)"
         known = rules.KNOWN_BREAKS.get(fn) if type(fn) in (types.FunctionType, types.BuiltinFunctionType) else None
         if known is not None and (not known[1] or any(_holds_tensor(x) for x in items[2:])):
             return known[0]

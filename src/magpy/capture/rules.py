@@ -98,6 +98,56 @@ def disabled(fn) -> bool:
         return False
 
 
+#: modules whose call is torch's distributed bookkeeping around the work of a module underneath, as torch
+#: asks compilers to treat them: the bookkeeping runs natively (DDP's forward drives its C++ Reducer inside
+#: ``_inside_ddp_forward``, which torch keeps its own compiler out of; FSDP2's hooks all-gather and free
+#: parameters, ``_dynamo_disable``d) and the work is compiled. Class (qualified name, matched along the MRO:
+#: torch.distributed need not be importable) -> the attribute holding the module whose calls are the work;
+#: None where the work is the module's own ``forward`` (its bookkeeping is in its hooks).
+DISTRIBUTED_WRAPPERS = {
+    "torch.nn.parallel.distributed.DistributedDataParallel": "module",
+    "torch.distributed.fsdp.FSDPModule": None,
+    "torch.distributed._composable.fsdp.fully_shard.FSDPModule": None,  # (its home before torch 2.6)
+    "torch.distributed._composable.fsdp.FSDPModule": None,
+}
+#: what each of them is, in the user's terms (reasons, ``explain``)
+DISTRIBUTED_SAYS = {
+    "DistributedDataParallel": "DistributedDataParallel's bookkeeping (its gradient Reducer) runs natively and "
+                               "its module ({inner}) is compiled",
+    "FSDPModule": "FSDP's hooks (all-gathering and freeing {cls}'s parameters) run natively and its forward "
+                  "is compiled",
+}
+
+_WRAPPER_KINDS = {}  # class -> (name of the row that matched, the inner attribute) or None
+
+
+def distributed_wrapper(obj):
+    """(which wrapper: "DistributedDataParallel" or "FSDPModule", the attribute holding the inner module or
+    None) when ``obj`` is a module whose call is torch's distributed bookkeeping; else None."""
+    if not isinstance(obj, torch.nn.Module):
+        return None
+    cls = type(obj)
+    try:
+        return _WRAPPER_KINDS[cls]
+    except KeyError:
+        pass
+    found = None
+    for base in cls.__mro__:
+        name = f"{base.__module__}.{base.__qualname__}"
+        if name in DISTRIBUTED_WRAPPERS:
+            found = (base.__qualname__, DISTRIBUTED_WRAPPERS[name])
+            break
+    _WRAPPER_KINDS[cls] = found
+    return found
+
+
+def distributed_says(obj) -> str:
+    """What running ``obj`` (a distributed wrapper) natively with its work compiled is, in the user's terms."""
+    kind, inner = distributed_wrapper(obj)
+    inner_module = getattr(obj, inner, None) if inner is not None else None
+    return DISTRIBUTED_SAYS[kind].format(inner=type(inner_module).__qualname__, cls=type(obj).__qualname__)
+
+
 #: reads of state the arguments do not hold (the current context's value of a ``ContextVar``, as torch's
 #: config modules keep their overrides): the result is re-read by the guard even when every argument
 #: is a constant
