@@ -177,6 +177,11 @@ PARTIAL = (
     "print('at', st.n)",
     "acc = acc + torch.nn.functional.dropout(acc, 0.5)",
     "acc = acc * random.random()",
+    # conditions the graph computes and the entry checks after it runs (a draw decides, or data read
+    # after an input was written): a check that fails undoes the run, the effects before it included
+    "if torch.rand(()) > 0.5: acc = acc * 2",
+    "if (acc + a).sum() > {c}: acc = acc - 1",
+    "if torch.nn.functional.dropout(acc, 0.5).sum() > acc.sum(): acc = acc + 1",
 ) + EDGES[:3] + EDGES[11:]
 
 FAMILIES = {

@@ -108,7 +108,7 @@ def test_a_call_without_breaks_runs_once_in_one_segment():
 
 
 def counted_then_broken(x, seen):
-    seen.add_(1)
+    torch.add(seen, 1, out=seen)        # (an ``out=`` write: a run of the graph cannot be undone)
     if seen.sum() > 0:
         x = x * 2
     print("x", x.sum())
@@ -116,7 +116,7 @@ def counted_then_broken(x, seen):
 
 
 def test_a_segment_that_cannot_be_replayed_goes_on_eagerly_through_its_break():
-    # (its branch reads what an in-place op wrote: compiled calls run it eagerly, through the print)
+    # (its branch reads what an ``out=`` op wrote: compiled calls run it eagerly, through the print)
     report, printed = quietly(counted_then_broken, torch.ones(3), torch.zeros(1))
     [segment] = report.segments
     assert segment.graph is None and "run the function eagerly, through the break at" in segment.mock

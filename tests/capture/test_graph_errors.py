@@ -166,3 +166,39 @@ def test_a_graph_that_raises_where_eager_does_not_still_gives_eagers_answer(monk
         assert torch.equal(compiled(x, log), x.exp())
     assert log == [1, 1]   # (the eager rerun appended; the graph's failed run did not)
     assert compiled.stats.graph_errors == 1
+
+
+# ---- conditions on data checked after the graph runs (a draw decides): its run undone when one goes
+# ---- the other way, so writes into inputs and effects before the graph do not stop capture
+
+def input_written_then_a_drawn_branch(x, acc):
+    acc.add_(x)
+    if torch.rand(()) + acc.sum() * 0 > 0.5:    # (a draw: checked after the graph, not rerun before)
+        return acc * 2
+    return acc - 1
+
+
+def effect_then_a_drawn_branch(x, log):
+    log.steps += 1
+    log.meta["last"] = x.shape[0]
+    if torch.rand(()) > 0.5:
+        return x + 1
+    return x - 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_drawn_condition_after_an_input_is_written_undoes_the_write_when_it_goes_the_other_way(backend):
+    def make():
+        return input_written_then_a_drawn_branch, torch.zeros(5)
+
+    stats = differential(make, [Call((torch.arange(5.0), FromEnv()))] * 8, backend=backend)
+    expect(stats, graph_breaks=0, fallbacks=0, graph_errors=0)
+    assert stats.compiles <= 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_effects_before_a_drawn_condition_wait_for_its_check(backend):
+    stats = differential(lambda: (effect_then_a_drawn_branch, log_env()), [Call((torch.arange(5.0), FromEnv()))] * 8,
+                         backend=backend)
+    expect(stats, graph_breaks=0, fallbacks=0, graph_errors=0)
+    assert stats.compiles <= 2

@@ -83,7 +83,9 @@ class Conditions:
         cap = self.cap
         if self.checks and cap.unsupported is None:
             place = self.checks[0][2]  # (where it branched: the frame has run on since)
-            if not predicates.checkable(cap.graph) or cap.pre_graph and cap.side_effects[:cap.pre_graph]:
+            # (the effects made before the graph's first op wait for the checks, as for a graph that may
+            # raise: a check that fails leaves nothing done)
+            if not predicates.checkable(cap.graph):
                 said = f": {place.text()}" if place is not None and place.text() else ""
                 cap.unsupported = Unsupported(f"a branch on tensor data that depends on an in-place op (graph "
                                               f"break){said}", place and place.filename, place and place.lineno)

@@ -114,8 +114,19 @@ def written_placeholders(graph) -> set:
 
 
 def checkable(graph):
-    """Can a run of this graph be undone by restoring the random generators (no op writes state)?"""
-    return all(not _impure(n) or _draws_only(n) or _writes_fresh(n) for n in graph.nodes)
+    """Can a run of this graph be undone — by restoring the random generators, and the inputs it writes
+    in place from copies the entry takes first (``emit.undo``)? Not where an op has another effect (a
+    reseed, an ``out=`` tensor, running statistics updated without a write the version counter sees)."""
+    return all(not _impure(n) or _draws_only(n) or _writes_fresh(n) or _writes_input(n) for n in graph.nodes)
+
+
+def _writes_input(node):
+    """An in-place op (``x.add_(1)``, ``x[i] = v``) writing into a graph input (through views too)."""
+    if node.op not in ("call_function", "call_method") or not node.args or not writes(node) or \
+            "out" in node.kwargs:
+        return False
+    base = _base(node.args[0])
+    return isinstance(base, fx.Node) and base.op == "placeholder"
 
 
 def ancestry(nodes):

@@ -474,7 +474,7 @@ def _emit_mock(em, cap, graph_fn):
     # are taken only for graphs with an op that may raise (``graph_builder.may_raise``): one that writes
     # inputs and has none is run bare, with the effects made before its first tensor op done first (an
     # error then leaves those done, as eager does).
-    can_undo = cap.may_raise or not cap.written
+    can_undo = cap.may_raise or cap.checks or not cap.written
     if can_undo:
         before = []
     else:  # (only a prefix of them: the effects keep their order)
@@ -487,14 +487,15 @@ def _emit_mock(em, cap, graph_fn):
         a.call_end(0)
         a.store_fast("rng_state")
     if cap.outputs or cap.op_count:
-        a.call_begin(undoable(graph_fn, cap.written if cap.may_raise else ()) if can_undo else graph_fn)
+        undone = cap.written if cap.may_raise or cap.checks else ()
+        a.call_begin(undoable(graph_fn, undone, cap.checks if undone else ()) if can_undo else graph_fn)
         for source, _ in cap.inputs:
             em.expr(source)
         a.call_end(len(cap.inputs))
         a.store_fast("out")
         if can_undo:
             _on_raise(a, cap, save_rng)
-    if cap.checks:
+    if cap.checks and not cap.written:  # (with inputs written, ``undoable`` checks: it has their copies)
         _check_outputs(a, cap)
     _side_effects(em, after, seen)
     if cap.resume is not None:  # a graph break: the live values go on to the breaking instruction

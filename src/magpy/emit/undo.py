@@ -29,9 +29,10 @@ def set_rng_state(state):
         torch.cuda.set_rng_state_all(cuda)
 
 
-def undoable(graph_fn, written):
+def undoable(graph_fn, written, checks=()):
     """``graph_fn``, returning ``Raised`` where it raises, with the inputs at positions ``written`` (those
-    it writes in place) put back as they were."""
+    it writes in place) put back as they were; the same where one of ``checks`` (``(output index,
+    truth)``: a condition on data the first call took one way) comes out the other way."""
     if not written:
         def run(*inputs):
             try:
@@ -44,13 +45,21 @@ def undoable(graph_fn, written):
         with torch.no_grad():
             kept = [inputs[k].clone() for k in written]
         try:
-            return graph_fn(*inputs)
+            out = graph_fn(*inputs)
+            for index, truth in checks:
+                if out[index] is not truth:
+                    raise _OtherWay
+            return out
         except Exception as e:  # noqa: BLE001 - (as above)
             with torch.no_grad():
                 for k, t in zip(written, kept):
                     inputs[k].copy_(t)
             return Raised(e)
     return run_kept
+
+
+class _OtherWay(Exception):
+    """(a condition of the graph went the other way: its run is undone and the call misses)"""
 
 
 def random_states():
