@@ -297,3 +297,37 @@ def test_a_call_that_leaves_autocast_on_is_not_compiled_with_the_setter_in_the_g
                          reset=lambda: torch.set_autocast_enabled("cpu", False))
     torch.set_autocast_enabled("cpu", False)
     assert "leaves autocast changed" in reasons(stats)[0], stats.reasons
+
+
+# ---- functions and modules a library torch.compile()d ------------------------------------------------
+
+@torch.compile(backend="eager")
+def _compiled_helper(x, k=2):
+    return torch.sin(x) * k
+
+
+def calls_a_compiled_helper(x):
+    return _compiled_helper(x, k=3) + 1
+
+
+class WithCompiledPart(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.part = torch.compile(torch.nn.Linear(4, 4), backend="eager")
+
+    def forward(self, x):
+        return self.part(x).relu() * 2
+
+
+def test_a_function_compiled_by_torch_compile_is_followed_as_its_original():
+    # (its own entry point would hook the frames of whatever runs it: under capture, the VM's)
+    stats = differential(plain(calls_a_compiled_helper), fresh(lambda: (t(4),)))
+    expect_one_graph(stats)
+
+
+def test_a_module_compiled_by_torch_compile_is_followed_as_its_original():
+    torch.manual_seed(0)
+    # (the module's own state: torch.compile's bookkeeping in ``part`` is only touched where it runs)
+    stats = differential(twins(WithCompiledPart()), fresh(lambda: (t(2, 4),)),
+                         observe=lambda m: dict(m.state_dict()))
+    expect_one_graph(stats)

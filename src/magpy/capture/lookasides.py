@@ -10,7 +10,7 @@ import torch.utils.checkpoint
 from . import rules
 from ..interp import register_call_instead, register_lookaside
 from ..interp.identity import IdentitySet
-from ..interp.lookaside import HIDDEN_CODE, LOOKASIDE
+from ..interp.lookaside import HIDDEN_CODE, LOOKASIDE, WRAPPED_BY_ATTRIBUTE
 
 
 def _run_natively(target):
@@ -43,6 +43,12 @@ register_lookaside(torch.utils.checkpoint.checkpoint, _checkpoint_as_call, deleg
 # A TorchScript function runs as the Python function it was scripted from (the same semantics, and
 # its tensor ops then join the graph); TorchScript keeps that function for torch's own compiler.
 register_call_instead(torch.jit.ScriptFunction, lambda f: getattr(f, "_torchdynamo_inline", None))
+
+# A function ``torch.compile``d by a library (``@torch.compile`` on a kernel-like helper) is its original
+# under capture: we are the compiler, and the nested one inlines the same way. Its own entry point
+# would hook every Python frame it sees — the VM's included. Disabled functions keep their own rule.
+WRAPPED_BY_ATTRIBUTE["_torchdynamo_orig_callable"] = lambda f: (
+    None if rules.disabled(f) else f._torchdynamo_orig_callable)
 
 #: bookkeeping functions torch's own compiler installs (Dynamo tags every new nn.Module in its
 #: ``__init__``): run natively, and nothing to replay

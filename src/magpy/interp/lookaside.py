@@ -25,6 +25,20 @@ _HEAPTYPE = 1 << 9
 LOOKASIDE = IdentityDict()
 #: the entries whose target is a Python function (checked where such calls are interpreted)
 PY_LOOKASIDE = IdentityDict()
+#: attribute a wrapper function carries -> ``unwrap(function)``: the callable the VM interprets instead
+#: (None: the wrapper itself). For wrappers whose own code must not run under the VM — another compiler's
+#: entry point, which would hook the VM's own frames — where what they wrap is the program.
+WRAPPED_BY_ATTRIBUTE = {}
+
+
+def wrapped_by(func):
+    """What the VM interprets in place of the Python function ``func`` (``WRAPPED_BY_ATTRIBUTE``), or None."""
+    attributes = func.__dict__
+    if attributes:
+        for name, unwrap in WRAPPED_BY_ATTRIBUTE.items():
+            if name in attributes:
+                return unwrap(func)
+    return None
 #: called after each registration (compiled call sites forget the callables they took as native)
 ON_REGISTER = []
 #: targets whose handler hands the call on to one interpreted function: what that function returns

@@ -17,7 +17,7 @@ from .frame import NULL
 from . import ops_containers, protocols
 from .calls import call
 from .identity import IdentitySet
-from .lookaside import called_instead, CALL_INSTEAD, DELEGATES, HIDDEN_CODE
+from .lookaside import called_instead, wrapped_by, CALL_INSTEAD, DELEGATES, HIDDEN_CODE
 from .decode import HANDLERS
 from .observer import CONSTANT_SCALARS, CONSTANT_ITERATORS, QUIET_OPS
 from .ops_calls import _call_ex, star_args
@@ -616,7 +616,8 @@ def _returned(vm, caller, fn, result):
         return r[2]  # (the common case: a plain function, interpreted)
     if tp is MethodType and callee is fn.__func__ and tp not in CALL_INSTEAD:
         return r[2]
-    target = called_instead(fn) or fn  # (see ``calls.call``: a wrapper runs another in its place)
+    # (see ``calls.call``, ``vm.call_function``: a wrapper runs another in its place)
+    target = called_instead(fn) or (tp is FunctionType and wrapped_by(fn)) or fn
     if type(target).__name__ == "method":
         target = target.__func__
     elif type(target).__name__ == "partial":

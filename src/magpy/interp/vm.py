@@ -15,7 +15,7 @@ from .errors import InterpreterError
 from .tracebacks import passed
 from .frame import Frame, NULL, ExcState, Suspend, YIELD  # noqa: F401
 
-from .lookaside import PY_LOOKASIDE as _PY_LOOKASIDE  # noqa: E402
+from .lookaside import PY_LOOKASIDE as _PY_LOOKASIDE, WRAPPED_BY_ATTRIBUTE as _WRAPPED, wrapped_by as _wrapped_by  # noqa: E402,E501
 CO_OPTIMIZED = 0x01
 CO_VARARGS = 0x04
 CO_VARKEYWORDS = 0x08
@@ -118,6 +118,9 @@ class VM:
         if special is not None:
             self.lookaside_provs, self.call_provs = self.call_provs, None
             return special(self, args, kwargs or {})
+        inner = _wrapped_by(func) if _WRAPPED else None
+        if inner is not None:
+            return self.call(inner, *args, **(kwargs or {}))
         code = func.__code__
         flags = code.co_flags
         if flags & CO_ITERABLE_COROUTINE:
