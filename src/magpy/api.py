@@ -78,6 +78,14 @@ class Family:
         self.sites = {}
 
 
+def _evaluated(expr, bound):
+    """``expr`` over a call's arguments, or None where it cannot be evaluated there."""
+    try:
+        return evaluate(expr, bound)
+    except Exception:  # noqa: BLE001 - (a path that call does not have)
+        return None
+
+
 def _changed_dims(g, value) -> frozenset:
     """The dims along which ``value`` differs in size from what tensor guard ``g`` fixed, when that is
     all that differs (class, dtype, device, rank, requires_grad the same); else none."""
@@ -237,10 +245,15 @@ class CompiledFunction:
         arithmetic, the length of a history), instead of one entry per value."""
         if self.dynamic is False or not self.cache.entries:
             return
-        failed = failing_guard(self.cache.entries[0], bound)
+        entry = self.cache.entries[0]
+        failed = failing_guard(entry, bound)
         if failed is not None and type(failed[0]) is ValueGuard and type(failed[0].value) in (int, float):
             # (``self.step + 1``: self.step; ``len(self.history)``: that list's length)
             self.dynamic_numbers = self.dynamic_numbers.with_paths(paths_in(failed[0].expr))
+        # numbers the newest entry wrote to outside state (a counter in a dict, ``d[k] = d.get(k, 0) + 1``)
+        # are state written on every call: they change, whichever guard missed first
+        self.dynamic_numbers = self.dynamic_numbers.with_paths(
+            p for p in getattr(entry, "written_numbers", ()) if type(_evaluated(p, bound)) in (int, float))
 
     def _note_changed_sizes(self, bound):
         """Automatic dynamic shapes (``dynamic=None``): when a tensor the newest entry read from outside
@@ -384,6 +397,7 @@ class CompiledFunction:
         entry = build_entry(cap, graph_fn, name=f"magpy_entry_{code.co_name}", filename=code.co_filename)
         entry.graph_module = gm
         entry.condition_sites = cap.condition_sites
+        entry.written_numbers = cap.written_numbers
         return entry
 
     def _symbolic_compile(self, cap) -> bool:

@@ -145,8 +145,10 @@ class Calls(BuiltinMethods):
                              f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING or fn in rules.WHILE_COMPILING:
             return None
-        if fn is len and len(args) == 1 and not kwargs and self.grown_length(args[0]) is not None:
-            return self.grown_length(args[0])
+        if fn is len and len(args) == 1 and not kwargs:
+            length = self.unread_length(args[0])
+            if length is not _NOT_WRITTEN:
+                return length
         if isinstance(fn, type) and issubclass(fn, rules.TORCH_FUNCTION_SWITCHES):
             return None  # (a new switch of the call's own; entering it changes nothing for plain tensors)
         switch = _bound_self(fn)
@@ -391,6 +393,10 @@ class Calls(BuiltinMethods):
                 changes(fn, None if isinstance(self_obj, types.ModuleType) else self_obj, args) is not None:
             return self._mutation(fn, args, arg_provs, kwargs, kw_provs, result)
         if fn in LIST_HELPERS:
+            done = self.change_unread(fn, args[0], arg_provs[0], args[1:], arg_provs[1:], kwargs, result) \
+                if args else _NOT_WRITTEN
+            if done is not _NOT_WRITTEN:
+                return done
             return self.outside_state.helper(fn, args, arg_provs, kwargs, kw_provs)
         if self_obj is torch.default_generator and getattr(fn, "__name__", "") == "get_state" and not args:
             # ``torch.get_rng_state()`` (saved to replay a forward, as checkpointing does): the graph

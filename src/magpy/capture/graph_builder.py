@@ -1,6 +1,7 @@
 """The graph room: tensors from outside become graph inputs, tensor operations fx nodes; Python
 numbers and shapes the graph computes (``t.item()``, data-dependent sizes) are graph values too.
 """
+import collections
 import functools
 import operator
 import types
@@ -202,13 +203,14 @@ class GraphBuilding:
             entry = self.contents.get(id(value))
             if entry is not None and entry[0] is value:
                 return [self.to_graph_arg(v, p) for v, p in zip(self.yielded_values[id(value)], entry[1])]
-        if type(value) in (list, tuple) or (type(value) is torch.Size and id(value) in self.contents):
+        if type(value) in (list, tuple, collections.deque) or (type(value) is torch.Size and id(value) in self.contents):
             items = self._element_provs(value, prov)
             mapped = [self.to_graph_arg(v, p) for v, p in zip(value, items)]
             if type(value) is torch.Size and any(isinstance(m, fx.Node) for m in mapped):
                 # a shape the graph reads, a shape again (``x.shape.numel()``, ``str(x.shape)``)
                 return self.cap.graph.call_function(torch.Size, (tuple(mapped),))
-            return mapped if type(value) is list else tuple(mapped)
+            # (a deque as the list of what it holds: the op ran on it, iterating it as it does a list)
+            return tuple(mapped) if type(value) is tuple else mapped
         if type(value) is dict:
             provs = self._dict_provs(value, prov)
             return {k: self.to_graph_arg(v, provs[k]) for k, v in value.items()}

@@ -41,6 +41,7 @@ from .iteration import _elements
 from .lookasides import _register_bookkeeping
 from .graph_builder import GraphBuilding
 from .containers import Containers
+from .lengths import Lengths
 from .reads import Reads
 from .writes import Writes
 from .exceptions import Raising
@@ -53,8 +54,8 @@ from .templates import Templates
 from .breaks import Breaks, StopCapture
 
 
-class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, Replays, ContextVars, Locks,
-                      Conditions, Templates, Breaks, Observer):
+class CaptureObserver(GraphBuilding, Containers, Lengths, Reads, Writes, Raising, Calls, Replays, ContextVars,
+                      Locks, Conditions, Templates, Breaks, Observer):
     """The observer of one capture: the event methods of its rooms, and what they share (failure, guards)."""
 
     def __init__(self, fn_globals):
