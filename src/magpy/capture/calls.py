@@ -145,6 +145,14 @@ class Calls(BuiltinMethods):
                              f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING or fn in rules.WHILE_COMPILING:
             return None
+        if type(fn) is types.FunctionType:  # (run natively by the VM: marked for torch's compiler)
+            prov = self.contract_call(fn, args, arg_provs, kwargs, kw_provs, result)
+            if prov is not _NOT_WRITTEN:
+                return prov
+        if self.memoized is not None:
+            prov = self.memoized_result(result)
+            if prov is not _NOT_WRITTEN:
+                return prov
         if fn is len and len(args) == 1 and not kwargs:
             length = self.unread_length(args[0])
             if length is not _NOT_WRITTEN:

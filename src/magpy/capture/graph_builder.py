@@ -149,12 +149,12 @@ class GraphBuilding:
         return node
 
     def may_be_symbolic(self, tensor) -> bool:
-        return bool(self.dynamic_dims) or hasattr(tensor, markers.DYNAMIC)
+        return bool(self.dynamic_dims) or markers.has_marks(tensor)
 
     def _symbolic_dims(self, tensor, source):
         """The dims of an input tensor whose sizes the call takes as they come: those ``dynamic_dims`` names
         for its path (every dim of an argument's tensors, not a parameter's, for ``dynamic=True``) or
-        ``magpy.mark_dynamic`` marked, less ``mark_static``'s; never a size 0 or 1 (they specialise),
+        ``magpy.mark_dynamic`` (or torch's) marked, less ``mark_static``'s; never a size 0 or 1 (they specialise),
         and only for a dense tensor (its strides follow from its sizes)."""
         wanted = self.dynamic_dims
         if wanted is True:
@@ -162,8 +162,8 @@ class GraphBuilding:
                 set(range(tensor.dim()))
         else:
             dims = set(wanted.get(source, ()))
-        dims |= getattr(tensor, markers.DYNAMIC, set())
-        dims -= getattr(tensor, markers.STATIC, set())
+        marked, static = markers.marked_dims(tensor)
+        dims = (dims | marked) - static
         dims = {k for k in dims if k < tensor.dim() and tensor.shape[k] > 1}
         if not dims or tensor.layout != torch.strided:
             return frozenset()
