@@ -23,11 +23,11 @@ from .capture.tracing import Trace, event_filter, run_traced
 from .emit import build_entry, build_eager_entry, EAGER, MISS, Raised
 from .emit.continuation import Continuation, run_eagerly
 from .emit.resume import BreakSites
-from .emit.program import evaluate, failing_guard
+from .emit.program import evaluate, failing_guards
 from .capture import rules
 from .capture.conditions import is_conditions_guard
 from .capture.sources import Expr
-from .capture.guards import TensorGuard, TruthGuard, ValueGuard
+from .capture.guards import IdGuard, TensorGuard, TruthGuard, ValueGuard
 from .capture.sources import ChangingNumbers, paths_in
 from .errors import GraphBreakError, Unsupported
 from .interp.binding import bind
@@ -246,10 +246,15 @@ class CompiledFunction:
         if self.dynamic is False or not self.cache.entries:
             return
         entry = self.cache.entries[0]
-        failed = failing_guard(entry, bound)
-        if failed is not None and type(failed[0]) is ValueGuard and type(failed[0].value) in (int, float):
-            # (``self.step + 1``: self.step; ``len(self.history)``: that list's length)
-            self.dynamic_numbers = self.dynamic_numbers.with_paths(paths_in(failed[0].expr))
+        # every number that changed, not only the first guard to miss: two counters found one miss apart
+        # would cost one more compile (``self.step + 1``: self.step; ``len(self.history)``: that list's length)
+        changed = []
+        for g, _ in failing_guards(entry, bound):
+            if type(g) is IdGuard:
+                break  # (another object there: its numbers are its own, not changes)
+            if type(g) is ValueGuard and type(g.value) in (int, float):
+                changed.append(g.expr)
+        self.dynamic_numbers = self.dynamic_numbers.with_paths(p for e in changed for p in paths_in(e))
         # numbers the newest entry wrote to outside state (a counter in a dict, ``d[k] = d.get(k, 0) + 1``)
         # are state written on every call: they change, whichever guard missed first
         self.dynamic_numbers = self.dynamic_numbers.with_paths(
