@@ -24,6 +24,7 @@
 import functools
 import operator
 import sys
+import types
 
 import torch
 
@@ -137,7 +138,16 @@ class CompilerContract:
 
     memoized = None  # (result, the call again or None) of the memoized call the VM just ran natively
 
-    def memoized_result(self, result):
+    def contract_call(self, fn, args, arg_provs, kwargs, kw_provs, result):
+        """The provenance of what a native call returned where the module's docstring says what it is (a
+        function marked for torch's compiler, a memoized function); else ``_NOT_WRITTEN``."""
+        if type(fn) is types.FunctionType:  # (one the VM ran natively)
+            prov = self._marked_call(fn, args, arg_provs, kwargs, kw_provs, result)
+            if prov is not _NOT_WRITTEN:
+                return prov
+        return self._memoized_result(result) if self.memoized is not None else _NOT_WRITTEN
+
+    def _memoized_result(self, result):
         """The provenance of what a memoized function the VM called natively returned: None for a plain
         value (guarded by its arguments, as any pure call's), the call again for tensors; else
         ``_NOT_WRITTEN`` (not such a call)."""
@@ -152,9 +162,7 @@ class CompilerContract:
                 self.tensor_input(item, again if item is result else _item_of(again, k))
         return again
 
-    def contract_call(self, fn, args, arg_provs, kwargs, kw_provs, result):
-        """The provenance of what ``fn`` (a Python function the VM ran natively) returned, where it is
-        one the module's docstring names; else ``_NOT_WRITTEN``."""
+    def _marked_call(self, fn, args, arg_provs, kwargs, kw_provs, result):
         if fn.__code__ in _HINT_CODES:
             self.cap.side_effects.append(("call", fn, [self.frozen_template(a, p) for a, p in zip(args, arg_provs)],
                                           {k: self.frozen_template(v, kw_provs.get(k)) for k, v in kwargs.items()}))

@@ -303,6 +303,25 @@ class Containers:
             return UNKNOWN
         return Expr(_build_set, tuple(p if p is not None else Const(v) for v, p in adds))
 
+    def dict_of_pairs(self, result, pairs, prov):
+        """``OrderedDict(list(modules.items())[k:])``: a dict made from (key, value) pairs keeps the
+        values' provenance (the keys are guarded). False when a pair's provenance is unknown."""
+        elements = self._element_provs(pairs, prov)
+        provs = {}
+        for pair, p in zip(pairs, elements):
+            if type(pair) is not tuple or len(pair) != 2:
+                return False
+            if p is UNKNOWN:
+                return False
+            # (a pair made here holds what it was made of: ``OrderedDict([("n", n)])``)
+            inner = p[1] if type(p) is tuple and p[0] == "tuple" else self._element_provs(pair, p)
+            if len(inner) != 2 or UNKNOWN in inner[:1]:
+                return False
+            self.need(pair[0], inner[0])
+            provs[pair[0]] = inner[1]
+        self.contents[id(result)] = (result, provs)
+        return True
+
     def _mutation(self, fn, args, arg_provs, kwargs, kw_provs, result):
         self_obj = _bound_self(fn)
         if self_obj is not None and not isinstance(self_obj, types.ModuleType):
