@@ -12,7 +12,8 @@ one of its keys, ``{O}`` a plain object, ``{V}`` an input view, ...). What the p
 instances of the module's class ``Obj`` (instance attribute ``n``, class attribute ``count``),
 ``a``/``b`` the input views (their relation, ``call.views``, changes between calls), ``st.memo`` (id →
 the object itself, so that no id is reused while the check runs), ``st.ids`` (ids of inputs), ``st.log``
-(strings).
+(strings); for the steady family ``st.srt`` (a sorted list of floats), ``st.heap`` (ints), ``st.hist`` (a
+history of tensors), ``st.win`` (a deque of at most 3 ints), ``st.recent`` (a deque), ``st.step``.
 """
 from dataclasses import dataclass
 
@@ -25,6 +26,17 @@ class Family:
     #: aliasing and integer edges go wrong only in generated kernels, retained gradients and the
     #: default dtype there first
     codegen: int = 20
+    #: how many calls a program of this family alone makes (None: the harness's number)
+    calls: int = None
+    #: statements whose programs reach a steady state: a program of this family alone, drawn from these
+    #: only, whose state nothing else changes between calls (``COMMON_BETWEEN`` only: a change from outside
+    #: is one more thing that changes, one more compile), compiles at most ``STEADY_COMPILES`` times over
+    #: all its calls
+    steady: tuple = ()
+
+
+#: what a steady state allows: a first entry, and one that takes what changes as it comes
+STEADY_COMPILES = 2
 
 
 #: writes of a value the call reads back later through another path (the read kinds below)
@@ -184,6 +196,31 @@ PARTIAL = (
     "if torch.nn.functional.dropout(acc, 0.5).sum() > acc.sum(): acc = acc + 1",
 ) + EDGES[:3] + EDGES[11:]
 
+#: outside state the call itself changes on every call (a sorted list, a heap, counters in a dict or on an
+#: object, a history, a window), read as a length or a number: each reaches a steady state
+STEADY = (
+    "bisect.insort(st.srt, float(len(st.srt) % 5))\nacc = acc + x * len(st.srt)",
+    "heapq.heappush(st.heap, {c} + 1)\nacc = acc + len(st.heap)",
+    "heapq.heappush(st.heap, {c} * 3)\nacc = acc - heapq.heappop(st.heap) - len(st.heap)",
+    "st.cnt['steps'] += {c}\nacc = acc + x * st.cnt['steps']",
+    "st.cnt['k'] = st.cnt.get('k', 0) + {c}\nacc = acc + st.cnt['k']",
+    "st.hist.append(acc.sum())\nacc = acc + x * len(st.hist)",
+    "st.win.append({c})\nacc = acc + x * len(st.win)",
+    "st.step += {c}\nacc = acc + x * st.step + st.step / 2",
+    "st.mod.count = st.mod.count + {c}\nacc = acc + x * st.mod.count",
+)
+#: ... and decisions on such state (each way they go may compile once more), reads of what it holds
+STEADY_DECIDED = (
+    "st.recent.append(acc.mean())\nif len(st.recent) > 3: st.recent.popleft()\nacc = acc + x * len(st.recent)",
+    "if len(st.hist) > {c}: acc = acc + 1",
+    "if st.heap and st.heap[0] < {c} + 2: acc = acc + heapq.heappop(st.heap)",
+    "if len(st.win) == st.win.maxlen: acc = acc + sum(st.win)",
+    "if st.step % 2: acc = acc - st.step",
+)
+#: changes from outside between calls of the same kinds (results still eager's; each may compile once more)
+STEADY_BETWEENS = ("st.hist.append(torch.ones(()))", "st.srt.append(100.0)", "st.heap.append(9)",
+                   "st.cnt['steps'] += 2", "st.step += 3", "st.win.append(7)")
+
 FAMILIES = {
     "stale": Family(STALE_WRITES + STALE_READS, ("st.cnt['steps'] = 0", "g['GO'].n = 5", "g['Obj'].count += 1")),
     "alias": Family(ALIAS, tuple(f"call.views = {name!r}" for name in ("disjoint", "overlap", "same",
@@ -203,6 +240,7 @@ FAMILIES = {
                       codegen=50),
     "edges": Family(EDGES, ("st.n += 1", "call.scale = 3.0", "call.scale = 0.25"), codegen=70),
     "partial": Family(PARTIAL, ("call.scale = 3.0", "call.scale = 0.25", "call.scale = 1.0"), codegen=60),
+    "steady": Family(STEADY + STEADY_DECIDED, STEADY_BETWEENS, codegen=40, calls=8, steady=STEADY),
 }
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from capture_families import FAMILIES, Family
+from capture_families import FAMILIES, STEADY_COMPILES, Family
 
 #: names the templates' placeholders stand for (drawn one at a time, each time it is used)
 #: lists of tensors the program can reach (the same list twice: ``st.alias is st.tl``)
@@ -180,13 +180,16 @@ class Case:
     binding: str = "function"
     backend: str = "eager"
     families: list = field(default_factory=list, compare=False)
+    #: a steady state: the compiled side compiles at most this many times over all the calls
+    most_compiles: int = None
 
     def source(self):
         return render(self.body, self.binding)
 
     def __repr__(self):
+        steady = f", most_compiles={self.most_compiles}" if self.most_compiles is not None else ""
         return (f"Case(body={self.body!r},\n     changes={self.changes!r},\n"
-                f"     binding={self.binding!r}, backend={self.backend!r})  # {'+'.join(self.families)}")
+                f"     binding={self.binding!r}, backend={self.backend!r}{steady})  # {'+'.join(self.families)}")
 
 
 def draw_case(choose, calls, families=None, bindings=None):
@@ -196,14 +199,20 @@ def draw_case(choose, calls, families=None, bindings=None):
     names = sorted(families or ALL_FAMILIES)
     drawn = sorted({choose(names) for _ in range(choose([1, 1, 2]))})
     pool = [t for name in drawn for t in ALL_FAMILIES[name].statements]
-    body = [choose(pool).format(**_placeholders(choose)) for _ in range(choose(range(1, 9)))]
+    templates = [choose(pool) for _ in range(choose(range(1, 9)))]
+    body = [template.format(**_placeholders(choose)) for template in templates]
     betweens = COMMON_BETWEEN + [b for name in drawn for b in ALL_FAMILIES[name].betweens]
-    changes = [choose(betweens) for _ in range(calls)]
+    alone = ALL_FAMILIES[drawn[0]] if len(drawn) == 1 else None
+    if alone is not None and alone.steady and choose([True, False]):
+        betweens = COMMON_BETWEEN  # (half of such programs: nothing else changes their state)
+    changes = [choose(betweens) for _ in range(alone.calls if alone and alone.calls else calls)]
+    steady = alone is not None and alone.steady and all(t in alone.steady for t in templates) and \
+        all(c in COMMON_BETWEEN for c in changes)
     binding = choose([name for name, weight in BINDINGS.items() for _ in range(weight)
                       if name in (bindings or BINDINGS)])
     codegen = max(ALL_FAMILIES[name].codegen for name in drawn)
     backend = "magpy" if choose(range(100)) < codegen else "eager"
-    return Case(body, changes, binding, backend, drawn)
+    return Case(body, changes, binding, backend, drawn, STEADY_COMPILES if steady else None)
 
 
 @st.composite

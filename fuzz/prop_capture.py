@@ -70,6 +70,12 @@ def new_state(module):
     s.memo = {}     # id -> the object itself (kept alive: no id is reused while the check runs)
     s.ids = []
     s.log = []
+    s.srt = [0.5, 2.0, 3.5]
+    s.heap = [5, 4, 3]
+    s.hist = []
+    s.win = collections.deque([2, 5], maxlen=3)
+    s.recent = collections.deque()
+    s.step = 0
     return s
 
 
@@ -201,7 +207,11 @@ def check(case):
             assert got[2] == want[2], f"{where}: printed {got[2]!r}, eager {want[2]!r}"
             same(eager.everything(), compiled.everything(), f"{where}: after", exact)
             same(want_global, global_state(), f"{where}: torch's global state")
-        return compiled.stats
+        stats = compiled.stats
+        if case.most_compiles is not None:  # (a steady state: not one entry per call)
+            assert stats.compiles <= case.most_compiles, \
+                f"compiled {stats.compiles} times over {len(case.changes)} calls, not a steady state: {stats}"
+        return stats
 
 
 #: (the families share the examples budget: each test names the family that went wrong)

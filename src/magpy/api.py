@@ -24,11 +24,11 @@ from .capture.tracing import Trace, event_filter, run_traced
 from .emit import build_entry, build_eager_entry, EAGER, MISS, Raised
 from .emit.continuation import Continuation, run_eagerly
 from .emit.resume import BreakSites
-from .emit.program import evaluate, failing_guard
+from .emit.program import evaluate, failing_guards
 from .capture import rules
 from .capture.conditions import is_conditions_guard
 from .capture.sources import Expr
-from .capture.guards import TensorGuard, TruthGuard, ValueGuard
+from .capture.guards import IdGuard, TensorGuard, TruthGuard, ValueGuard
 from .capture.sources import ChangingNumbers, paths_in
 from .distributed import DistributedCall
 from .errors import GraphBreakError, Unsupported
@@ -78,6 +78,14 @@ class Family:
     def __init__(self):
         self.resumes = {}
         self.sites = {}
+
+
+def _evaluated(expr, bound):
+    """``expr`` over a call's arguments, or None where it cannot be evaluated there."""
+    try:
+        return evaluate(expr, bound)
+    except Exception:  # noqa: BLE001 - (a path that call does not have)
+        return None
 
 
 def _changed_dims(g, value) -> frozenset:
@@ -239,10 +247,20 @@ class CompiledFunction:
         arithmetic, the length of a history), instead of one entry per value."""
         if self.dynamic is False or not self.cache.entries:
             return
-        failed = failing_guard(self.cache.entries[0], bound)
-        if failed is not None and type(failed[0]) is ValueGuard and type(failed[0].value) in (int, float):
-            # (``self.step + 1``: self.step; ``len(self.history)``: that list's length)
-            self.dynamic_numbers = self.dynamic_numbers.with_paths(paths_in(failed[0].expr))
+        entry = self.cache.entries[0]
+        # every number that changed, not only the first guard to miss: two counters found one miss apart
+        # would cost one more compile (``self.step + 1``: self.step; ``len(self.history)``: that list's length)
+        changed = []
+        for g, _ in failing_guards(entry, bound):
+            if type(g) is IdGuard:
+                break  # (another object there: its numbers are its own, not changes)
+            if type(g) is ValueGuard and type(g.value) in (int, float):
+                changed.append(g.expr)
+        self.dynamic_numbers = self.dynamic_numbers.with_paths(p for e in changed for p in paths_in(e))
+        # numbers the newest entry wrote to outside state (a counter in a dict, ``d[k] = d.get(k, 0) + 1``)
+        # are state written on every call: they change, whichever guard missed first
+        self.dynamic_numbers = self.dynamic_numbers.with_paths(
+            p for p in getattr(entry, "written_numbers", ()) if type(_evaluated(p, bound)) in (int, float))
 
     def _note_changed_sizes(self, bound):
         """Automatic dynamic shapes (``dynamic=None``): when a tensor the newest entry read from outside
@@ -390,6 +408,7 @@ class CompiledFunction:
         entry = build_entry(cap, graph_fn, name=f"magpy_entry_{code.co_name}", filename=code.co_filename)
         entry.graph_module = gm
         entry.condition_sites = cap.condition_sites
+        entry.written_numbers = cap.written_numbers
         return entry
 
     def _symbolic_compile(self, cap) -> bool:

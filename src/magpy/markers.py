@@ -8,6 +8,24 @@ def graph_break():
 #: the attributes ``mark_dynamic``/``mark_static`` keep on a tensor: the dims each names
 DYNAMIC = "_magpy_dynamic_dims"
 STATIC = "_magpy_static_dims"
+#: the attributes torch's own markers keep (``torch._dynamo.mark_dynamic``, ``maybe_mark_dynamic``,
+#: ``mark_unbacked``; ``mark_static``), read as ours are (torch's dynamic marks win over its static ones)
+TORCH_DYNAMIC = ("_dynamo_dynamic_indices", "_dynamo_weak_dynamic_indices", "_dynamo_unbacked_indices")
+TORCH_STATIC = "_dynamo_static_indices"
+
+
+def marked_dims(t):
+    """``(dynamic, static)``: the dims of ``t`` marked by ours and torch's markers."""
+    torch_dynamic = set()
+    for name in TORCH_DYNAMIC:
+        torch_dynamic |= set(getattr(t, name, ()))
+    static = set(getattr(t, STATIC, ())) | (set(getattr(t, TORCH_STATIC, ())) - torch_dynamic)
+    return set(getattr(t, DYNAMIC, ())) | torch_dynamic, static
+
+
+def has_marks(t):
+    """Does ``t`` carry a dynamic mark of ours or torch's?"""
+    return hasattr(t, DYNAMIC) or any(hasattr(t, name) for name in TORCH_DYNAMIC)
 
 
 def mark_dynamic(t, dim):

@@ -1,6 +1,5 @@
 """Side effects a compiled call must replay on every call: in-place tensor updates, attribute stores,
 new objects, global and closure-cell writes, printing and warnings."""
-import collections
 import sys
 import warnings
 
@@ -158,34 +157,6 @@ def test_lists_that_only_grow_need_no_length_guard_however_often_appended():
 
     stats = differential(lambda: (fn, State()), fresh(lambda: (FromEnv(), t())))
     expect_one_graph(stats)
-
-
-def test_the_length_of_a_growing_history_is_taken_as_it_comes():
-    # (a steady state: the length changes on every call; after one miss it is a graph input)
-    def fn(state, x):
-        state.history.append(x.mean())
-        return x * len(state.history) + state.count
-
-    stats = differential(lambda: (fn, State()), fresh(lambda: (FromEnv(), t()), n=8))
-    expect(stats, compiles=2, cache_hits=6, fallbacks=0)
-
-
-def test_a_bounded_deque_of_recent_values_decides_a_branch():
-    # (``len(q)`` after an append, on a deque from outside: one entry per length until it is full)
-    def fn(state, x):
-        state.recent.append(x.mean())
-        if len(state.recent) == state.recent.maxlen:
-            return x * sum(state.recent)
-        return x - len(state.recent)
-
-    def make():
-        state = State()
-        state.recent = collections.deque(maxlen=3)
-        return fn, state
-
-    stats = differential(make, fresh(lambda: (FromEnv(), t()), n=8))
-    expect(stats, fallbacks=0)
-    assert stats.compiles <= 4, stats
 
 
 class Box:

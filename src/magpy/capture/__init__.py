@@ -14,6 +14,11 @@ The house (each room one concept; a room imports only rooms above it in this lis
     operations    one rule per generic instruction (``OPERATIONS``): operators, builds, formatting
     lookasides    calls capture runs its own way (checkpoint, TorchScript, library internals)
     mutations     changes to containers from outside: the table of builtin methods, shadows, replay
+    lengths       outside lists and deques changed unread: the table of changes by their effect on the
+                  length, the length as it comes, values handed back as expressions of the entry
+    compiler_contract
+                  memoized functions; functions marked for torch's compiler (allow_in_graph,
+                  assume_constant_result, its marks on tensors)
     graph_builder tensors in, fx nodes out; Python numbers the graph computes
     containers    containers made here; ``effective``; sets; packed and unpacked arguments
     reads / writes / exceptions / builtin_methods / calls / replays / context_vars / locks / conditions /

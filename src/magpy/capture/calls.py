@@ -77,25 +77,6 @@ class Calls(BuiltinMethods):
         self._mark_taken(args, kwargs)
         return prov
 
-    def _dict_of_pairs(self, result, pairs, prov):
-        """``OrderedDict(list(modules.items())[k:])``: a dict made from (key, value) pairs keeps the
-        values' provenance (the keys are guarded). False when a pair's provenance is unknown."""
-        elements = self._element_provs(pairs, prov)
-        provs = {}
-        for pair, p in zip(pairs, elements):
-            if type(pair) is not tuple or len(pair) != 2:
-                return False
-            if p is UNKNOWN:
-                return False
-            # (a pair made here holds what it was made of: ``OrderedDict([("n", n)])``)
-            inner = p[1] if type(p) is tuple and p[0] == "tuple" else self._element_provs(pair, p)
-            if len(inner) != 2 or UNKNOWN in inner[:1]:
-                return False
-            self.need(pair[0], inner[0])
-            provs[pair[0]] = inner[1]
-        self.contents[id(result)] = (result, provs)
-        return True
-
     def _weak_reference(self, obj, prov):
         """``weakref.ref(obj)`` without a callback: no effect. Calling it later reads ``obj`` again."""
         if prov is None:
@@ -145,8 +126,13 @@ class Calls(BuiltinMethods):
                              f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING or fn in rules.WHILE_COMPILING:
             return None
-        if fn is len and len(args) == 1 and not kwargs and self.grown_length(args[0]) is not None:
-            return self.grown_length(args[0])
+        prov = self.contract_call(fn, args, arg_provs, kwargs, kw_provs, result)
+        if prov is not _NOT_WRITTEN:  # (a function marked for torch's compiler, a memoized one)
+            return prov
+        if fn is len and len(args) == 1 and not kwargs:
+            length = self.unread_length(args[0])
+            if length is not _NOT_WRITTEN:
+                return length
         if isinstance(fn, type) and issubclass(fn, rules.TORCH_FUNCTION_SWITCHES):
             return None  # (a new switch of the call's own; entering it changes nothing for plain tensors)
         switch = _bound_self(fn)
@@ -206,7 +192,7 @@ class Calls(BuiltinMethods):
             self.contents[id(result)] = (result, provs)
             return None
         if fn in (dict, collections.OrderedDict) and len(args) == 1 and not kwargs and type(result) is fn \
-                and type(args[0]) in (list, tuple) and self._dict_of_pairs(result, args[0], arg_provs[0]):
+                and type(args[0]) in (list, tuple) and self.dict_of_pairs(result, args[0], arg_provs[0]):
             return None
         if fn in (list, tuple) and len(args) == 1 and not kwargs and type(result) is fn:
             # a copy of an iterable: the same elements, with their provenance (pairs from zip/items too)
@@ -391,6 +377,10 @@ class Calls(BuiltinMethods):
                 changes(fn, None if isinstance(self_obj, types.ModuleType) else self_obj, args) is not None:
             return self._mutation(fn, args, arg_provs, kwargs, kw_provs, result)
         if fn in LIST_HELPERS:
+            done = self.change_unread(fn, args[0], arg_provs[0], args[1:], arg_provs[1:], kwargs, result) \
+                if args else _NOT_WRITTEN
+            if done is not _NOT_WRITTEN:
+                return done
             return self.outside_state.helper(fn, args, arg_provs, kwargs, kw_provs)
         if self_obj is torch.default_generator and getattr(fn, "__name__", "") == "get_state" and not args:
             # ``torch.get_rng_state()`` (saved to replay a forward, as checkpointing does): the graph

@@ -10,7 +10,7 @@ from . import rules
 from .guards import ValueGuard
 from .names import callable_name
 from .sources import AttrSource, Const, Expr, ItemSource, Source
-from .values import (Traced, UNKNOWN, _LIST_REARRANGES, _RUN_ITERATORS, _SCALARS, _bound_self, _build_deque,
+from .values import (Traced, UNKNOWN, _LIST_REARRANGES, _NOT_WRITTEN, _RUN_ITERATORS, _SCALARS, _bound_self, _build_deque,
     _build_dict, _build_list, _build_set, _build_tuple, _event, _item_of, _pinned)
 from .iteration import _elements, _unpacked
 
@@ -303,38 +303,24 @@ class Containers:
             return UNKNOWN
         return Expr(_build_set, tuple(p if p is not None else Const(v) for v, p in adds))
 
-    def _grow_outside_list(self, fn, target, prov, value, value_prov, name):
-        """``xs.append(v)`` / ``xs.extend(vs)`` on a list from outside: replayed on the entry's list."""
-        if name == "append":
-            added = [value_prov]
-            stored = self.template(value, value_prov)  # (the object itself: later changes to it show)
-        else:
-            added = _elements(self, value, value_prov) if value_prov is not UNKNOWN else None
-            if added is None or any(type(p) is tuple for p in added) or not hasattr(value, "__len__") or \
-                    len(added) != len(value):
-                self.unsupported("extend() of an outside list by values of unknown origin")
-            # (its items as they are now, each the object itself)
-            stored = ("list", [self.template(v, p) for v, p in zip(value, added)])
-        self.cap.side_effects.append(("call", getattr(list, name), [("source", prov), stored], {}))
-        grown = self.contents.grown.get(id(target))
-        entry = dict.get(self.contents, id(target))
-        if entry is not None and entry[0] is target:
-            entry[1].extend(added)
-        elif grown is not None and grown[0] is target:
-            grown[3].extend(added)
-        else:
-            self.contents.grow(id(target), (target, prov, len(target) - len(added), list(added)))
-        self.outside_state.changed(target)
-        return None
-
-    def grown_length(self, target):
-        """``len(target)`` of an outside list that only grew (a history), where its length changes from call
-        to call: its length on entry plus what this call appended, taken as it comes (not guarded); else
-        None."""
-        grown = self.contents.grown.get(id(target))
-        if grown is None or grown[0] is not target or not self.number_changes(grown[1]):
-            return None
-        return Expr(operator.add, (Expr(len, (grown[1],)), Const(len(grown[3]))))
+    def dict_of_pairs(self, result, pairs, prov):
+        """``OrderedDict(list(modules.items())[k:])``: a dict made from (key, value) pairs keeps the
+        values' provenance (the keys are guarded). False when a pair's provenance is unknown."""
+        elements = self._element_provs(pairs, prov)
+        provs = {}
+        for pair, p in zip(pairs, elements):
+            if type(pair) is not tuple or len(pair) != 2:
+                return False
+            if p is UNKNOWN:
+                return False
+            # (a pair made here holds what it was made of: ``OrderedDict([("n", n)])``)
+            inner = p[1] if type(p) is tuple and p[0] == "tuple" else self._element_provs(pair, p)
+            if len(inner) != 2 or UNKNOWN in inner[:1]:
+                return False
+            self.need(pair[0], inner[0])
+            provs[pair[0]] = inner[1]
+        self.contents[id(result)] = (result, provs)
+        return True
 
     def _mutation(self, fn, args, arg_provs, kwargs, kw_provs, result):
         self_obj = _bound_self(fn)
@@ -345,10 +331,10 @@ class Containers:
         name = getattr(fn, "__name__", "")
         if isinstance(target_prov, Source):
             given = args[len(args) - len(others):]
-            if type(target) is list and name in ("append", "extend") and not kwargs and len(given) == 1 and \
-                    id(target) not in self.contents.outside:
-                # (a list that only grows needs no guard on its length: a history, appended to once or more)
-                return self._grow_outside_list(fn, target, target_prov, args[-1], others[-1], name)
+            # (a list or deque changed but not read needs no guard on its length: a history, a window)
+            done = self.change_unread(fn, target, target_prov, given, list(others), kwargs, result)
+            if done is not _NOT_WRITTEN:
+                return done
             return self.outside_state.call(fn, target, target_prov, given, list(others), kwargs, kw_provs, result)
         entry = self.contents.get(id(target))
         inside = entry is not None and entry[0] is target

@@ -1,6 +1,7 @@
 """The graph room: tensors from outside become graph inputs, tensor operations fx nodes; Python
 numbers and shapes the graph computes (``t.item()``, data-dependent sizes) are graph values too.
 """
+import collections
 import functools
 import operator
 import types
@@ -148,12 +149,12 @@ class GraphBuilding:
         return node
 
     def may_be_symbolic(self, tensor) -> bool:
-        return bool(self.dynamic_dims) or hasattr(tensor, markers.DYNAMIC)
+        return bool(self.dynamic_dims) or markers.has_marks(tensor)
 
     def _symbolic_dims(self, tensor, source):
         """The dims of an input tensor whose sizes the call takes as they come: those ``dynamic_dims`` names
         for its path (every dim of an argument's tensors, not a parameter's, for ``dynamic=True``) or
-        ``magpy.mark_dynamic`` marked, less ``mark_static``'s; never a size 0 or 1 (they specialise),
+        ``magpy.mark_dynamic`` (or torch's) marked, less ``mark_static``'s; never a size 0 or 1 (they specialise),
         and only for a dense tensor (its strides follow from its sizes)."""
         wanted = self.dynamic_dims
         if wanted is True:
@@ -161,8 +162,8 @@ class GraphBuilding:
                 set(range(tensor.dim()))
         else:
             dims = set(wanted.get(source, ()))
-        dims |= getattr(tensor, markers.DYNAMIC, set())
-        dims -= getattr(tensor, markers.STATIC, set())
+        marked, static = markers.marked_dims(tensor)
+        dims = (dims | marked) - static
         dims = {k for k in dims if k < tensor.dim() and tensor.shape[k] > 1}
         if not dims or tensor.layout != torch.strided:
             return frozenset()
@@ -202,13 +203,14 @@ class GraphBuilding:
             entry = self.contents.get(id(value))
             if entry is not None and entry[0] is value:
                 return [self.to_graph_arg(v, p) for v, p in zip(self.yielded_values[id(value)], entry[1])]
-        if type(value) in (list, tuple) or (type(value) is torch.Size and id(value) in self.contents):
+        if type(value) in (list, tuple, collections.deque) or (type(value) is torch.Size and id(value) in self.contents):
             items = self._element_provs(value, prov)
             mapped = [self.to_graph_arg(v, p) for v, p in zip(value, items)]
             if type(value) is torch.Size and any(isinstance(m, fx.Node) for m in mapped):
                 # a shape the graph reads, a shape again (``x.shape.numel()``, ``str(x.shape)``)
                 return self.cap.graph.call_function(torch.Size, (tuple(mapped),))
-            return mapped if type(value) is list else tuple(mapped)
+            # (a deque as the list of what it holds: the op ran on it, iterating it as it does a list)
+            return tuple(mapped) if type(value) is tuple else mapped
         if type(value) is dict:
             provs = self._dict_provs(value, prov)
             return {k: self.to_graph_arg(v, provs[k]) for k, v in value.items()}

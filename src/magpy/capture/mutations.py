@@ -290,22 +290,8 @@ class OutsideState:
 
     def _apply(self, cls, name, target, provs, args, kwargs):
         """Run the method on the shadow; check that it still mirrors the container."""
-        what = f"{type(target).__name__}.{name}()"
-        if cls is collections.deque:
-            work = collections.deque(provs, target.maxlen)
-            returned = getattr(work, name)(*args, **kwargs)
-            provs[:] = list(work)
-            returned = provs if returned is work else returned
-        elif isinstance(provs, dict):
-            work = collections.OrderedDict(provs) if cls is collections.OrderedDict else provs
-            returned = getattr(work, name)(*args, **kwargs)
-            if work is not provs:
-                provs.clear()
-                provs.update(work)
-            returned = provs if returned is work else returned
-        else:
-            returned = getattr(provs, name)(*args, **kwargs)
-        self._check(target, provs, what)
+        returned = follow_change(cls, name, provs, args, kwargs, getattr(target, "maxlen", None))
+        self._check(target, provs, f"{type(target).__name__}.{name}()")
         return returned
 
     def _result(self, result, returned, target, prov):
@@ -480,6 +466,24 @@ class OutsideState:
             self.obs.unsupported(f"{name} on a {type(target).__name__} from outside the call")
         self.call(method[1], target, prov, (other,), [other_prov], {}, {}, target)
         return prov  # (the name is bound to the same container again)
+
+
+def follow_change(cls, name, provs, args, kwargs, maxlen=None):
+    """Method ``name`` of builtin class ``cls`` run on a shadow ``provs`` (provenances in place of the
+    values, in ``args`` too), as it ran on the container; returns what it returned."""
+    if cls is collections.deque:
+        work = collections.deque(provs, maxlen)
+        returned = getattr(work, name)(*args, **kwargs)
+        provs[:] = list(work)
+        return provs if returned is work else returned
+    if isinstance(provs, dict):
+        work = collections.OrderedDict(provs) if cls is collections.OrderedDict else provs
+        returned = getattr(work, name)(*args, **kwargs)
+        if work is not provs:
+            provs.clear()
+            provs.update(work)
+        return provs if returned is work else returned
+    return getattr(provs, name)(*args, **kwargs)
 
 
 def clear_cell(cell):

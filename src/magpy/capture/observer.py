@@ -41,6 +41,8 @@ from .iteration import _elements
 from .lookasides import _register_bookkeeping
 from .graph_builder import GraphBuilding
 from .containers import Containers
+from .lengths import Lengths
+from .compiler_contract import CompilerContract, opaque_functions
 from .reads import Reads
 from .writes import Writes
 from .exceptions import Raising
@@ -53,8 +55,8 @@ from .templates import Templates
 from .breaks import Breaks, StopCapture
 
 
-class CaptureObserver(GraphBuilding, Containers, Reads, Writes, Raising, Calls, Replays, ContextVars, Locks,
-                      Conditions, Templates, Breaks, Observer):
+class CaptureObserver(GraphBuilding, Containers, Lengths, Reads, Writes, Raising, Calls, CompilerContract, Replays,
+                      ContextVars, Locks, Conditions, Templates, Breaks, Observer):
     """The observer of one capture: the event methods of its rooms, and what they share (failure, guards)."""
 
     def __init__(self, fn_globals):
@@ -348,6 +350,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     state_guard = global_state_guard()
     obs.cap.guards[state_guard.key()] = state_guard
     vm = VM(observer=obs)
+    vm.opaque = opaque_functions()
     obs.vm = vm
     try:
         result = vm.call(fn, *args, **kwargs)

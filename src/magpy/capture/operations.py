@@ -83,7 +83,8 @@ def _op_concat(obs, fn, inputs, provs, result):
     a, b = inputs
     if result is a:  # ``xs += ys`` grew the list in place
         if isinstance(provs[0], Source):
-            obs._grow_outside_list(list.extend, a, provs[0], b, provs[1], "extend")
+            if obs.change_unread(list.extend, a, provs[0], (b,), [provs[1]], {}, None) is _NOT_WRITTEN:
+                obs.outside_state.call(list.extend, a, provs[0], (b,), [provs[1]], {}, {}, None)
             return [provs[0]]
         _op_list_extend_target(obs, a, b, provs[1])
         return [provs[0]]

@@ -247,7 +247,7 @@ class Reads:
                 self.on_read(value, prov)  # (an element read by its path on entry, as below)
             return prov
         if entry is not None and entry[0] is obj and type(entry[1]) is dict and isinstance(obj, dict):
-            self.need(key, key_prov)  # (a dict made here of values from outside: ``_dict_of_pairs``)
+            self.need(key, key_prov)  # (a dict made here of values from outside: ``dict_of_pairs``)
             return entry[1].get(key, UNKNOWN)  # (the dict found the key: it hashes)
         if entry is not None and entry[0] is obj and type(key) is slice and type(obj) in (list, tuple, torch.Size) \
                 and type(entry[1]) is list and len(entry[1]) == len(obj):

@@ -238,6 +238,7 @@ _SPELLING = IdentityDict((fn, forms) for fn, forms in {
     operator.pos: {1: "(+{0})"},
     operator.invert: {1: "(~{0})"},
     operator.truth: {1: "bool({0})"},
+    operator.call: {n: "{0}(" + ", ".join(f"{{{k}}}" for k in range(1, n)) + ")" for n in range(1, 16)},
 }.items())
 
 

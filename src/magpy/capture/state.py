@@ -6,9 +6,6 @@ import weakref
 import torch
 from torch import fx
 
-from .guards import ValueGuard
-from .sources import Expr, ItemSource
-
 
 class Capture:
     """What one observed call produced (consumed by ``emit``)."""
@@ -40,37 +37,37 @@ class Capture:
         self.written = ()         # positions in ``inputs`` of the tensors the call wrote in place
         self.checks = []          # (output index, truth): conditions on random data, checked after the graph
         self.symbolic = []        # (Source, dims) of graph inputs with symbolic sizes (``dynamic_dims``)
+        self.written_numbers = set()  # paths of outside numbers the call wrote (a counter: they change)
         self.autograd_nodes = False  # side effects act on the autograd nodes of graph tensors: the graph
                                      # must run op by op (a compiled graph has one node for all of them)
 
 
 class _Contents(dict):
-    """``CaptureObserver.contents``: also lists outside lists the program appended to. Their elements are
-    the entry list's items followed by the appended values; the length of the entry list is guarded
-    only once the program reads the list (a list that only grows, like a history, needs no guard)."""
+    """``CaptureObserver.contents``: also lists outside lists and deques the program changed without
+    reading them (``lengths.Unread``). What one holds is followed from its entry state and those changes
+    once the program reads it (a lookup here): until then its length is not guarded (a history that only
+    grows, a heap pushed to, needs no guard)."""
 
     def __init__(self, observer):
         super().__init__()
         self.observer = observer
-        self.grown = {}           # id(outside list) -> (list, its path, length on entry, appended provs)
-        self.outside = set()      # ids of outside lists whose contents are tracked here (they changed)
+        self.grown = {}           # id(outside list or deque) -> its ``lengths.Unread``
+        self.outside = set()      # ids of outside containers whose contents are tracked here (they changed)
 
     def changed_outside(self, obj):
         return id(obj) in self.grown or id(obj) in self.outside
 
-    def grow(self, key, entry):
-        self.grown[key] = entry
+    def grow(self, key, unread):
+        self.grown[key] = unread
         self.get = self._get_grown  # (until then lookups are the dict's own: capture makes very many)
 
     def _get_grown(self, key, default=None):
-        grown = self.grown.pop(key, None)
-        if grown is not None:
-            target, prov, n, added = grown
-            self.observer.guard(ValueGuard(Expr(len, (prov,)), n))
-            self[key] = (target, [ItemSource(prov, k) for k in range(n)] + added)
-            self.outside.add(key)
+        unread = self.grown.pop(key, None)
+        if unread is not None:
             if not self.grown:
                 del self.get
+            self[key] = (unread.target, unread.followed(self.observer))
+            self.outside.add(key)
         return dict.get(self, key, default)
 
 

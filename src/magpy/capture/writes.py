@@ -12,7 +12,7 @@ from ..errors import Unsupported
 from .entry_state import autocast_state
 from ..interp.protocols import MISSING, lookup
 from .mutations import clear_cell
-from .sources import Expr, Source
+from .sources import AttrSource, Expr, ItemSource, Source
 from .values import (Traced, UNKNOWN, _DELETED, _NOT_WRITTEN, _MUTABLE_CONTAINERS, _copy_data, _event, _hkey, _holds_tensor, _is_tensor)
 from .iteration import _elements
 
@@ -46,6 +46,8 @@ class Writes:
             # does ``p.data = p``: ``Module.to`` storing a tensor its conversion left as it was)
             return
         self.written[(id(obj), name)] = prov
+        if type(value) in (int, float) and isinstance(obj_prov, Source):
+            self.cap.written_numbers.add(AttrSource(obj_prov, name))
         self.table_changed(obj, name, prov)
         if not _is_tensor(obj):
             self._attribute_storage_written(obj, name, value, prov)
@@ -78,6 +80,8 @@ class Writes:
 
     @_event(None)
     def write_item(self, obj, obj_prov, key, key_prov, value, prov):
+        if type(value) in (int, float) and isinstance(obj_prov, Source) and type(key) in (str, int):
+            self.cap.written_numbers.add(ItemSource(obj_prov, key))
         owner = self.table_owner(obj)
         if owner is not None:
             self.need(key, key_prov)  # ``obj.__dict__[name] = v`` of a new object: an attribute set

@@ -779,13 +779,15 @@ def evaluate(e, bound):
     raise TypeError(f"cannot evaluate {e!r}")
 
 
-def failing_guard(entry, bound):
-    """The first guard of ``entry`` that does not hold for ``bound`` (None when all hold)."""
+def failing_guards(entry, bound):
+    """Each guard of ``entry`` that does not hold for ``bound``, in order, with why (one that cannot be
+    evaluated there fails)."""
     for g in entry.guards:
         try:
             value = evaluate(g.expr, bound)
         except Exception as exc:  # noqa: BLE001 - a guard that cannot be evaluated fails
-            return g, f"raised {type(exc).__name__}: {exc}"
+            yield g, f"raised {type(exc).__name__}: {exc}"
+            continue
         t = type(g)
         ok = {
             TypeGuard: lambda: type(value) is g.type,
@@ -797,5 +799,4 @@ def failing_guard(entry, bound):
             TensorGuard: lambda: g.holds(value),
         }[t]()
         if not ok:
-            return g, f"found {value!r}"[:200]
-    return None
+            yield g, f"found {value!r}"[:200]

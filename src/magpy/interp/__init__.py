@@ -11,6 +11,8 @@ Public names:
     Observer                             base class of the observation interface (see observer.py)
     register_lookaside(target, handler)  make calls to ``target`` run ``handler(vm, args, kwargs)`` instead
     register_call_instead(cls, unwrap)   calls of ``cls`` instances run ``unwrap(instance)`` (when not None)
+    register_type_lookaside(cls, handler)  calls of ``cls`` instances run ``handler(vm, fn, args, kwargs)``
+    register_native_code(rule)           functions whose code ``rule(code)`` accepts run natively
     InterpreterError                     an internal failure of the VM; names the user's file and line
 
 The house, bottom up (a module imports only modules above it in this list, at module level):
@@ -30,8 +32,10 @@ records of interpreted code name its line (see logs.py).
 from .errors import InterpreterError
 from .observer import Observer
 from .vm import VM, run
-from .lookaside import register_lookaside, register_call_instead
+from .decode import register_native_code
+from .lookaside import register_lookaside, register_call_instead, register_type_lookaside
 from . import debugger  # noqa: F401  (breakpoint() and pdb.set_trace() stop in the interpreted frame)
 from . import logs  # noqa: F401  (log records name the interpreted caller's line)
 
-__all__ = ["run", "VM", "Observer", "register_lookaside", "register_call_instead", "InterpreterError"]
+__all__ = ["run", "VM", "Observer", "register_lookaside", "register_call_instead", "register_type_lookaside",
+           "register_native_code", "InterpreterError"]

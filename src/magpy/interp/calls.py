@@ -8,7 +8,7 @@ built-in types) is called natively and reported to the observer.
 import functools
 from types import FunctionType, MethodType
 
-from .lookaside import LOOKASIDE, called_instead
+from .lookaside import LOOKASIDE, TYPE_LOOKASIDE, called_instead
 from .protocols import lookup, _HEAPTYPE
 
 _type_call = type.__call__
@@ -45,6 +45,10 @@ def call(vm, fn, args, kwargs):
     if special is not None:
         vm.lookaside_provs = provs  # for protocol builtins whose dunder code runs (len → __len__ …)
         return special(vm, args, kwargs or {})
+    by_type = TYPE_LOOKASIDE.get(tp)
+    if by_type is not None:
+        vm.lookaside_provs = provs
+        return by_type(vm, fn, args, kwargs or {})
     if tp is _partial:  # (a heap type: extension types made from specs are)
         merged = {**fn.keywords, **kwargs} if kwargs else fn.keywords
         if provs is not None:

@@ -33,6 +33,19 @@ _CO_OPTIMIZED = 0x01
 _NOT_PLAIN = _CO_OPTIMIZED | 0x20 | 0x80 | 0x100 | 0x200
 
 
+#: predicates over code objects whose functions the VM calls natively, never interpreting them: the layers
+#: above register theirs (``register_native_code``: a compiler's hints to itself, as
+#: ``torch._dynamo.mark_dynamic``). Asked once per code object, when it is decoded.
+NATIVE_CODE = []
+
+
+def register_native_code(rule):
+    """Calls of functions whose code ``rule(code)`` is true run natively (register before they are
+    decoded: a code object is asked once)."""
+    NATIVE_CODE.append(rule)
+    return rule
+
+
 class Decoded:
     """A code object decoded for the VM."""
 
@@ -53,8 +66,9 @@ class Decoded:
         self.null_tail = (NULL,) * (self.nlocalsplus - code.co_argcount)
         self.none_tail = (None,) * (self.nlocalsplus - code.co_argcount)  # their provenance
         self.tracked = None  # the provenance-tracking instruction list, built on first use
-        # the VM's own Python code (frame proxies, callback wrappers) always runs natively
-        self.internal = code.co_filename.startswith(_PACKAGE_DIR)
+        # the VM's own Python code (frame proxies, callback wrappers) always runs natively, and so does
+        # code the layers above name (``NATIVE_CODE``)
+        self.internal = code.co_filename.startswith(_PACKAGE_DIR) or any(rule(code) for rule in NATIVE_CODE)
         # how many positional arguments a call needs to take the VM's fast path (-1: never): a
         # plain function (not a generator or coroutine, optimized locals) without special parameters
         plain = self.simple_args and not self.internal and (code.co_flags & _NOT_PLAIN) == _CO_OPTIMIZED

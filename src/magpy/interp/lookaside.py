@@ -59,6 +59,21 @@ def register_lookaside(target, handler, delegates=False):
     return handler
 
 
+#: a built-in callable type -> ``handler(vm, fn, args, kwargs)`` for calls of its instances (see
+#: ``register_type_lookaside``)
+TYPE_LOOKASIDE = {}
+
+
+def register_type_lookaside(cls, handler):
+    """Calls of instances of the built-in type ``cls`` (a C wrapper of Python code, as a memoizing
+    wrapper) run ``handler(vm, fn, args, kwargs)``; what it returns is either a native call's result or
+    what one interpreted call it makes returned."""
+    TYPE_LOOKASIDE[cls] = handler
+    for hook in ON_REGISTER:
+        hook()
+    return handler
+
+
 #: type -> ``unwrap(callable) -> the callable to run instead, or None`` (see ``register_call_instead``)
 CALL_INSTEAD = {}
 

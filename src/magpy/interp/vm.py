@@ -66,6 +66,9 @@ class VM:
         self.reraising = None      # the exception RERAISE is raising again (it gets no new context)
         self.lookaside_provs = None  # provenance of a lookaside call's arguments (observer on)
         self.made_iterator = None  # the map/filter object a lookaside just made (see lookaside.MadeIterator)
+        # (observer on) ``opaque(func, args, kwargs)``: Python functions the observer has called natively
+        # instead of interpreted (a compiler's opaque functions); None: none
+        self.opaque = None
         self.user_limit = sys.getrecursionlimit()
         from . import binding
         self._bind = binding.bind
@@ -104,6 +107,8 @@ class VM:
             frame = Frame(self, decoded, func, func.__globals__, [*args, *decoded.null_tail])
             if self.observer is None:
                 return self.resume(frame, None, decoded.instrs)
+            if self.opaque is not None and self.opaque(func, args, kwargs):
+                return self._call_natively(func, args, kwargs)
             provs = self.call_provs
             if provs is not None and not provs[1] and len(provs[0]) == len(args):
                 # an interpreted CALL followed every argument: they bind in order (bind_provenance's
@@ -121,6 +126,8 @@ class VM:
         inner = _wrapped_by(func) if _WRAPPED else None
         if inner is not None:
             return self.call(inner, *args, **(kwargs or {}))
+        if self.opaque is not None and self.observer is not None and self.opaque(func, args, kwargs):
+            return self._call_natively(func, args, kwargs)
         code = func.__code__
         flags = code.co_flags
         if flags & CO_ITERABLE_COROUTINE:
@@ -166,6 +173,12 @@ class VM:
         else:  # a call made by the VM's own protocol code (dunders, properties)
             opaque = self.observer.opaque
             frame.plocals = [None if v is NULL else opaque(v) for v in frame.locals]
+
+    def _call_natively(self, func, args, kwargs):
+        self.call_provs = None
+        result = func(*args, **(kwargs or {}))
+        self.observer.native_call(func, args, kwargs, result)
+        return result
 
     def run_frame(self, frame):
         """Run a (non-generator) frame to completion and return its value."""
