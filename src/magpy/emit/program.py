@@ -29,6 +29,8 @@ from ..capture.sources import ArgSource, GlobalSource, ConstSource, AttrSource, 
 from ..interp.identity import IdentityDict
 from .asm import Assembler
 from .guard_calls import GUARD_CALLS, same_float
+from .made import fill_mapping as _fill_mapping, new_mapping as _new_mapping, rebuilt as _rebuilt, \
+    set_state as _set_state
 from .undo import Raised, rng_state, set_rng_state, state_functions, undoable
 
 
@@ -77,36 +79,6 @@ def _replay_call(fn, values, keywords):
     """Re-make a call the program made (``print``, ``warnings.warn``) with this call's arguments."""
     n = len(values) - len(keywords)
     return fn(*values[:n], **dict(zip(keywords, values[n:])))
-
-
-def _set_state(obj, fields):
-    """Give a new object the attributes the first call left it with (its ``__init__`` already ran
-    then; its own side effects are replayed separately)."""
-    obj.__dict__.update(fields)
-
-
-def _new_mapping(cls):
-    """A fresh, empty dict of the program's class (its ``__init__`` ran on the first call; its effects are
-    replayed separately)."""
-    return dict.__new__(cls)
-
-
-def _fill_mapping(obj, items, fields):
-    """Give a new dict of the program's class the items and attributes the first call left it with, through
-    the base class's own ``__setitem__`` (the class's Python one ran on the first call)."""
-    setitem = collections.OrderedDict.__setitem__ if isinstance(obj, collections.OrderedDict) else dict.__setitem__
-    for key, value in items.items():
-        setitem(obj, key, value)
-    obj.__dict__.update(fields)
-
-
-def _rebuilt(fn, args, state):
-    """What unpickling ``(fn, args, state)`` makes (3.12's range iterator reduces to a range from where
-    it stands, with no state: pickle then calls no ``__setstate__``)."""
-    made = fn(*args)
-    if state is not None:
-        made.__setstate__(state)
-    return made
 
 
 class Entry:

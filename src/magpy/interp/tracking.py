@@ -17,11 +17,7 @@ from .frame import NULL
 from . import ops_containers, protocols
 from .calls import call
 from .identity import IdentitySet
-<<<<<<< HEAD
-from .lookaside import called_instead, wrapped_by, CALL_INSTEAD, DELEGATES, HIDDEN_CODE
-=======
-from .lookaside import called_instead, CALL_INSTEAD, DELEGATES, HIDDEN_CODE, TYPE_LOOKASIDE
->>>>>>> steady
+from .lookaside import called_instead, wrapped_by, CALL_INSTEAD, DELEGATES, HIDDEN_CODE, TYPE_LOOKASIDE
 from .decode import HANDLERS
 from .observer import CONSTANT_SCALARS, CONSTANT_ITERATORS, QUIET_OPS
 from .ops_calls import _call_ex, star_args
@@ -620,14 +616,10 @@ def _returned(vm, caller, fn, result):
         return r[2]  # (the common case: a plain function, interpreted)
     if tp is MethodType and callee is fn.__func__ and tp not in CALL_INSTEAD:
         return r[2]
-<<<<<<< HEAD
     # (see ``calls.call``, ``vm.call_function``: a wrapper runs another in its place)
     target = called_instead(fn) or (tp is FunctionType and wrapped_by(fn)) or fn
-=======
-    target = called_instead(fn) or fn  # (see ``calls.call``: a wrapper runs another in its place)
     if type(target.__func__ if type(target) is MethodType else target) in TYPE_LOOKASIDE:
         return r[2]  # (its handler's one interpreted call returned it)
->>>>>>> steady
     if type(target).__name__ == "method":
         target = target.__func__
     elif type(target).__name__ == "partial":
