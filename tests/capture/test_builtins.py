@@ -102,6 +102,18 @@ def test_broadcast_shapes_in_a_loss():
     expect_one_graph(stats)
 
 
+def test_torchs_own_reads_of_sizes_and_modes_are_pure():
+    # (torch 2.11's broadcast_shapes calls _infer_size; library code asks how many function modes are on)
+    def fn(a, b):
+        shape = torch._C._infer_size(a.shape, b.shape)
+        if torch._C._len_torch_function_stack() > 0:
+            return a.expand(shape) - b
+        return a.expand(shape) + b
+
+    stats = differential(plain(fn), fresh(lambda: (torch.rand(4, 1), torch.rand(3))))
+    expect_one_graph(stats)
+
+
 _SCALE = __import__("contextvars").ContextVar("scale", default=2.0)
 
 

@@ -151,7 +151,8 @@ def distributed_says(obj) -> str:
 #: reads of state the arguments do not hold (the current context's value of a ``ContextVar``, as torch's
 #: config modules keep their overrides): the result is re-read by the guard even when every argument
 #: is a constant
-STATE_READS = IdentitySet([contextvars.ContextVar.get])
+STATE_READS = IdentitySet([contextvars.ContextVar.get,
+                           torch._C._len_torch_function_stack])   # (how many TorchFunctionModes are on)
 PURE = IdentitySet([
     *STATE_READS,
     len, isinstance, issubclass, type, abs, min, max, sum, round, divmod, pow, hash, repr, str, int,
@@ -172,6 +173,7 @@ PURE = IdentitySet([
     torch._C._is_torch_function_mode_enabled, torch.cuda.is_available, torch.finfo, torch.iinfo,
     torch.Size, torch.device, torch.dtype, functools.partial,
     torch._C._nn._parse_to,  # (``Module.to``'s reading of its arguments: device, dtype, non_blocking, format)
+    torch._C._infer_size,    # (the broadcast of two sizes: ``torch.broadcast_shapes`` in some versions)
 ])
 #: memoizing wrappers (``functools.lru_cache``/``cache``): a call with arguments seen before returns the
 #: remembered result and runs nothing (``is_torch_available()``, ``logger.warning_once(msg)``)
