@@ -63,6 +63,11 @@ class ChildStats(Stats):
         if name in self.SHARED:
             self.parent.count(name, n)
 
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name == "last_graph_error" and "parent" in self.__dict__:   # (what the user's own stats show after a break, too)
+            self.parent.last_graph_error = value
+
 
 class Cache:
     """The entries of one function, most recently used first."""

@@ -4,6 +4,8 @@ it not, the inputs it wrote in place written up to there, the random generators 
 eager's, and eager's own exception. Each program makes effects around a failing op; eager and compiled
 run the same calls, the failing one in the middle, and must agree after every call.
 """
+import contextlib
+import io
 import random
 import traceback
 
@@ -166,6 +168,33 @@ def test_a_graph_that_raises_where_eager_does_not_still_gives_eagers_answer(monk
         assert torch.equal(compiled(x, log), x.exp())
     assert log == [1, 1]   # (the eager rerun appended; the graph's failed run did not)
     assert compiled.stats.graph_errors == 1
+
+
+def test_the_error_of_a_graph_after_a_break_shows_in_the_users_stats(monkeypatch):
+    monkeypatch.delenv("MAGPY_STRICT", raising=False)
+
+    def broken_after_the_first(gm, example_inputs):
+        made.append(gm)
+        if len(made) == 1:
+            return gm.forward
+
+        def run(*args):
+            raise RuntimeError("kernel failed")
+        return run
+
+    def fn(x):
+        y = x.exp()
+        print("between", y.sum())     # (a tensor printed: a graph break)
+        return y.sin()
+
+    made = []
+    compiled = magpy.compile(fn, backend=broken_after_the_first)
+    x = torch.randn(3)
+    with contextlib.redirect_stdout(io.StringIO()), pytest.warns(UserWarning, match="kernel failed"):
+        for _ in range(3):
+            assert torch.equal(compiled(x), fn(x))
+    assert compiled.stats.graph_errors >= 1
+    assert str(compiled.stats.last_graph_error) == "kernel failed"
 
 
 # ---- conditions on data checked after the graph runs (a draw decides): its run undone when one goes
