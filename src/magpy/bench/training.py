@@ -1,0 +1,282 @@
+"""Training steps for ``python -m magpy bench --train``: forward, loss, backward and an AdamW step.
+
+Every backend trains its own deep copy of one initial model, in train mode, on the same inputs, with its own
+optimizer; only the forward goes through the compiler (the backward comes from it too, through autograd),
+while ``optimizer.step()`` runs eagerly for all. A backend passes when its first loss and its weights after
+``CHECK_STEPS`` steps are as close to eager's as eager itself is to the same steps computed in float64:
+
+AdamW turns every gradient element into an update of about ``lr`` whatever its size, so where a gradient is
+mostly rounding noise (a norm's bias whose consumers are norms themselves) two correct compilers move the
+weights by up to ``lr`` in opposite directions, and a fixed tolerance either flags them or misses a wrong
+gradient. The float64 run measures that noise per tensor, so the rule also widens by itself under bf16
+autocast, where whether an intermediate is rounded to bf16 is every compiler's own choice.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import zoo
+from . import runners
+from .runners import (WRONG, BackendResult, NotApplicable, Unavailable, compile_with_inductor, recording_warnings,
+                      record_inductor_stats, record_magpy_stats, tensors_of)
+from .timing import Repeats, synchronizer, timed_call
+
+LEARNING_RATE = 1e-4
+CHECK_STEPS = 3           # steps before the weights are compared: enough for AdamW's moments to matter
+TARGET_SEED = 1
+# A compiler's distance from eager may be this many times eager's own distance from float64 (two independent
+# roundings of one size differ by about 1.4 times it; the largest of a few hundred tensors by more).
+NOISE_FACTOR = 4.0
+# Below the noise estimate, distances this small relative to how far eager moved a tensor always pass (the
+# float64 run rounds too); a wrong gradient moves weights by the order of the update itself.
+WEIGHT_RTOL = 1e-3
+AMP_DTYPE = torch.bfloat16
+AMP_LOSS = zoo.Tolerance(rtol=2e-2, atol=2e-2)
+
+
+@dataclass
+class Reference:
+    """Eager's first loss and state after ``CHECK_STEPS`` steps, and the float64 run's (None when the model
+    does not run in float64)."""
+
+    loss: float
+    state: dict[str, torch.Tensor]
+    exact_loss: float | None = None
+    exact_state: dict[str, torch.Tensor] | None = None
+
+
+@dataclass
+class TrainingWorkload:
+    """One model at one size on one device, ready to train: the initial module (train mode, dropout off),
+    its inputs, the loss's targets and eager's results every backend must reproduce."""
+
+    spec: zoo.ModelSpec
+    size: str
+    device: torch.device
+    repeats: Repeats
+    sync: Callable[[], None]
+    amp: bool
+    initial: nn.Module
+    inputs: tuple
+    loss_outputs: list[int]         # the positions (in ``tensors_of`` order) of the outputs the loss reads
+    targets: list[torch.Tensor]
+    reference: Reference | None = None
+
+    def fresh(self) -> nn.Module:
+        return copy.deepcopy(self.initial)
+
+    def autocast(self):
+        if not self.amp:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=AMP_DTYPE)
+
+    def loss(self, output: Any) -> torch.Tensor:
+        """Mean squared error of the differentiable outputs against fixed random targets: a loss every model
+        has, whose gradient reaches every weight (a mean of the outputs would give norms a zero one)."""
+        tensors = tensors_of(output)
+        return sum(F.mse_loss(tensors[i].float(), target) for i, target in zip(self.loss_outputs, self.targets))
+
+    def loss_tolerance(self) -> zoo.Tolerance:
+        return AMP_LOSS if self.amp else self.spec.tolerance
+
+
+def training_mode(module: nn.Module) -> nn.Module:
+    """``module`` in train mode with every dropout off: compiled code draws its random numbers its own way,
+    so only a model without them can be trained identically by every backend."""
+    module.train()
+    for sub in module.modules():
+        if isinstance(sub, nn.modules.dropout._DropoutNd):
+            sub.p = 0.0
+        elif isinstance(getattr(sub, "drop_rate", None), float):      # (DenseNet's functional dropout)
+            sub.drop_rate = 0.0
+    return module
+
+
+def training_step(model: Callable, optimizer: torch.optim.Optimizer, workload: TrainingWorkload):
+    """One step as a call: gradients cleared, forward and loss (under autocast with ``--amp``), backward,
+    the optimizer's step; returns the loss."""
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with workload.autocast():
+            loss = workload.loss(model(*workload.inputs))
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+    return step
+
+
+def optimizer_for(model: nn.Module) -> torch.optim.Optimizer:
+    return torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
+
+
+def state_of(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.detach().clone() for name, value in model.state_dict().items()}
+
+
+def train_eagerly(model: nn.Module, workload: TrainingWorkload, steps: int) -> tuple[float, dict]:
+    """The first loss and the state after ``steps`` eager steps."""
+    step = training_step(model, optimizer_for(model), workload)
+    first = step().item()
+    for _ in range(steps - 1):
+        step()
+    return first, state_of(model)
+
+
+def as_float64(workload: TrainingWorkload) -> TrainingWorkload:
+    def widen(value):
+        return value.double() if isinstance(value, torch.Tensor) and value.is_floating_point() else value
+    return TrainingWorkload(workload.spec, workload.size, workload.device, workload.repeats, workload.sync,
+                            False, workload.fresh().double(), tuple(widen(x) for x in workload.inputs),
+                            workload.loss_outputs, [t.double() for t in workload.targets])
+
+
+def reference_workload(name: str, options, device: torch.device) -> TrainingWorkload:
+    """The model ready to train, with eager's (and float64's) first loss and weights after CHECK_STEPS.
+
+    Raises NotApplicable for a model with nothing to train.
+    """
+    spec = zoo.get(name)
+    model, inputs = spec.make(options.size, device)
+    training_mode(model)
+    if not any(p.requires_grad for p in model.parameters()):
+        raise NotApplicable("no parameters requiring grad")
+    probe = copy.deepcopy(model)
+    with torch.autocast(device.type, dtype=AMP_DTYPE, enabled=options.amp):
+        outputs = tensors_of(probe(*inputs))
+    positions = [i for i, t in enumerate(outputs) if t.requires_grad and t.is_floating_point()]
+    if not positions:
+        raise NotApplicable("no output depends on a parameter")
+    generator = torch.Generator().manual_seed(TARGET_SEED)
+    targets = [torch.randn(outputs[i].shape, generator=generator).to(device) for i in positions]
+    workload = TrainingWorkload(spec, options.size, device, options.repeats, synchronizer(device), options.amp,
+                                model, inputs, positions, targets)
+    loss, state = train_eagerly(workload.fresh(), workload, CHECK_STEPS)
+    workload.reference = Reference(loss, state)
+    try:
+        exact = as_float64(workload)
+        workload.reference.exact_loss, workload.reference.exact_state = train_eagerly(exact.initial, exact,
+                                                                                      CHECK_STEPS)
+    except Exception:       # (a model that builds float32 tensors of its own): fall back to the fixed floors
+        pass
+    return workload
+
+
+def distance(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    """The 2-norm of the difference, in float64; infinite for tensors that cannot be compared."""
+    if actual.shape != expected.shape or actual.is_floating_point() != expected.is_floating_point():
+        return math.inf
+    if not expected.is_floating_point():
+        return 0.0 if torch.equal(actual.cpu(), expected.cpu()) else math.inf
+    return (actual.double() - expected.double()).norm().item()
+
+
+def loss_matches(result: BackendResult, loss: float, workload: TrainingWorkload) -> bool:
+    reference, tolerance = workload.reference, workload.loss_tolerance()
+    allowed = tolerance.atol + tolerance.rtol * abs(reference.loss)
+    if reference.exact_loss is not None:
+        allowed = max(allowed, NOISE_FACTOR * abs(reference.loss - reference.exact_loss))
+    result.loss_err = abs(loss - reference.loss)
+    if result.loss_err <= allowed or (math.isnan(loss) and math.isnan(reference.loss)):
+        return True
+    result.status, result.reason = WRONG, f"loss {loss:.6g} vs {reference.loss:.6g}"
+    result.detail = f"first loss {loss!r}, eager's {reference.loss!r} (allowed difference {allowed:.2e})"
+    return False
+
+
+def weights_match(result: BackendResult, state: dict[str, torch.Tensor], workload: TrainingWorkload) -> bool:
+    """Compare every parameter and buffer with eager's after the same steps; record the largest difference
+    relative to how far eager's steps moved that tensor, and on a mismatch mark ``result`` wrong."""
+    reference, initial = workload.reference, workload.initial.state_dict()
+    worst, failed = 0.0, []
+    for name, expected in reference.state.items():
+        error = distance(state[name], expected) if name in state else math.inf
+        moved = distance(expected, initial[name].detach())
+        relative = error / moved if moved else (0.0 if error == 0 else math.inf)
+        worst = max(worst, relative)
+        allowed = WEIGHT_RTOL * moved
+        if reference.exact_state is not None and expected.is_floating_point():
+            allowed = max(allowed, NOISE_FACTOR * distance(expected, reference.exact_state[name]))
+        if error > allowed:
+            failed.append(f"{name} {relative:.1e}")
+    result.weights_rel_diff = worst
+    if not failed:
+        return True
+    result.status, result.reason = WRONG, f"weights {worst:.1e}"
+    result.detail = (f"after {CHECK_STEPS} steps {len(failed)} of {len(reference.state)} tensors differ from "
+                     f"eager's by more than allowed (relative to eager's change): {', '.join(failed[:5])}")
+    return False
+
+
+def checked_training(result: BackendResult, model: nn.Module, call: Callable, workload: TrainingWorkload):
+    """Train ``model`` through ``call`` (its compiled forward) for CHECK_STEPS steps, timing the first; the
+    step to time if its loss and weights matched eager's, else None (``result`` says why)."""
+    step = training_step(call, optimizer_for(model), workload)
+    loss, result.first_call_s = timed_call(step, workload.sync)
+    if not loss_matches(result, loss.item(), workload):
+        return None
+    for _ in range(CHECK_STEPS - 1):
+        step()
+    if not weights_match(result, state_of(model), workload):
+        return None
+    return step
+
+
+def prepare_eager(result: BackendResult, workload: TrainingWorkload):
+    model = workload.fresh()
+    return checked_training(result, model, model, workload)
+
+
+def prepare_magpy(result: BackendResult, workload: TrainingWorkload):
+    compile_fn = runners.magpy_api("compile")      # (looked up where tests can swap it)
+    try:
+        runners.magpy_api("reset")()
+    except Unavailable:
+        pass
+    with recording_warnings(result):
+        model = workload.fresh()
+        compiled = compile_fn(model)
+        step = checked_training(result, model, compiled, workload)
+        record_magpy_stats(result, compiled)
+        return step
+
+
+def prepare_inductor(result: BackendResult, workload: TrainingWorkload):
+    model = workload.fresh()
+    compiled = compile_with_inductor(model)
+    step = checked_training(result, model, compiled, workload)
+    result.compile_s = result.first_call_s
+    record_inductor_stats(result)
+    return step
+
+
+# backend name -> preparer, as runners.RUNNERS for inference
+RUNNERS: dict[str, Callable[[BackendResult, TrainingWorkload], Callable[[], Any] | None]] = {
+    "eager": prepare_eager,
+    "magpy": prepare_magpy,
+    "inductor": prepare_inductor,
+}
+
+
+def measure_peak_memory(results: dict[str, BackendResult], steps: dict[str, Callable[[], Any]],
+                        workload: TrainingWorkload) -> None:
+    """On CUDA, each timed backend's peak memory during one warm step, above what was allocated before it
+    (activations, gradients and temporaries; every backend's weights and optimizer state stay resident)."""
+    if workload.device.type != "cuda":
+        return
+    for name, step in steps.items():
+        if not results[name].ok:
+            continue
+        workload.sync()
+        torch.cuda.reset_peak_memory_stats(workload.device)
+        before = torch.cuda.memory_allocated(workload.device)
+        step()
+        workload.sync()
+        results[name].peak_memory_mib = (torch.cuda.max_memory_allocated(workload.device) - before) / 2 ** 20
