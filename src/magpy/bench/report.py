@@ -250,10 +250,10 @@ def training_legend(report: Report) -> str:
             f"backward, AdamW (lr {LEARNING_RATE:g}); the optimizer step runs eagerly for every compiler. "
             f"first step: its compile of forward and backward included. weights Δ: after {CHECK_STEPS} steps, "
             f"the largest over parameters and buffers of |w - w_eager| / |w_eager - w_initial| (2-norms); a "
-            f"compiler's weights match when each tensor is within {NOISE_FACTOR:g}× eager's own distance from "
-            f"the same steps in float64, or within {WEIGHT_RTOL:g} of it (a tensor whose gradient is rounding "
-            f"noise, as a convolution's bias before a batch norm, differs by up to its whole update between any "
-            f"two correct runs). peak MiB: a warm step's peak above what was allocated before it (CUDA only).")
+            f"compiler's weights match when each tensor's is under {WEIGHT_RTOL:g} or its |w - w_eager| within "
+            f"{NOISE_FACTOR:g}× eager's own distance from the same steps in float64 (a tensor whose gradient is "
+            f"rounding noise, as a convolution's bias before a batch norm, differs by up to its whole update "
+            f"between any two correct runs). peak MiB: a warm step's peak above what was allocated before it (CUDA only).")
 
 
 def render_legend(report: Report) -> str:

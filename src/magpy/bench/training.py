@@ -3,13 +3,14 @@
 Every backend trains its own deep copy of one initial model, in train mode, on the same inputs, with its own
 optimizer; only the forward goes through the compiler (the backward comes from it too, through autograd),
 while ``optimizer.step()`` runs eagerly for all. A backend passes when its first loss and its weights after
-``CHECK_STEPS`` steps are as close to eager's as eager itself is to the same steps computed in float64:
+``CHECK_STEPS`` steps match eager's.
 
-AdamW turns every gradient element into an update of about ``lr`` whatever its size, so where a gradient is
-mostly rounding noise (a norm's bias whose consumers are norms themselves) two correct compilers move the
-weights by up to ``lr`` in opposite directions, and a fixed tolerance either flags them or misses a wrong
-gradient. The float64 run measures that noise per tensor, so the rule also widens by itself under bf16
-autocast, where whether an intermediate is rounded to bf16 is every compiler's own choice.
+AdamW turns every gradient element into an update of about ``lr`` whatever its size, so the rounding noise of
+a small gradient element shows in the weights at full size. The same steps run in float64 measure that noise:
+a tensor matches when its distance from eager's is under ``WEIGHT_RTOL`` of eager's change, or within
+``NOISE_FACTOR`` times eager's own distance from float64; a parameter whose gradient is zero but for rounding
+(float32 and float64 disagree on all of it) is not compared, its update being AdamW's reading of noise. Under
+bf16 autocast the rule widens by itself, as eager moves away from float64.
 """
 from __future__ import annotations
 
@@ -35,11 +36,26 @@ TARGET_SEED = 1
 # A compiler's distance from eager may be this many times eager's own distance from float64 (two independent
 # roundings of one size differ by about 1.4 times it; the largest of a few hundred tensors by more).
 NOISE_FACTOR = 4.0
-# Below the noise estimate, distances this small relative to how far eager moved a tensor always pass (the
-# float64 run rounds too); a wrong gradient moves weights by the order of the update itself.
-WEIGHT_RTOL = 1e-3
+# A parameter whose float32 gradient differs from float64's by more than this fraction of it has a gradient
+# that is zero but for rounding (a convolution's bias before a batch norm, an attention key's bias): the
+# zoo's differ by 1e8 times, every other by 4e-2 at most (fake quantization), most by 1e-6.
+NOISY_GRADIENT = 0.5
+# Distances this small relative to how far eager moved a tensor always pass: a compiler that reorders a
+# reduction rounds differently from eager and from float64 alike (Inductor on densenet's first convolution:
+# 5e-3, where eager is 1e-3 from float64), while a wrong gradient moves weights by the order of the update
+# itself, and one wrong in a hundredth of a tensor's elements by about 0.2.
+WEIGHT_RTOL = 2e-2
 AMP_DTYPE = torch.bfloat16
 AMP_LOSS = zoo.Tolerance(rtol=2e-2, atol=2e-2)
+
+
+@dataclass
+class Run:
+    """What eager steps gave: the first loss, the first step's gradients, the state after the last step."""
+
+    loss: float
+    gradients: dict[str, torch.Tensor]
+    state: dict[str, torch.Tensor]
 
 
 @dataclass
@@ -51,6 +67,16 @@ class Reference:
     state: dict[str, torch.Tensor]
     exact_loss: float | None = None
     exact_state: dict[str, torch.Tensor] | None = None
+    noise: frozenset[str] = frozenset()      # parameters whose float32 gradient is mostly rounding noise
+
+    @classmethod
+    def of(cls, run: Run, exact: Run | None) -> "Reference":
+        if exact is None:
+            return cls(run.loss, run.state)
+        noise = frozenset(name for name, gradient in run.gradients.items() if name in exact.gradients
+                          and distance(gradient, exact.gradients[name])
+                          > NOISY_GRADIENT * exact.gradients[name].double().norm().item())
+        return cls(run.loss, run.state, exact.loss, exact.state, noise)
 
 
 @dataclass
@@ -121,13 +147,13 @@ def state_of(model: nn.Module) -> dict[str, torch.Tensor]:
     return {name: value.detach().clone() for name, value in model.state_dict().items()}
 
 
-def train_eagerly(model: nn.Module, workload: TrainingWorkload, steps: int) -> tuple[float, dict]:
-    """The first loss and the state after ``steps`` eager steps."""
+def train_eagerly(model: nn.Module, workload: TrainingWorkload, steps: int) -> Run:
     step = training_step(model, optimizer_for(model), workload)
-    first = step().item()
+    loss = step().item()
+    gradients = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
     for _ in range(steps - 1):
         step()
-    return first, state_of(model)
+    return Run(loss, gradients, state_of(model))
 
 
 def as_float64(workload: TrainingWorkload) -> TrainingWorkload:
@@ -158,14 +184,13 @@ def reference_workload(name: str, options, device: torch.device) -> TrainingWork
     targets = [torch.randn(outputs[i].shape, generator=generator).to(device) for i in positions]
     workload = TrainingWorkload(spec, options.size, device, options.repeats, synchronizer(device), options.amp,
                                 model, inputs, positions, targets)
-    loss, state = train_eagerly(workload.fresh(), workload, CHECK_STEPS)
-    workload.reference = Reference(loss, state)
+    run = train_eagerly(workload.fresh(), workload, CHECK_STEPS)
     try:
         exact = as_float64(workload)
-        workload.reference.exact_loss, workload.reference.exact_state = train_eagerly(exact.initial, exact,
-                                                                                      CHECK_STEPS)
+        exact_run = train_eagerly(exact.initial, exact, CHECK_STEPS)
     except Exception:       # (a model that builds float32 tensors of its own): fall back to the fixed floors
-        pass
+        exact_run = None
+    workload.reference = Reference.of(run, exact_run)
     return workload
 
 
@@ -192,16 +217,22 @@ def loss_matches(result: BackendResult, loss: float, workload: TrainingWorkload)
 
 
 def weights_match(result: BackendResult, state: dict[str, torch.Tensor], workload: TrainingWorkload) -> bool:
-    """Compare every parameter and buffer with eager's after the same steps; record the largest difference
-    relative to how far eager's steps moved that tensor, and on a mismatch mark ``result`` wrong."""
+    """Compare every parameter and buffer with eager's after the same steps (but those whose gradient is
+    rounding noise: AdamW moves them by up to ``lr`` a step in any direction); record the largest difference
+    relative to how far eager's steps moved a tensor, and on a mismatch mark ``result`` wrong."""
     reference, initial = workload.reference, workload.initial.state_dict()
+    # A model whose outputs are only good to a wider tolerance (fake quantization's rounding) gets a floor
+    # as much wider.
+    floor = WEIGHT_RTOL * max(1.0, workload.spec.tolerance.rtol / zoo.Tolerance().rtol)
     worst, failed = 0.0, []
     for name, expected in reference.state.items():
+        if name in reference.noise:
+            continue
         error = distance(state[name], expected) if name in state else math.inf
         moved = distance(expected, initial[name].detach())
         relative = error / moved if moved else (0.0 if error == 0 else math.inf)
         worst = max(worst, relative)
-        allowed = WEIGHT_RTOL * moved
+        allowed = floor * moved
         if reference.exact_state is not None and expected.is_floating_point():
             allowed = max(allowed, NOISE_FACTOR * distance(expected, reference.exact_state[name]))
         if error > allowed:
@@ -209,9 +240,10 @@ def weights_match(result: BackendResult, state: dict[str, torch.Tensor], workloa
     result.weights_rel_diff = worst
     if not failed:
         return True
+    compared = len(reference.state) - len(reference.noise)
     result.status, result.reason = WRONG, f"weights {worst:.1e}"
-    result.detail = (f"after {CHECK_STEPS} steps {len(failed)} of {len(reference.state)} tensors differ from "
-                     f"eager's by more than allowed (relative to eager's change): {', '.join(failed[:5])}")
+    result.detail = (f"after {CHECK_STEPS} steps {len(failed)} of {compared} tensors differ from eager's by more "
+                     f"than allowed (relative to eager's change): {', '.join(failed[:5])}")
     return False
 
 
