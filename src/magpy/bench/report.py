@@ -251,9 +251,9 @@ def training_legend(report: Report) -> str:
             f"first step: its compile of forward and backward included. weights Δ: after {CHECK_STEPS} steps, "
             f"the largest over parameters and buffers of |w - w_eager| / |w_eager - w_initial| (2-norms); a "
             f"compiler's weights match when each tensor's is under {WEIGHT_RTOL:g} or its |w - w_eager| within "
-            f"{NOISE_FACTOR:g}× eager's own distance from the same steps in float64 (a tensor whose gradient is "
-            f"rounding noise, as a convolution's bias before a batch norm, differs by up to its whole update "
-            f"between any two correct runs). peak MiB: a warm step's peak above what was allocated before it (CUDA only).")
+            f"{NOISE_FACTOR:g}× eager's own distance from the same steps in float64; parameters whose gradient "
+            f"is rounding noise (float32 and float64 disagree on all of it, as on a convolution's bias before a "
+            f"batch norm) are not compared. peak MiB: a warm step's peak above what was allocated before it (CUDA only).")
 
 
 def render_legend(report: Report) -> str:

@@ -105,10 +105,12 @@ class TrainingWorkload:
         return torch.autocast(self.device.type, dtype=AMP_DTYPE)
 
     def loss(self, output: Any) -> torch.Tensor:
-        """Mean squared error of the differentiable outputs against fixed random targets: a loss every model
-        has, whose gradient reaches every weight (a mean of the outputs would give norms a zero one)."""
+        """Mean squared error of the differentiable outputs against fixed random targets, in the targets'
+        dtype (float32, or float64 for the exact run): a loss every model has, whose gradient reaches every
+        weight (the mean of a layer norm's output has none with respect to its input)."""
         tensors = tensors_of(output)
-        return sum(F.mse_loss(tensors[i].float(), target) for i, target in zip(self.loss_outputs, self.targets))
+        return sum(F.mse_loss(tensors[i].to(target.dtype), target)
+                   for i, target in zip(self.loss_outputs, self.targets))
 
     def loss_tolerance(self) -> zoo.Tolerance:
         return AMP_LOSS if self.amp else self.spec.tolerance
