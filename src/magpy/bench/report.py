@@ -253,7 +253,8 @@ def training_legend(report: Report) -> str:
             f"compiler's weights match when each tensor's is under {WEIGHT_RTOL:g} or its |w - w_eager| within "
             f"{NOISE_FACTOR:g}× eager's own distance from the same steps in float64; parameters whose gradient "
             f"is rounding noise (float32 and float64 disagree on all of it, as on a convolution's bias before a "
-            f"batch norm) are not compared. peak MiB: a warm step's peak above what was allocated before it (CUDA only).")
+            f"batch norm) are not compared. peak MiB: a warm step's peak above what was allocated before it "
+            f"(CUDA only).")
 
 
 def render_legend(report: Report) -> str:
