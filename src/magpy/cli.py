@@ -39,6 +39,11 @@ def _bench_parser(commands) -> None:
     bench.add_argument("--quick", action="store_true",
                        help="every model under eager and magpy, torch.compile on the three cheapest to compile "
                             "unless --backends names it; 1 thread, few rounds")
+    bench.add_argument("--train", action="store_true",
+                       help="time training steps (forward, loss, backward, AdamW step; the optimizer runs eagerly "
+                            "for every compiler) and check the loss and weights against eager's")
+    bench.add_argument("--amp", action="store_true",
+                       help="with --train: forward and loss under torch.autocast(device, dtype=torch.bfloat16)")
     bench.add_argument("--repeat", type=int, metavar="N", help="timed calls per measurement (max)")
     bench.add_argument("--warmup", type=int, metavar="N", help="untimed calls before timing")
     bench.add_argument("--timeout", type=float, metavar="S", help="limit per model and backend (0: none)")
@@ -71,7 +76,8 @@ def _bench(args: argparse.Namespace) -> int:
         return 0
     try:
         options = BenchOptions.build(
-            models=_names(args.models), backends=_names(args.backends), quick=args.quick, repeat=args.repeat,
+            models=_names(args.models), backends=_names(args.backends), quick=args.quick, train=args.train,
+            amp=args.amp, repeat=args.repeat,
             warmup=args.warmup, timeout=args.timeout, budget=args.budget, size=args.size, device=args.device,
             json_path=args.json, log_path=args.log or default_log_path(), plot_path=args.plot,
             threads=args.threads, fresh_cache=args.fresh_cache, progress=not args.no_progress,

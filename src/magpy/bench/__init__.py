@@ -8,7 +8,11 @@ noisy when the rounds disagree too much to tell::
     from magpy.bench import BenchOptions, run
     report = run(BenchOptions.build(models=["gpt", "lstm"], quick=True))
 
-Modules: options (what to run, quick/full defaults), harness (the loop), runners (one function per backend),
+``BenchOptions.build(train=True)`` (``bench --train``) times training steps instead, each checked by its loss
+and the weights it leaves.
+
+Modules: options (what to run, quick/full defaults), harness (the loop, in an inference or a training mode),
+runners (one function per backend), training (the training steps, their runners and checks),
 timing (interleaved rounds, deadlines, the run budget), noise (paired speedups, their spread, when a row is
 too noisy, the geomean), reasons (a failure as one line), report (rows, table, JSON), log (tracebacks and
 every round's times), plot (matplotlib chart), progress (the stderr bar).

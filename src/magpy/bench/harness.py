@@ -23,8 +23,9 @@ from .plot import plot_speedups
 from .progress import Progress
 from .reasons import full_story, short_reason
 from .report import ModelRow, Report, render_legend, render_notes, render_table, render_wrong
-from .runners import (NOT_AVAILABLE, RUNNERS, SKIPPED, WRONG, BackendResult, Workload, detached_copy,
-                      tf32_disabled, tf32_enabled)
+from . import training
+from .runners import (NOT_AVAILABLE, RUNNERS, SKIPPED, WRONG, BackendResult, NotApplicable, Workload,
+                      detached_copy, tf32_disabled, tf32_enabled)
 from .timing import Budget, Repeats, StepTimeout, deadline, interleaved_samples, synchronizer
 
 MIN_STEP_S = 2.0        # a compiler step is skipped when less than this is left of the budget
@@ -37,6 +38,8 @@ def describe_run(options: BenchOptions, device: torch.device) -> dict:
         "size": options.size,
         "device": str(device),
         "quick": options.quick,
+        "train": options.train,
+        "amp": options.amp,
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "python": platform.python_version(),
@@ -56,10 +59,40 @@ def skip_reason(options: BenchOptions, backend: str, model: str, budget: Budget)
     return None
 
 
+def reference_workload(name: str, options: BenchOptions, device: torch.device) -> Workload:
+    """The model's eager outputs, which every backend must reproduce."""
+    spec = zoo.get(name)
+    model, inputs = spec.make(options.size, device)
+    reference = detached_copy(model(*inputs))
+    workload = Workload(spec, options.size, device, reference, options.repeats, synchronizer(device))
+    if tf32_enabled(device):
+        with tf32_disabled():
+            model, inputs = workload.fresh()
+            workload.exact = detached_copy(model(*inputs))
+    return workload
+
+
+@dataclasses.dataclass(frozen=True)
+class Mode:
+    """What a run measures of each model: how its reference is made, the backends' preparers, whether
+    autograd records, and what is measured once the warm calls are timed."""
+
+    reference: Callable[[str, BenchOptions, torch.device], object]
+    runners: dict
+    grad: bool
+    after_timing: Callable[[dict, dict, object], None] | None = None
+
+
+INFERENCE = Mode(reference_workload, RUNNERS, grad=False)
+TRAINING = Mode(training.reference_workload, training.RUNNERS, grad=True,
+                after_timing=training.measure_peak_memory)
+
+
 @dataclasses.dataclass
 class Session:
     """What every step of one run reports to: its options, clock, progress bar, report, log and stderr."""
 
+    mode: Mode
     options: BenchOptions
     device: torch.device
     budget: Budget
@@ -79,19 +112,6 @@ def fail(result: BackendResult, error: BaseException, model: str, session: Sessi
         traceback.print_exception(error, file=session.err)
 
 
-def reference_workload(name: str, options: BenchOptions, device: torch.device) -> Workload:
-    """The model's eager outputs, which every backend must reproduce."""
-    spec = zoo.get(name)
-    model, inputs = spec.make(options.size, device)
-    reference = detached_copy(model(*inputs))
-    workload = Workload(spec, options.size, device, reference, options.repeats, synchronizer(device))
-    if tf32_enabled(device):
-        with tf32_disabled():
-            model, inputs = workload.fresh()
-            workload.exact = detached_copy(model(*inputs))
-    return workload
-
-
 def prepare_backend(backend: str, workload: Workload | None,
                     session: Session) -> tuple[BackendResult, Callable[[], object] | None]:
     """Compile and check one backend; its result, and the warm call to time when all went well."""
@@ -108,7 +128,7 @@ def prepare_backend(backend: str, workload: Workload | None,
     limit = options.step_timeout_s if backend == "eager" else budget.step_limit(options.step_timeout_s)
     try:
         with deadline(limit):
-            call = RUNNERS[backend](result, workload)
+            call = session.mode.runners[backend](result, workload)
     except Exception as error:     # one model/backend failing must never end the run
         fail(result, error, workload.spec.name, session)
         return result, None
@@ -163,13 +183,17 @@ def time_backends(results: dict[str, BackendResult], calls: dict[str, Callable[[
 def measure_model(name: str, session: Session) -> ModelRow:
     progress = session.progress
     progress.status(f"{name}: build")
+    row = ModelRow(name, session.options.size)
     try:
-        workload = reference_workload(name, session.options, session.device)
+        workload = session.mode.reference(name, session.options, session.device)
+    except NotApplicable as error:
+        row.results = {b: BackendResult(b, status=SKIPPED, reason=str(error)) for b in session.options.backends}
+        progress.advance(len(session.options.backends) + 1)
+        return row
     except Exception as error:
         workload = None
         session.report.notes.append(f"{name} failed to build or run eagerly: {short_reason(error)}")
         session.log.entry(name, "eager", "failed to build or run", full_story(error))
-    row = ModelRow(name, session.options.size)
     calls = {}
     for backend in session.options.backends:
         progress.start(f"{name}: {backend}")
@@ -180,6 +204,8 @@ def measure_model(name: str, session: Session) -> ModelRow:
     progress.start(f"{name}: timing {', '.join(calls) or 'nothing'}")
     if calls:
         time_backends(row.results, calls, workload, session)
+        if session.mode.after_timing is not None:
+            session.mode.after_timing(row.results, calls, workload)
     progress.advance()
     return row
 
@@ -243,7 +269,8 @@ def preface_notes(options: BenchOptions, report: Report) -> None:
 
 def publish(report: Report, options: BenchOptions, elapsed_s: float, out: TextIO, err: TextIO) -> None:
     meta = report.meta
-    print(f"MagPy bench · size {meta['size']} · {meta['device']} · {meta['threads']} threads · "
+    kind = ("train (bf16 autocast) · " if meta.get("amp") else "train · ") if meta.get("train") else ""
+    print(f"MagPy bench · {kind}size {meta['size']} · {meta['device']} · {meta['threads']} threads · "
           f"torch {meta['torch']} · Python {meta['python']}{' · quick' if options.quick else ''} · "
           f"{elapsed_s:.0f} s", file=out)
     for part in (render_table(report), render_legend(report), render_wrong(report), render_notes(report)):
@@ -280,9 +307,10 @@ def run(options: BenchOptions, out: TextIO | None = None, err: TextIO | None = N
     log.write(json.dumps(report.meta))
     budget = Budget(options.budget_s)
     progress = Progress(len(options.models) * (len(options.backends) + 1), stream=err, enabled=options.progress)
-    session = Session(options, device, budget, progress, report, log, err)
+    mode = TRAINING if options.train else INFERENCE
+    session = Session(mode, options, device, budget, progress, report, log, err)
     try:
-        with torch.no_grad(), fresh_caches(options.fresh_cache), \
+        with torch.set_grad_enabled(mode.grad), fresh_caches(options.fresh_cache), \
                 (contextlib.nullcontext() if options.verbose else quiet_compilers()):
             for name in options.models:
                 report.rows.append(measure_model(name, session))

@@ -28,6 +28,9 @@ QUICK_REPEATS = Repeats(warmup=2, repeat=25, min_repeat=9, budget_s=0.3, limit_s
 QUICK_THREADS = 1
 QUICK_BUDGET_S = None            # --quick times every model: no run budget skips one (--budget sets one)
 QUICK_STEP_TIMEOUT_S = 90.0      # a hang guard: the slowest first compile in --quick takes ~20 s here
+# --train --quick: a first step compiles the forward and the backward, and checks a few steps (densenet's
+# took 37 s here for magpy, machine loaded)
+QUICK_TRAIN_STEP_TIMEOUT_S = 240.0
 FULL_STEP_TIMEOUT_S = 1800.0
 
 
@@ -51,6 +54,8 @@ class BenchOptions:
     size: str = "small"
     device: str = "cpu"
     quick: bool = False
+    train: bool = False                                   # time training steps instead of inference calls
+    amp: bool = False                                     # --train: forward and loss under bf16 autocast
     repeats: Repeats = field(default_factory=Repeats)
     step_timeout_s: float | None = FULL_STEP_TIMEOUT_S    # per model and backend
     budget_s: float | None = None                         # for the whole run
@@ -65,12 +70,15 @@ class BenchOptions:
 
     @classmethod
     def build(cls, *, models=None, backends=None, quick=False, repeat=None, warmup=None, timeout=None,
-              budget=None, threads=None, **rest) -> "BenchOptions":
+              budget=None, threads=None, train=False, amp=False, **rest) -> "BenchOptions":
         """Options with the defaults of a quick or a full run filled in for everything left as None.
 
         ``timeout`` / ``budget`` of 0 mean no limit. Eager is always added: it is the baseline every other
-        backend is checked against and divided by. Raises BenchError for unknown models or backends.
+        backend is checked against and divided by. Raises BenchError for unknown models or backends, or for
+        ``amp`` without ``train``.
         """
+        if amp and not train:
+            raise BenchError("--amp applies to training steps: add --train")
         models = list(models) if models else zoo.names()
         unknown = [m for m in models if m not in zoo.REGISTRY]
         if unknown:
@@ -84,7 +92,8 @@ class BenchOptions:
         if quick:
             repeats = QUICK_REPEATS
             subset = None if backends else quick_inductor_models(models)
-            limits = dict(step_timeout_s=QUICK_STEP_TIMEOUT_S, budget_s=QUICK_BUDGET_S, inductor_models=subset)
+            limits = dict(step_timeout_s=QUICK_TRAIN_STEP_TIMEOUT_S if train else QUICK_STEP_TIMEOUT_S,
+                          budget_s=QUICK_BUDGET_S, inductor_models=subset)
             threads = threads or QUICK_THREADS
         else:
             repeats = Repeats()
@@ -97,4 +106,5 @@ class BenchOptions:
             limits["step_timeout_s"] = timeout or None
         if budget is not None:
             limits["budget_s"] = budget or None
-        return cls(models=models, backends=chosen, quick=quick, repeats=repeats, threads=threads, **limits, **rest)
+        return cls(models=models, backends=chosen, quick=quick, train=train, amp=amp, repeats=repeats,
+                   threads=threads, **limits, **rest)

@@ -12,6 +12,7 @@ from typing import Callable
 from .noise import NOISY_MIN_ROUNDS, NOISY_SPREAD, Geomean, Speedup, geomean, paired_speedup
 from .reasons import NOTE_WIDTH, one_line
 from .runners import OK, SKIPPED, WRONG, BackendResult
+from .training import CHECK_STEPS, LEARNING_RATE, NOISE_FACTOR, WEIGHT_RTOL
 
 REASON_WIDTH = 34
 NOISY_MARK = "~"
@@ -129,16 +130,23 @@ def speedup_text(value: float, spread: float, noisy: bool) -> str:
     return f"{NOISY_MARK if noisy else ''}{value:.2f}× ±{spread:.{digits}%}"
 
 
-def _speedup_cell(backend: str) -> Callable[[ModelRow], str]:
+def _speedup_cell(backend: str, why: bool = False) -> Callable[[ModelRow], str]:
+    """The speedup; for a wrong backend "WRONG". With ``why`` (a table without time columns, which say these
+    there) a backend that did not run correctly shows its reason, and one that ran (part of) the program
+    eagerly says so."""
     def cell(row: ModelRow) -> str:
         result = row.results.get(backend)
+        if result is not None and why and result.status != OK:
+            return status_text(result)
         if result is not None and result.status == WRONG:
             return "WRONG"
         stats = row.speedup_stats(backend)
         if stats is None:
             speedup = row.speedup(backend)
-            return "—" if speedup is None else f"{speedup:.2f}×"
-        return speedup_text(stats.value, stats.spread, stats.noisy is not None)
+            text = "—" if speedup is None else f"{speedup:.2f}×"
+        else:
+            text = speedup_text(stats.value, stats.spread, stats.noisy is not None)
+        return text + (" (fallback)" if why and result is not None and result.fallbacks else "")
     return cell
 
 
@@ -172,6 +180,36 @@ def columns(backends: list[str]) -> list[Column]:
     return cols
 
 
+def _side_by_side(backends: list[str], name: str, render: Callable) -> Callable[[ModelRow], str]:
+    """One field of several backends in one cell, ``a / b``."""
+    def cell(row: ModelRow) -> str:
+        results = [row.results.get(b) for b in backends]
+        return " / ".join("—" if r is None else render(getattr(r, name)) for r in results)
+    return cell
+
+
+def _relative(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0e}"
+
+
+def _mib(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f}"
+
+
+def training_columns(backends: list[str]) -> list[Column]:
+    """The columns of ``bench --train``: step time, speedups, first steps, weights, peak memory."""
+    compilers = [b for b in backends if b != "eager"]
+    listed = " / ".join(compilers)
+    cols = [Column("model", lambda row: row.model, left=True), Column("eager ms", _time_cell("eager"))]
+    cols += [Column(f"{b} ×", _speedup_cell(b, why=True), speedup_of=b) for b in compilers]
+    if compilers:
+        seconds = _side_by_side(compilers, "first_call_s", lambda v: _number(v, 1))
+        cols += [Column(f"first step s ({listed})", seconds),
+                 Column(f"weights Δ ({listed})", _side_by_side(compilers, "weights_rel_diff", _relative))]
+    cols.append(Column(f"peak MiB ({' / '.join(backends)})", _side_by_side(backends, "peak_memory_mib", _mib)))
+    return cols
+
+
 def geomean_text(summary: Geomean) -> str:
     if summary.value is None:
         return "—"
@@ -180,7 +218,7 @@ def geomean_text(summary: Geomean) -> str:
 
 
 def render_table(report: Report) -> str:
-    cols = columns(report.backends)
+    cols = training_columns(report.backends) if report.meta.get("train") else columns(report.backends)
     lines = [[c.header for c in cols]]
     lines += [[c.cell(row) for c in cols] for row in report.rows]
     if report.compilers():
@@ -206,14 +244,28 @@ def render_table(report: Report) -> str:
     return "\n".join(body)
 
 
+def training_legend(report: Report) -> str:
+    amp = " under bf16 autocast" if report.meta.get("amp") else ""
+    return (f"step: forward and loss{amp} (mean squared error of the outputs against fixed random targets), "
+            f"backward, AdamW (lr {LEARNING_RATE:g}); the optimizer step runs eagerly for every compiler. "
+            f"first step: its compile of forward and backward included. weights Δ: after {CHECK_STEPS} steps, "
+            f"the largest over parameters and buffers of |w - w_eager| / |w_eager - w_initial| (2-norms); a "
+            f"compiler's weights match when each tensor's is under {WEIGHT_RTOL:g} or its |w - w_eager| within "
+            f"{NOISE_FACTOR:g}× eager's own distance from the same steps in float64; parameters whose gradient "
+            f"is rounding noise (float32 and float64 disagree on all of it, as on a convolution's bias before a "
+            f"batch norm) are not compared. peak MiB: a warm step's peak above what was allocated before it "
+            f"(CUDA only).")
+
+
 def render_legend(report: Report) -> str:
     """What the speedup columns and their marks mean."""
     if not report.compilers():
         return ""
-    return (f"×: median over interleaved rounds of eager's time / the compiler's in the same round; ±: half the "
-            f"interquartile range of those ratios. {NOISY_MARK}: too noisy to tell (±{NOISY_SPREAD:.0%} or more, or "
-            f"fewer than {NOISY_MIN_ROUNDS} rounds), left out of the geomean, whose ± comes from resampling "
-            f"rounds; (k/n): the geomean is over k of the n rows timed.")
+    speedups = (f"×: median over interleaved rounds of eager's time / the compiler's in the same round; ±: half "
+                f"the interquartile range of those ratios. {NOISY_MARK}: too noisy to tell (±{NOISY_SPREAD:.0%} or "
+                f"more, or fewer than {NOISY_MIN_ROUNDS} rounds), left out of the geomean, whose ± comes from "
+                f"resampling rounds; (k/n): the geomean is over k of the n rows timed.")
+    return training_legend(report) + "\n" + speedups if report.meta.get("train") else speedups
 
 
 def mismatch_text(result: BackendResult) -> str:

@@ -26,6 +26,11 @@ class Unavailable(Exception):
     """The backend cannot run here; the message is the short reason shown in the table."""
 
 
+class NotApplicable(Exception):
+    """The model cannot be measured this way (nothing to train); the message is the reason every backend's
+    cell shows."""
+
+
 @dataclass
 class BackendResult:
     backend: str
@@ -44,6 +49,10 @@ class BackendResult:
     fallbacks: int | None = None         # magpy: calls (or parts) it ran eagerly instead of compiled
     warnings: list[str] = field(default_factory=list)   # what the compiler warned about while compiling
     max_abs_err: float | None = None
+    loss_err: float | None = None        # training: first loss's distance from eager's
+    weights_rel_diff: float | None = None   # training: largest distance from eager's weights after the
+                                            # checked steps, relative to how far eager's steps moved them
+    peak_memory_mib: float | None = None    # training on CUDA: a warm step's peak above what was allocated
 
     @property
     def ok(self) -> bool:
@@ -201,13 +210,27 @@ def magpy_stats(compiled):
         return getattr(inner, "stats", None)
 
 
-def prepare_magpy(result: BackendResult, workload: Workload):
+@contextlib.contextmanager
+def recording_warnings(result: BackendResult):
+    """Keep the first line of every distinct warning of the body on ``result`` (the compiler's, to report)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            return compile_with_magpy(result, workload)
+            yield
         finally:
             result.warnings = list(dict.fromkeys(str(w.message).splitlines()[0] for w in caught))
+
+
+def record_magpy_stats(result: BackendResult, compiled) -> None:
+    stats = magpy_stats(compiled)
+    result.graphs = getattr(stats, "graphs", None)
+    result.graph_breaks = getattr(stats, "graph_breaks", None)
+    result.fallbacks = getattr(stats, "fallbacks", None)
+
+
+def prepare_magpy(result: BackendResult, workload: Workload):
+    with recording_warnings(result):
+        return compile_with_magpy(result, workload)
 
 
 def compile_with_magpy(result: BackendResult, workload: Workload):
@@ -236,27 +259,35 @@ def compile_with_magpy(result: BackendResult, workload: Workload):
     output, result.first_call_s = timed_call(call, workload.sync)
     if result.capture_s is not None:
         result.compile_s = max(result.first_call_s - result.capture_s, 0.0)
-    stats = magpy_stats(compiled)
-    result.graphs = getattr(stats, "graphs", None)
-    result.graph_breaks = getattr(stats, "graph_breaks", None)
-    result.fallbacks = getattr(stats, "fallbacks", None)
+    record_magpy_stats(result, compiled)
     return checked(result, call, output, workload)
 
 
-def prepare_inductor(result: BackendResult, workload: Workload):
+def compile_with_inductor(model):
+    """``torch.compile(model)`` with Dynamo's caches and counters emptied, so its stats are this model's."""
     import torch._dynamo
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
     counters.clear()
-    model, inputs = workload.fresh()
-    compiled = torch.compile(model)
-    call = lambda: compiled(*inputs)
-    output, result.first_call_s = timed_call(call, workload.sync)
-    result.compile_s = result.first_call_s
+    return torch.compile(model)
+
+
+def record_inductor_stats(result: BackendResult) -> None:
+    from torch._dynamo.utils import counters
+
     # Graphs only: Dynamo may skip a whole frame at a break inside a loop and compile its callees instead,
     # so it has no break count comparable with ours.
     result.graphs = counters["stats"]["unique_graphs"]
+
+
+def prepare_inductor(result: BackendResult, workload: Workload):
+    model, inputs = workload.fresh()
+    compiled = compile_with_inductor(model)
+    call = lambda: compiled(*inputs)
+    output, result.first_call_s = timed_call(call, workload.sync)
+    result.compile_s = result.first_call_s
+    record_inductor_stats(result)
     return checked(result, call, output, workload)
 
 
