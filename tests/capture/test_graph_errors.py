@@ -231,3 +231,27 @@ def test_effects_before_a_drawn_condition_wait_for_its_check(backend):
                          backend=backend)
     expect(stats, graph_breaks=0, fallbacks=0, graph_errors=0)
     assert stats.compiles <= 2
+
+
+class NormThenBranch(torch.nn.Module):
+    """(BlockDrop in training: a policy after batch norm decides which way the rest goes)"""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = torch.nn.BatchNorm1d(3)
+
+    def forward(self, x):
+        h = self.bn(x)
+        if h[0, 0] > 0:          # (the running statistics move in the same graph: checked after it)
+            return h * 2
+        return h - 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_branch_after_batch_norm_in_training_puts_the_statistics_back_when_it_goes_the_other_way(backend):
+    from twin import twins
+
+    torch.manual_seed(0)
+    stats = differential(twins(NormThenBranch()), [Call((torch.randn(4, 3),)) for _ in range(8)], backend=backend)
+    expect(stats, graph_breaks=0, fallbacks=0, graph_errors=0)
+    assert stats.compiles <= 2

@@ -103,14 +103,17 @@ def written_placeholders(graph) -> set:
     for n in graph.nodes:
         if n.op not in ("call_function", "call_method") or not _impure(n):
             continue
-        if writes(n) and n.args:
-            targets = n.args[:1]
-        elif "norm" in _name(n):
-            targets = n.args[1:5]  # (the running statistics, wherever the overload puts them)
-        else:
-            targets = [n.kwargs.get("out")]
-        written.update(b for b in map(_base, targets) if isinstance(b, fx.Node) and b.op == "placeholder")
+        written.update(b for b in map(_base, _written_targets(n)) if isinstance(b, fx.Node) and b.op == "placeholder")
     return written
+
+
+def _written_targets(n):
+    """What the impure op ``n`` writes into (its arguments)."""
+    if writes(n) and n.args:
+        return n.args[:1]
+    if "norm" in _name(n):
+        return n.args[1:5]  # (the running statistics, wherever the overload puts them)
+    return [n.kwargs.get("out")]
 
 
 def checkable(graph):
@@ -121,12 +124,12 @@ def checkable(graph):
 
 
 def _writes_input(node):
-    """An in-place op (``x.add_(1)``, ``x[i] = v``) writing into a graph input (through views too)."""
-    if node.op not in ("call_function", "call_method") or not node.args or not writes(node) or \
-            "out" in node.kwargs:
+    """An op writing only into graph inputs (through views too): in place (``x.add_(1)``, ``x[i] = v``), or
+    a norm in training updating its running statistics."""
+    if node.op not in ("call_function", "call_method") or not node.args or "out" in node.kwargs:
         return False
-    base = _base(node.args[0])
-    return isinstance(base, fx.Node) and base.op == "placeholder"
+    bases = [_base(t) for t in _written_targets(node) if isinstance(t, fx.Node)]
+    return bool(bases) and all(isinstance(b, fx.Node) and b.op == "placeholder" for b in bases)
 
 
 def ancestry(nodes):
