@@ -255,3 +255,20 @@ def test_a_branch_after_batch_norm_in_training_puts_the_statistics_back_when_it_
     stats = differential(twins(NormThenBranch()), [Call((torch.randn(4, 3),)) for _ in range(8)], backend=backend)
     expect(stats, graph_breaks=0, fallbacks=0, graph_errors=0)
     assert stats.compiles <= 2
+
+
+def test_a_condition_rerun_that_raises_prints_nothing_of_ours(capfd):
+    # (the guard reruns ``x[idx].sum() > 0`` on the new index: it raises, and the call raises as eager does,
+    # with no traceback of a generated graph on stderr)
+    def fn(x, idx):
+        if x[idx].sum() > 0:
+            return x * 2
+        return x
+
+    compiled = magpy.compile(fn)
+    x = torch.arange(1.0, 6.0)
+    compiled(x, torch.tensor([1, 2]))
+    capfd.readouterr()
+    with pytest.raises(IndexError, match="index 9 is out of bounds"):
+        compiled(x, torch.tensor([1, 9]))
+    assert capfd.readouterr().err == ""

@@ -250,6 +250,8 @@ def equals_values(tensor, values):
 
 
 def holds(predicate, *inputs):
-    """Run a predicate graph on this call's values (no autograd: it only decides a branch)."""
+    """Run a predicate graph on this call's values (no autograd: it only decides a branch). Its generated
+    ``forward`` is called, not the module: fx's module call prints its own traceback to stderr when the
+    graph raises (an index past the end on this call's data), where the call then runs as eager does."""
     with torch.no_grad():
-        return predicate(*inputs)
+        return predicate.forward(*inputs)

@@ -221,8 +221,10 @@ def record_fallback(gm, reason: str) -> CompileReport:
 
 
 def _eager_callable(gm):
+    forward = gm.forward   # (not the module: its call prints fx's own traceback when the graph raises)
+
     def run_eagerly(*args):
-        return gm(*args)
+        return forward(*args)
 
     return run_eagerly
 
