@@ -229,8 +229,7 @@ class CompiledFunction:
         self.stats.count("eager_calls")
         result = self.fn(*args, **kwargs)
         error = raised.error
-        self.stats.last_graph_error = error
-        self.stats.count("graph_errors")
+        self.stats.graph_error(error)
         if os.environ.get("MAGPY_STRICT") == "1":
             raise RuntimeError(f"magpy: the compiled graph of {self.name} raised where eager "
                                f"did not") from error

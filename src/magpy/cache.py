@@ -39,6 +39,11 @@ class Stats:
         with _CHANGING:
             setattr(self, name, getattr(self, name) + n)
 
+    def graph_error(self, error):
+        """One more call whose graph raised where eager did not (``error``)."""
+        self.last_graph_error = error
+        self.count("graph_errors")
+
     def hit(self):
         """One more call, answered from the cache (the hot path: one lock for both counters)."""
         with _CHANGING:
@@ -63,10 +68,9 @@ class ChildStats(Stats):
         if name in self.SHARED:
             self.parent.count(name, n)
 
-    def __setattr__(self, name, value):
-        super().__setattr__(name, value)
-        if name == "last_graph_error" and "parent" in self.__dict__:   # (what the user's own stats show after a break, too)
-            self.parent.last_graph_error = value
+    def graph_error(self, error):
+        super().graph_error(error)
+        self.parent.last_graph_error = error   # (what the user's own stats show after a break, too)
 
 
 class Cache:
