@@ -765,3 +765,37 @@ def test_a_closure_made_by_the_call_is_not_the_first_calls():
     for n in (2, 3, 4):
         out, g = compiled(torch.ones(1), n)
         assert g(10) == 10 * n and torch.equal(out, torch.full((1,), 2.0))
+
+
+class _FakeQuantized(nn.Module):
+    """Quantization-aware training's shape: a float scale read from a buffer, bounds computed from it
+    in the forward, gradients masked by them in the backward."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor(0.05))
+
+    def forward(self, x):
+        s = self.scale.item()
+        return torch.clamp(x, -127 * s, 127 * s) * (1 / 255 + s)
+
+
+def test_floats_the_forward_computes_from_an_item_reach_the_backward_graph_compiled():
+    from magpy.codegen import mark, reports
+
+    since = mark()
+    eager, compiled_module = _FakeQuantized(), _FakeQuantized()
+    compiled = magpy.compile(compiled_module, backend="magpy")
+    for scale in (0.05, 0.02, 0.1):
+        eager.scale.fill_(scale)
+        compiled_module.scale.fill_(scale)
+        x = torch.randn(4, 64) * 10
+        xe, xc = x.clone().requires_grad_(), x.clone().requires_grad_()
+        eager(xe).pow(2).sum().backward()
+        out = compiled(xc)
+        out.pow(2).sum().backward()
+        torch.testing.assert_close(out, eager(x))
+        torch.testing.assert_close(xc.grad, xe.grad)
+    made = reports(since=since)
+    assert len(made) == 2   # the forward and the backward, once for every scale
+    assert all(r.graph_fallback is None and r.kernels for r in made), [r.graph_fallback for r in made]

@@ -211,14 +211,16 @@ class GraphLowering:
         self.outputs = self._output(output_node.args[0])
         return self
 
+    def _int_input(self, position, value):
+        value = self.sizes.expr(value)
+        self.sizes.add_int_input(position, value)
+        return value
+
     def _placeholder(self, position, node, example):
         meta = node.meta.get("val")
-        for kind, read, note in ((torch.SymInt, self.sizes.expr, self.sizes.add_int_input),
-                                 (torch.SymFloat, self.sizes.scalar, self.sizes.add_float_input)):
+        for kind, note in ((torch.SymInt, self._int_input), (torch.SymFloat, self.sizes.add_float_input)):
             if isinstance(meta, kind) or isinstance(example, kind):  # (a number the wrapper reads at call time)
-                value = read(meta if isinstance(meta, kind) else example)
-                note(position, value)
-                self.env[node] = value
+                self.env[node] = note(position, meta if isinstance(meta, kind) else example)
                 self.inputs.append(None)
                 return
         if not isinstance(example, torch.Tensor):

@@ -90,9 +90,10 @@ def render_float(tree, size) -> str:
 
 
 def is_float_symbol(symbol) -> bool:
-    """True for a float input's symbol of torch's ShapeEnv (``zf0``, ``zf1``, ...) or a quotient of sizes
-    the wrapper computes (``zq0``): a kernel's ``double`` argument."""
-    return symbol.name[:2] in ("zf", "zq") and symbol.name[2:].isdigit()
+    """True for a float input's symbol of torch's ShapeEnv (``zf0``, ``zf1``, ...), a float input that is
+    an expression of them (``zi0``) or a quotient of sizes the wrapper computes (``zq0``): a kernel's
+    ``double`` argument."""
+    return symbol.name[:2] in ("zf", "zi", "zq") and symbol.name[2:].isdigit()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,6 +238,9 @@ class GraphSizes:
         self.assertions: list = []  # torch relations the graph asserts of sizes made from data
         self.numbers: list[sympy.Expr] = []  # int arithmetic the graph computes as numbers (``n * m``)
         self._strides: list[tuple[sympy.Symbol, SizeSource]] = []
+        # float inputs that are expressions of floats from outside (``127*zf4``: a backward graph is given
+        # what the forward computed from them, not the floats) -> the symbol standing for each
+        self._float_inputs: dict[sympy.Expr, sympy.Symbol] = {}
 
     def scalar(self, value):
         """A SymInt (as ``expr``) or SymFloat (a ``SizeAsFloat``) result of the graph."""
@@ -244,7 +248,7 @@ class GraphSizes:
             constant = value.node.maybe_as_float()
             if constant is not None:
                 return constant
-            expr = value.node.expr
+            expr = self._over_float_inputs(value.node.expr)
             if isinstance(expr, _torch_functions().ToFloat):
                 return SizeAsFloat(self._number(self.expr(expr.args[0])))
             arithmetic = self._float_arithmetic(expr)
@@ -368,12 +372,33 @@ class GraphSizes:
             self.symbolic.append(f"in{position}={value}")
             self._source(value, SizeSource(position, "value"))
 
-    def add_float_input(self, position: int, value) -> None:
-        """Note the float input at ``position``: a ``SizeAsFloat`` of its symbol, or a number
-        (the trace fixed it)."""
-        if isinstance(value, SizeAsFloat):
-            self.symbolic.append(f"in{position}={value.size}")
-            self._source(value.size, SizeSource(position, "value"))
+    def add_float_input(self, position: int, value):
+        """Note the float input at ``position`` (a float or SymFloat) and return the value the graph
+        reads: a number (the trace fixed it) or a ``SizeAsFloat`` of its symbol. A float input that is an
+        expression of floats from outside (``127*zf4``: a backward graph is given what the forward
+        computed from them) gets a symbol of its own (``zi0``), which later floats are written over."""
+        if not isinstance(value, torch.SymFloat):
+            return value
+        constant = value.node.maybe_as_float()
+        if constant is not None:
+            return constant
+        expr = value.node.expr
+        self.symbolic.append(f"in{position}={expr}")
+        if not isinstance(expr, sympy.Symbol):
+            expr = self._float_inputs.setdefault(expr, sympy.Symbol(f"zi{len(self._float_inputs)}"))
+        self._source(expr, SizeSource(position, "value"))
+        return SizeAsFloat(expr)
+
+    def _over_float_inputs(self, expr):
+        """``expr`` with the float inputs that are expressions replaced by their symbols (exactly where
+        one occurs as it is; ``-127*zf4`` over an input ``127*zf4`` is ``-zi0``, a negation)."""
+        for given, symbol in self._float_inputs.items():
+            if expr == given:
+                return symbol
+            if not given.free_symbols <= expr.free_symbols:
+                continue
+            expr = expr.subs(given, symbol)
+        return expr
 
     def _source(self, expr, source: SizeSource) -> None:
         if isinstance(expr, sympy.Symbol) and expr not in self.sources:
