@@ -94,8 +94,18 @@ def _aten_compiler(gm, example_inputs, mode=None, compiled=None, autotune=False)
     fn = compile_aten_graph(gm, example_inputs, mode=mode, autotune=autotune)
     if compiled is not None:
         compiled.append(fn.magpy_report)
-    # AOTAutograd calls compiled graphs with one list argument ("boxed").
-    return make_boxed_func(fn)
+    # AOTAutograd calls compiled graphs with one list argument ("boxed"), which a generated wrapper empties
+    # to free the inputs as it goes.
+    if not hasattr(fn, "boxed"):
+        return make_boxed_func(fn)
+    boxed = fn.boxed
+
+    def run_boxed(args):
+        return boxed(args)
+
+    run_boxed._boxed_call = True
+    run_boxed.magpy_report = fn.magpy_report
+    return run_boxed
 
 
 @register_backend("magpy")
@@ -181,12 +191,17 @@ def _compile_for_device(gm, example_inputs, options: dict):
     from ..codegen.decompositions import decomposition_table
     from .symbolic import floats_kept
 
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
     forward = []
     autotune = options.get("autotune", False)
     backend = aot_autograd(
         fw_compiler=functools.partial(_aten_compiler, mode=mode, compiled=forward, autotune=autotune),
         bw_compiler=functools.partial(_aten_compiler, mode=mode, autotune=autotune),
         decompositions=decomposition_table(mode),
+        # What the backward needs of the forward: the fewest bytes to save, recomputing in the backward's
+        # fused kernels what pointwise ops make cheaply (as Inductor's), not every intermediate it reads.
+        partition_fn=min_cut_rematerialization_partition,
     )
     with LOCK, floats_kept(example_inputs):
         compiled = backend(gm, example_inputs)

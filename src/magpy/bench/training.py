@@ -47,6 +47,12 @@ NOISY_GRADIENT = 0.5
 WEIGHT_RTOL = 2e-2
 AMP_DTYPE = torch.bfloat16
 AMP_LOSS = zoo.Tolerance(rtol=2e-2, atol=2e-2)
+# Under bf16 autocast a gradient element near zero takes its sign from the rounding, and AdamW moves the weight
+# by the full update either way: Inductor's bias and layer-norm weights on gpt and bert (large, H200) differ
+# from eager's by up to 1e-1 of eager's change after three steps, where eager is nearer float64 than a quarter
+# of that. A wrong gradient still moves weights by the order of the update (about 1), and one wrong in a
+# hundredth of a tensor's elements by about 0.2.
+AMP_WEIGHT_RTOL = 0.15
 
 
 @dataclass
@@ -225,7 +231,8 @@ def weights_match(result: BackendResult, state: dict[str, torch.Tensor], workloa
     reference, initial = workload.reference, workload.initial.state_dict()
     # A model whose outputs are only good to a wider tolerance (fake quantization's rounding) gets a floor
     # as much wider.
-    floor = WEIGHT_RTOL * max(1.0, workload.spec.tolerance.rtol / zoo.Tolerance().rtol)
+    floor = (AMP_WEIGHT_RTOL if workload.amp else WEIGHT_RTOL) * max(1.0, workload.spec.tolerance.rtol /
+                                                                      zoo.Tolerance().rtol)
     worst, failed = 0.0, []
     for name, expected in reference.state.items():
         if name in reference.noise:

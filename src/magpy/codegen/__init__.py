@@ -290,7 +290,9 @@ def _build(gm, lowering, report, mode, fuse, eager, started, autotune=False):
 def _exec_wrapper(source: str, namespace: dict, report: CompileReport) -> Callable:
     code = compile(source, f"<magpy wrapper {report.graph_id}>", "exec")
     exec(code, namespace)
-    return namespace["call"]
+    call = namespace["call"]
+    call.boxed = namespace["call_boxed"]   # (takes AOTAutograd's list of inputs, and empties it)
+    return call
 
 
 def _cpp_kernels(kernels, lowering, outputs, mode):

@@ -402,7 +402,11 @@ class TritonGraph:
         self.tries = 0
 
     def __call__(self, *args):
-        result = self.run(*args)
+        return self.boxed(list(args))
+
+    def boxed(self, args: list):
+        """Run on the list of inputs AOTAutograd gives, which the wrapper empties (``call_boxed``)."""
+        result = self.run.boxed(args)
         if self.bind is not None:
             self.tries += 1
             direct = self.bind()

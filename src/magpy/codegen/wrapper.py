@@ -199,6 +199,13 @@ class WrapperWriter:
         n_extern = sum(isinstance(it, ExternCall) for it in items)
         out.append(f"# {n_kernels} kernels, {n_extern} extern calls")
         out.append("def call(*args):")
+        out.append("    return call_boxed(list(args))")
+        out.append("")
+        # Boxed, as AOTAutograd calls a graph: the caller's list is emptied once nothing can fall back to
+        # eager, and each input dropped after its last use, so a backward frees the activations it was given
+        # as it goes, as eager's autograd does.
+        out.append("def call_boxed(args):")
+        self.inputs_text = ", ".join(names)
         if names:
             out.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
         sources = low.sizes.sources
@@ -210,7 +217,7 @@ class WrapperWriter:
             out.append("    try:")
             out.extend(f"        {line}" for line in self._size_reads(names))
             out.append("    except (ValueError, IndexError):")
-            out.append("        return _eager(*args)")
+            out.append(f"        return _eager({self.inputs_text})")
         checks = []
         for position, name in enumerate(low.inputs):
             if name is None:
@@ -234,20 +241,24 @@ class WrapperWriter:
         if checks:
             out.append("    # Kernels are specialised to these sizes and strides.")
             out.append("    if " + " or ".join(checks) + ":")
-            out.append("        return _eager(*args)")
+            out.append(f"        return _eager({self.inputs_text})")
         guards = low.sizes.guard_checks()
         if guards:
             for name, value in guard_namespace().items():
                 self.namespace.setdefault(name, value)
             out.append("    # What the graph's trace assumed of its sizes (the ShapeEnv's guards).")
             out.append("    if not (" + " and ".join(guards) + "):")
-            out.append("        return _eager(*args)")
+            out.append(f"        return _eager({self.inputs_text})")
         self._check_relations()
         if self.direct:
             self._direct_prologue(general)
         last_use = self._last_uses()
         outputs = self._output_names()
-        keep = set(outputs) | {n for n in low.inputs if n} | set(low.constants) | {ERROR_FLAG}
+        keep = set(outputs) | set(low.constants) | {ERROR_FLAG}
+        if self.unchecked:  # (a check after some kernels may still run the graph eagerly, on every input)
+            keep |= {n for n in low.inputs if n}
+        else:
+            out.append("    args.clear()")
         for i, item in enumerate(items):
             if isinstance(item, Kernel):
                 self._kernel(item)
@@ -294,7 +305,7 @@ class WrapperWriter:
         texts = [self.relation(r) for r in ready]
         self.lines.append("    # What the trace recorded of the sizes from data (eager raises where it asserted).")
         self.lines.append("    if not (" + " and ".join(texts) + "):")
-        self.lines.append("        return _eager(*args)")
+        self.lines.append(f"        return _eager({self.inputs_text})")
 
     def _size_reads(self, names) -> list[str]:
         """Statements binding each size symbol: a tensor's sizes unpacked at once."""
@@ -408,7 +419,7 @@ class WrapperWriter:
         out.append("    # Kernels launched directly were compiled for 16-byte aligned pointers.")
         aligned = f"({' | '.join(f'{n}.data_ptr()' for n in order)}) & 15 or " if order else ""
         out.append(f"    if {aligned}_current_device() != {device}:")
-        out.append("        return _general(*args)")
+        out.append(f"        return _general({self.inputs_text})")
         out.append(f"    stream = _raw_stream({device})")
 
     def _pointer_roots(self) -> dict:
