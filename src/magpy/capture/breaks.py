@@ -92,7 +92,10 @@ class Breaks:
 
     def splittable(self):
         """Can the root frame be split where it is now? (not inside an except block: a resume function
-        cannot take over the exception being handled)"""
+        cannot take over the exception being handled; not inside a torch-function mode's region: the
+        modes the program entered are the VM's, which a resume function would run without)"""
+        if self.in_mode_region():
+            return False
         state = self.vm.exc_state
         while state is not None:
             if state.value is not None:
