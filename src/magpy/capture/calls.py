@@ -28,6 +28,7 @@ from .iteration import (_elements, _module_sequence, chain_contents, chains, com
 from .builtin_methods import BuiltinMethods
 from .lookasides import _BOOKKEEPING
 from .function_modes import STACK_FUNCTIONS
+from .vmap import _vmap_impl
 
 
 
@@ -133,6 +134,8 @@ class Calls(BuiltinMethods):
             return None
         if fn in STACK_FUNCTIONS:
             return self.stack_result(fn, result)
+        if fn is _vmap_impl:
+            return None  # (its lookaside recorded the node computing the result: ``vmap``)
         prov = self.contract_call(fn, args, arg_provs, kwargs, kw_provs, result)
         if prov is not _NOT_WRITTEN:  # (a function marked for torch's compiler, a memoized one)
             return prov

@@ -24,6 +24,13 @@ def _run_natively(target):
 for _target in (inspect.signature,):
     register_lookaside(_target, _run_natively(_target))
 
+# ``SomeFunction.apply`` (a custom autograd.Function) runs natively: the call is one graph op (``calls``), and
+# its Python preamble (binding defaults through ``inspect.signature`` where ``setup_context`` is defined, the
+# functorch path under ``torch.vmap``) is torch's own bookkeeping, not the program's.
+_function_apply = torch.autograd.Function.apply.__func__
+register_lookaside(_function_apply, _run_natively(_function_apply))
+
+
 def _checkpoint_as_call(vm, args, kwargs):
     """``torch.utils.checkpoint.checkpoint(fn, *args)`` runs as ``fn(*args)``: the same values and
     gradients (activations are kept rather than recomputed in backward). Its own options are dropped;

@@ -54,10 +54,12 @@ from .conditions import Conditions
 from .templates import Templates
 from .breaks import Breaks, StopCapture
 from .function_modes import FunctionModes
+from .vmap import Vmaps
 
 
 class CaptureObserver(GraphBuilding, Containers, Lengths, Reads, Writes, Raising, Calls, CompilerContract, Replays,
-                      ContextVars, Locks, Conditions, Templates, Breaks, FunctionModes, Observer):
+                      ContextVars, Locks, Conditions, Templates, Breaks, FunctionModes, Vmaps,
+                      Observer):
     """The observer of one capture: the event methods of its rooms, and what they share (failure, guards)."""
 
     def __init__(self, fn_globals):
