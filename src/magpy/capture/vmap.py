@@ -30,6 +30,19 @@ from .values import _Abandon, _is_tensor
 _vmap_impl = _functorch_vmap.vmap_impl
 
 
+def _random_state():
+    """torch's random generators' states (the CPU one, and CUDA's where it is in use)."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    return torch.random.get_rng_state(), cuda
+
+
+def _set_random_state(state):
+    cpu, cuda = state
+    torch.random.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+
+
 class VmapCall:
     """What the graph's vmap node runs: ``torch.vmap`` of the body's sub-graph over the batched arguments
     (``in_dims``) and the lifted values (None)."""
@@ -97,16 +110,20 @@ class Vmaps:
                 example_provs.append(None)
         except _Abandon:
             return None
-        # the body runs once, here, on the examples (its Python effects happen once, as under torch.vmap)
+        # the body runs once, here, on the examples (its Python effects happen once, as under torch.vmap); if
+        # it is refused, torch runs it again from the same random state (its draws are eager's)
+        generators = _random_state()
         self.vm.call_provs = (tuple(example_provs), dict(kw_provs), fn_prov)
         body_out = call(self.vm, fn, tuple(examples), kwargs)
-        if self.cap.unsupported is not None:
-            return None  # (capture gave up inside the body: torch runs it; its Python effects run again)
-        try:
-            return (self._vmap_node(fn, body_out, dims, out_dims, randomness, call_args, call_provs,
-                                    marker, example_nodes, before),)
-        except _Abandon:
-            return None
+        if self.cap.unsupported is None:
+            try:
+                return (self._vmap_node(fn, body_out, dims, out_dims, randomness, call_args, call_provs,
+                                        marker, example_nodes, before),)
+            except _Abandon:
+                pass
+        # (capture gave up inside the body or refused it: its Python effects run again natively)
+        _set_random_state(generators)
+        return None
 
     def _vmap_dims(self, in_dims, call_args, out_dims, chunk_size):
         """The batched dim of each argument (None: passed as it is), or None when refused."""
@@ -135,18 +152,20 @@ class Vmaps:
         return [d % value.dim() if d is not None else None for value, d in zip(call_args, dims)]
 
     def _vmap_state(self):
-        """What a body must leave as it found it (effects, conditions, draws)."""
+        """What a body must leave as it found it: (the decisions it made on tensor data and its draws, which
+        torch.vmap refuses in eager; its effects on outside state, which happened once, as in eager)."""
         cap = self.cap
-        return (len(cap.side_effects), len(self.conditions), len(self.checks), len(cap.draws), len(self.written),
-                len(self.items_written), len(self.objects_written), cap.data_shapes)
+        return ((len(self.conditions), len(self.checks), len(cap.draws), cap.data_shapes),
+                (len(cap.side_effects), len(self.written), len(self.items_written), len(self.objects_written)))
 
     def _vmap_node(self, fn, body_out, dims, out_dims, randomness, call_args, call_provs, marker, example_nodes,
                    before):
         graph = self.cap.graph
         name = getattr(fn, "__name__", "fn")
-        if self._vmap_state() != before:
-            self.unsupported(f"the body of torch.vmap ({name}) changes outside state, draws random numbers or "
-                             "decides on tensor data (graph break)")
+        decisions, effects = self._vmap_state()
+        if decisions != before[0]:
+            self.unsupported(f"the body of torch.vmap ({name}) draws random numbers or decides on tensor data "
+                             "(graph break)")
         outputs = list(body_out) if type(body_out) in (tuple, list) else [body_out]
         if not outputs or not all(map(_is_tensor, outputs)):
             self.unsupported(f"the body of torch.vmap ({name}) returns other values than tensors (graph break)")
@@ -207,6 +226,13 @@ class Vmaps:
         result = run(*(v for v, _ in batched), *lifted_values)
         if type(body_out) is list:
             result = list(result)
+        if effects != before[1]:
+            # (its effects ran once, here, as torch.vmap runs a body once: the result is the sub-graph's, and
+            # later calls run eagerly)
+            try:
+                self.unsupported(f"the body of torch.vmap ({name}) changes outside state (runs eagerly)", split=False)
+            except _Abandon:
+                return result
         node = graph.call_function(vf.calling(run, f"vmap_{name}"),
                                    (*(self.node_of(v, p) for v, p in batched), *lifted))
         self.cap.op_count += 1
