@@ -13,10 +13,13 @@ over the batched arguments and the lifted values. The call's real result is that
 calls, with new values in the closure tensors, compute with those; a backend tracing the graph
 (make_fx, AOTAutograd) traces through ``torch.vmap`` to plain aten ops.
 
-Refused (a graph break; the body is then run natively by ``torch.vmap``, as in eager): a body whose run
-changes outside state or draws random numbers, branches on tensor data (an error under vmap in eager
-too), hands tensors it made to anything but its result, returns anything but tensors, or shapes whose
-sizes depend on data; arguments in containers (a pytree ``in_dims``), ``chunk_size``.
+Refused (a graph break; torch then runs the body natively, from the random state it had before, as in
+eager): a body that draws random numbers, branches on tensor data or takes Python numbers from it (errors
+under vmap in eager too), hands tensors it made to anything but its result, returns anything but tensors,
+or has sizes that depend on data; arguments in containers (a pytree ``in_dims``), ``chunk_size``. A body
+that changes outside state has done so once, as torch.vmap runs a body once: its result is the sub-graph's
+and later calls run eagerly. Where capture gives up inside the body itself, torch runs the body again: its
+Python effects (if any) happen twice on that first call.
 """
 import torch
 from torch import fx
@@ -240,11 +243,12 @@ class Vmaps:
         return result
 
     def _lifted_value(self, node, name):
-        """The value this call's ``node`` (from before the body) computed: a tensor of the graph."""
+        """The value this call's ``node`` (from before the body) computed: a tensor of the graph, or a number
+        the graph takes as an input (one the call takes as it comes)."""
         if node.op == "placeholder":
             for (source, value), placeholder in zip(self.cap.inputs, (n for n in self.cap.graph.nodes
                                                                          if n.op == "placeholder")):
-                if placeholder is node and _is_tensor(value):
+                if placeholder is node:
                     return value
         else:
             tensor = self.nodes.tensor_of(node)
