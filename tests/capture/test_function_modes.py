@@ -129,3 +129,17 @@ def test_a_mode_entered_by_the_caller_sees_capture_make_no_calls_of_its_own():
 def test_a_mode_region_through_a_compiling_backend(backend):
     stats = differential(plain(adds_in_a_mode), fresh(lambda: (t(3), t(3))), backend=backend)
     expect_one_graph(stats)
+
+
+def breaks_in_a_mode(x):
+    with AddOne():
+        y = torch.add(x, 1)
+        magpy.graph_break()
+        z = torch.add(y, 1)
+    return z + x
+
+
+def test_a_graph_break_inside_a_region_keeps_the_mode():
+    stats = differential(plain(breaks_in_a_mode), fresh(lambda: (t(3),)))
+    assert stats.fallbacks <= 1
+    assert torch._C._len_torch_function_stack() == 0

@@ -74,8 +74,8 @@ class Breaks:
         return value, (known[1] if known is not None and known[0] is cell else None)
 
     def root_step(self, frame, index):
-        if frame is not self.root or self.vm.observer is not self or self.stop_at is None:
-            return
+        if frame is not self.root or self.vm.observer is not self or self.stop_at is None or self.in_mode_region():
+            return  # (inside a torch-function mode's region the call is not split: ``splittable``)
         if index in self.stop_at:
             self._stop(frame, index)
         else:
