@@ -27,7 +27,7 @@ from .iteration import (_elements, _module_sequence, chain_contents, chains, com
                         reads_backwards, start_iteration, zip_steps)
 from .builtin_methods import BuiltinMethods
 from .lookasides import _BOOKKEEPING
-from .function_modes import STACK_FUNCTIONS
+from .function_modes import MODE_EDITS, STACK_QUERIES
 from .vmap import _vmap_impl
 
 
@@ -132,7 +132,7 @@ class Calls(BuiltinMethods):
                              f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING or fn in rules.WHILE_COMPILING:
             return None
-        if fn in STACK_FUNCTIONS:
+        if fn in MODE_EDITS or (fn in STACK_QUERIES and self.in_mode_region()):
             return self.stack_result(fn, result)
         if fn is _vmap_impl:
             return None  # (its lookaside recorded the node computing the result: ``vmap``)

@@ -33,7 +33,7 @@ _native_pop = torch._C._pop_torch_function_stack
 _native_len = torch._C._len_torch_function_stack
 _native_at = torch._C._get_function_stack_at
 _native_enabled = torch._C._is_torch_function_mode_enabled
-_HAS_TORCH_FUNCTION = (torch._C._has_torch_function, torch._C._has_torch_function_unary,
+HAS_TORCH_FUNCTION = (torch._C._has_torch_function, torch._C._has_torch_function_unary,
                        torch._C._has_torch_function_variadic)
 
 
@@ -203,13 +203,15 @@ def _has_torch_function(native):
 
 _ENABLED = torch._C._TorchFunctionState.ENABLED
 
-#: the stack functions whose answers under capture come from the program's own modes (``rules``: their
-#: results are decided by what the program entered, fixed by the guards of its own code)
-STACK_FUNCTIONS = (_native_push, _native_pop, _native_len, _native_at, _native_enabled, *_HAS_TORCH_FUNCTION)
+#: the stack's edits, and its queries whose answers inside a region of the program's modes are decided by
+#: what the program entered (fixed by the guards of its own code); outside one, the queries keep their
+#: own rules (torch's global state, a predicate of tensor types)
+MODE_EDITS = (_native_push, _native_pop)
+STACK_QUERIES = (_native_len, _native_at, _native_enabled, *HAS_TORCH_FUNCTION)
 
 for _target, _handler in ((_native_push, _push), (_native_pop, _pop), (_native_len, _length), (_native_at, _at),
                           (_native_enabled, _enabled),
-                          *((f, _has_torch_function(f)) for f in _HAS_TORCH_FUNCTION)):
+                          *((f, _has_torch_function(f)) for f in HAS_TORCH_FUNCTION)):
     register_lookaside(_target, _handler)
 
 
@@ -262,7 +264,7 @@ class FunctionModes:
         return type(stack) is ModeStack and bool(stack.modes)
 
     def stack_result(self, fn, result):
-        """The provenance of what a stack function answered (``STACK_FUNCTIONS``): a mode the program
+        """The provenance of what a stack function answered (``MODE_EDITS``, ``STACK_QUERIES``): a mode the program
         entered, or a fact of the stack that its own code decided."""
         return self.provenance_of(result) if isinstance(result, TorchFunctionMode) else None
 
