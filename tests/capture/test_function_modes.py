@@ -143,3 +143,22 @@ def test_a_graph_break_inside_a_region_keeps_the_mode():
     stats = differential(plain(breaks_in_a_mode), fresh(lambda: (t(3),)))
     assert stats.fallbacks <= 1
     assert torch._C._len_torch_function_stack() == 0
+
+
+class _PlusOne(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return torch.add(x, 1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def applies_in_a_mode(x):
+    with AddOne():
+        return _PlusOne.apply(x) * 2
+
+
+def test_torch_code_run_natively_in_a_region_still_meets_the_mode():
+    differential(plain(applies_in_a_mode), fresh(lambda: (t(3),)))

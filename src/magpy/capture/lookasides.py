@@ -17,7 +17,8 @@ def _run_natively(target):
     """A lookaside that runs ``target`` natively: a library function the rules table treats as pure
     over its arguments (interpreting its introspection internals gains nothing)."""
     def run(vm, args, kwargs):
-        return target(*args, **kwargs)
+        hook = vm.native_hook  # (torch-function modes the program entered see its torch calls)
+        return target(*args, **kwargs) if hook is None else hook(target, args, kwargs, None)
     return run
 
 
