@@ -221,6 +221,21 @@ STEADY_DECIDED = (
 STEADY_BETWEENS = ("st.hist.append(torch.ones(()))", "st.srt.append(100.0)", "st.heap.append(9)",
                    "st.cnt['steps'] += 2", "st.step += 3", "st.win.append(7)")
 
+#: ``torch.vmap`` over bodies that read outside tensors (a global, a closure list, an input), nested vmaps,
+#: and torch-function modes entered in the call (``AddOne``: every ``add`` one larger); the harness
+#: rebinds and changes those tensors between calls, so a body replayed over the first call's values shows
+BATCHED = (
+    "acc = acc + torch.vmap(lambda r: r * GT)(torch.stack([acc, x]))[0]",
+    "acc = acc + torch.vmap(lambda u, v: u * v + GN, in_dims=(0, None))(x.reshape(3, 1), a).sum(0)",
+    "acc = acc + torch.vmap(lambda r: (r * GL[0]).sum(), in_dims=1)(torch.stack([x, b], 1).t())",
+    "acc = acc + torch.vmap(torch.vmap(lambda u, v: u * v * cl[0][0]), in_dims=(0, None))(torch.stack([x, a]), b)"
+    ".sum(0)",
+    "acc = acc + torch.func.vmap(lambda r: (r + GT, r * 2), out_dims=(0, 1))(x.reshape(3, 1))[1].sum(0)",
+    "with AddOne():\n    acc = torch.add(acc, x)",
+    "with AddOne():\n    acc = acc + a * 2",
+    "with AddOne():\n    acc = acc + torch.vmap(lambda r: torch.add(r, GT))(torch.stack([x, b])).sum(0)",
+)
+
 FAMILIES = {
     "stale": Family(STALE_WRITES + STALE_READS, ("st.cnt['steps'] = 0", "g['GO'].n = 5", "g['Obj'].count += 1")),
     "alias": Family(ALIAS, tuple(f"call.views = {name!r}" for name in ("disjoint", "overlap", "same",
@@ -241,6 +256,8 @@ FAMILIES = {
     "edges": Family(EDGES, ("st.n += 1", "call.scale = 3.0", "call.scale = 0.25"), codegen=70),
     "partial": Family(PARTIAL, ("call.scale = 3.0", "call.scale = 0.25", "call.scale = 1.0"), codegen=60),
     "steady": Family(STEADY + STEADY_DECIDED, STEADY_BETWEENS, codegen=40, calls=8, steady=STEADY),
+    "batched": Family(BATCHED, ("g['GT'] = g['GT'] + 1", "g['GT'].mul_(-0.5)", "g['GN'] += 1",
+                                "g['GL'][0] = g['GL'][0] * -2 + 1"), codegen=40),
 }
 
 

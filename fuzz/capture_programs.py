@@ -243,6 +243,12 @@ import random
 import torch
 
 
+class AddOne(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        return out + 1 if func in (torch.add, torch.Tensor.add, torch.Tensor.__add__) else out
+
+
 class Obj:
     count = 1
 

@@ -74,8 +74,8 @@ class Breaks:
         return value, (known[1] if known is not None and known[0] is cell else None)
 
     def root_step(self, frame, index):
-        if frame is not self.root or self.vm.observer is not self or self.stop_at is None:
-            return
+        if frame is not self.root or self.vm.observer is not self or self.stop_at is None or self.in_mode_region():
+            return  # (inside a torch-function mode's region the call is not split: ``splittable``)
         if index in self.stop_at:
             self._stop(frame, index)
         else:
@@ -92,7 +92,10 @@ class Breaks:
 
     def splittable(self):
         """Can the root frame be split where it is now? (not inside an except block: a resume function
-        cannot take over the exception being handled)"""
+        cannot take over the exception being handled; not inside a torch-function mode's region: the
+        modes the program entered are the VM's, which a resume function would run without)"""
+        if self.in_mode_region():
+            return False
         state = self.vm.exc_state
         while state is not None:
             if state.value is not None:

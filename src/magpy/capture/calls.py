@@ -27,6 +27,8 @@ from .iteration import (_elements, _module_sequence, chain_contents, chains, com
                         reads_backwards, start_iteration, zip_steps)
 from .builtin_methods import BuiltinMethods
 from .lookasides import _BOOKKEEPING
+from .function_modes import MODE_EDITS, STACK_QUERIES
+from .vmap import _vmap_impl
 
 
 
@@ -39,6 +41,10 @@ class Calls(BuiltinMethods):
     @_event(None)
     def call_result(self, frame, fn, fn_prov, args, arg_provs, kwargs, kw_provs, result, returned):
         self.frame = frame
+        if self.dispatched is not None:
+            prov = self.take_dispatched(result)
+            if prov is not _NOT_WRITTEN:
+                return prov  # (a torch-function mode computed it: what it ran is recorded)
         self.call_fn_prov = fn_prov
         if fn is rules.GRAPH_BREAK:
             self.unsupported(rules.MARKER_BREAK)
@@ -126,6 +132,10 @@ class Calls(BuiltinMethods):
                              f"__getattr__) ran natively: MagPy has no rule for it")
         if getattr(fn, "__func__", fn) in _BOOKKEEPING or fn in rules.WHILE_COMPILING:
             return None
+        if fn in MODE_EDITS or (fn in STACK_QUERIES and self.in_mode_region()):
+            return self.stack_result(fn, result)
+        if fn is _vmap_impl:
+            return None  # (its lookaside recorded the node computing the result: ``vmap``)
         prov = self.contract_call(fn, args, arg_provs, kwargs, kw_provs, result)
         if prov is not _NOT_WRITTEN:  # (a function marked for torch's compiler, a memoized one)
             return prov

@@ -6,7 +6,7 @@ from ..errors import Unsupported
 from .guards import NoneGuard, TruthGuard, ValueGuard
 from .places import Place
 from .sources import Const, Expr
-from .values import Traced, UNKNOWN, _SCALARS, _event, _is_tensor
+from .values import Traced, UNKNOWN, _NOT_WRITTEN, _SCALARS, _event, _is_tensor
 from .operations import _OPERATIONS, _TENSOR_NEUTRAL
 
 
@@ -24,6 +24,10 @@ class Conditions:
     @_event(lambda frame, opname, arg, inputs, provs, outputs: [None] * len(outputs))
     def operation(self, frame, opname, arg, inputs, input_provs, outputs):
         self.frame = frame
+        if self.dispatched is not None and outputs:
+            prov = self.take_dispatched(outputs[0])
+            if prov is not _NOT_WRITTEN:
+                return [prov, *[None] * (len(outputs) - 1)]  # (a torch-function mode computed it)
         handler = _OPERATIONS.get(opname)
         if handler is not None:
             return handler(self, arg, inputs, input_provs, outputs)

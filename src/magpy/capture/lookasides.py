@@ -17,12 +17,20 @@ def _run_natively(target):
     """A lookaside that runs ``target`` natively: a library function the rules table treats as pure
     over its arguments (interpreting its introspection internals gains nothing)."""
     def run(vm, args, kwargs):
-        return target(*args, **kwargs)
+        hook = vm.native_hook  # (torch-function modes the program entered see its torch calls)
+        return target(*args, **kwargs) if hook is None else hook(target, args, kwargs, None)
     return run
 
 
 for _target in (inspect.signature,):
     register_lookaside(_target, _run_natively(_target))
+
+# ``SomeFunction.apply`` (a custom autograd.Function) runs natively: the call is one graph op (``calls``), and
+# its Python preamble (binding defaults through ``inspect.signature`` where ``setup_context`` is defined, the
+# functorch path under ``torch.vmap``) is torch's own bookkeeping, not the program's.
+_function_apply = torch.autograd.Function.apply.__func__
+register_lookaside(_function_apply, _run_natively(_function_apply))
+
 
 def _checkpoint_as_call(vm, args, kwargs):
     """``torch.utils.checkpoint.checkpoint(fn, *args)`` runs as ``fn(*args)``: the same values and

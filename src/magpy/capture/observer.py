@@ -53,10 +53,13 @@ from .replays import Replays
 from .conditions import Conditions
 from .templates import Templates
 from .breaks import Breaks, StopCapture
+from .function_modes import FunctionModes
+from .vmap import Vmaps
 
 
 class CaptureObserver(GraphBuilding, Containers, Lengths, Reads, Writes, Raising, Calls, CompilerContract, Replays,
-                      ContextVars, Locks, Conditions, Templates, Breaks, Observer):
+                      ContextVars, Locks, Conditions, Templates, Breaks, FunctionModes, Vmaps,
+                      Observer):
     """The observer of one capture: the event methods of its rooms, and what they share (failure, guards)."""
 
     def __init__(self, fn_globals):
@@ -361,8 +364,8 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         return None, exc, obs.cap
-    for step in (obs.finish_objects, obs.finish_context_vars, obs.finish_grad_mode, obs.finish_autocast, obs.finish_locks,
-                 obs.guard_conditions, obs.guard_aliasing):
+    for step in (obs.finish_function_modes, obs.finish_objects, obs.finish_context_vars, obs.finish_grad_mode,
+                 obs.finish_autocast, obs.finish_locks, obs.guard_conditions, obs.guard_aliasing):
         try:
             step()
         except _Abandon:

@@ -219,6 +219,10 @@ class Reads:
 
     @_event(None)
     def read_item(self, obj, obj_prov, key, key_prov, value, computed=NOT_RETURNED):
+        if self.dispatched is not None:
+            prov = self.take_dispatched(value)
+            if prov is not _NOT_WRITTEN:
+                return prov  # (a torch-function mode computed it)
         owner = self.table_owner(obj)
         if owner is not None:
             self.need(key, key_prov)  # ``obj.__dict__[name]`` of a new object: its attribute

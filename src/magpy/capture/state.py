@@ -95,6 +95,19 @@ class _TensorNodes:
     def __contains__(self, key):
         return self.get(key) is not None
 
+    def tensor_of(self, node):
+        """The live tensor the graph's ``node`` computed, or None."""
+        for ref, n in self._entries.values():
+            if n is node:
+                return ref()
+        return None
+
+    def forget_nodes(self, nodes):
+        """Forget the tensors of these nodes (cut out of the graph)."""
+        for key, (_, n) in list(self._entries.items()):
+            if n in nodes:
+                del self._entries[key]
+
     def forget_sharing(self, kept, other):
         """Forget every tensor but ``kept`` that shares storage with ``kept`` or ``other``."""
         storages = {t.untyped_storage().data_ptr() for t in (kept, other)}

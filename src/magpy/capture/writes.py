@@ -80,6 +80,9 @@ class Writes:
 
     @_event(None)
     def write_item(self, obj, obj_prov, key, key_prov, value, prov):
+        if self.dispatched is not None and _is_tensor(obj):
+            self.dispatched = None
+            return  # (a torch-function mode ran ``Tensor.__setitem__``: what it ran is recorded)
         if type(value) in (int, float) and isinstance(obj_prov, Source) and type(key) in (str, int):
             self.cap.written_numbers.add(ItemSource(obj_prov, key))
         owner = self.table_owner(obj)

@@ -74,7 +74,7 @@ def call(vm, fn, args, kwargs):
                 vm.call_provs = provs
                 _prepend(vm, fn, provs[2] if len(provs) > 2 else None, known=True)
             return vm.call_function(f, (fn, *args), kwargs)
-    return native_call(vm, fn, args, kwargs)
+    return native_call(vm, fn, args, kwargs, provs)
 
 
 def plain_native(fn):
@@ -98,9 +98,12 @@ def _prepend(vm, value, prov, known=False):
     vm.call_provs = ((prov, *provs[0]), provs[1], None)
 
 
-def native_call(vm, fn, args, kwargs):
+def native_call(vm, fn, args, kwargs, provs=None):
     observer = vm.observer
-    if kwargs:
+    hook = vm.native_hook
+    if hook is not None:
+        result = hook(fn, args, kwargs, provs)
+    elif kwargs:
         result = fn(*args, **kwargs)
     else:
         result = fn(*args)

@@ -273,7 +273,7 @@ def binary_op(vm, a, b, k, provs=None):
             if r is not NotImplemented:
                 return r
         elif not _any_python(ta, tb, name, rname) or not _emulable(ta, tb):
-            return NATIVE_BINARY[k](a, b)
+            return native_op(vm, NATIVE_BINARY[k], (a, b), provs)
         elif f is not MISSING:
             r = call_slot(vm, f, a, b)
             if r is not NotImplemented:
@@ -281,7 +281,7 @@ def binary_op(vm, a, b, k, provs=None):
         return _binary(vm, a, b, ta, tb, symbol + "=", name, rname, provs)
     symbol, name, rname, native = _BINARY[k]
     if not _any_python(ta, tb, name, rname) or not _emulable(ta, tb):
-        return native(a, b)
+        return native_op(vm, native, (a, b), provs)
     return _binary(vm, a, b, ta, tb, symbol, name, rname, provs)
 
 
@@ -327,7 +327,7 @@ def compare_op(vm, a, b, k, provs=None):
         return NATIVE_COMPARE[k](a, b)
     symbol, name, rname, native = _COMPARE[k]
     if _compare_slot(ta, name) is MISSING and _compare_slot(tb, rname) is MISSING:
-        return native(a, b)
+        return native_op(vm, native, (a, b), provs)
     fa = lookup(ta, name)
     fb = lookup(tb, rname)  # unlike arithmetic, comparisons try the reflection for equal types too
     swapped = provs and provs[::-1]
@@ -381,13 +381,22 @@ def _call_pair(vm, desc, x, y, provs):
     return call_slot(vm, desc, x, y)
 
 
+def native_op(vm, fn, args, provs=None):
+    """``fn(*args)``, an operator built-in types implement: through the VM's ``native_hook`` when one is
+    set (``provs``: the operands' provenance, observer on)."""
+    hook = vm.native_hook
+    if hook is None:
+        return fn(*args)
+    return hook(fn, args, None, None if provs is None else (tuple(provs), {}, None))
+
+
 _UNARY = {"__neg__": operator.neg, "__pos__": operator.pos, "__invert__": operator.invert}
 
 
 def unary_op(vm, a, name):
     f = python_slot(type(a), name)
     if f is None:
-        return _UNARY[name](a)
+        return native_op(vm, _UNARY[name], (a,))
     return vm.call_function(f, (a,), None)
 
 
@@ -445,7 +454,7 @@ def get_iter(vm, x, prov=None):
 def get_item(vm, obj, key, provs=None):
     f = python_slot(type(obj), "__getitem__")
     if f is None:
-        return obj[key]
+        return obj[key] if vm.native_hook is None else native_op(vm, operator.getitem, (obj, key), provs)
     _with(vm, provs)
     return vm.call_function(f, (obj, key), None)
 
@@ -453,7 +462,10 @@ def get_item(vm, obj, key, provs=None):
 def set_item(vm, obj, key, value, provs=None):
     f = python_slot(type(obj), "__setitem__")
     if f is None:
-        obj[key] = value
+        if vm.native_hook is None:
+            obj[key] = value
+        else:
+            native_op(vm, operator.setitem, (obj, key, value), provs)
     else:
         _with(vm, provs)
         vm.call_function(f, (obj, key, value), None)

@@ -69,6 +69,11 @@ class VM:
         # (observer on) ``opaque(func, args, kwargs)``: Python functions the observer has called natively
         # instead of interpreted (a compiler's opaque functions); None: none
         self.opaque = None
+        # ``hook(fn, args, kwargs, provs)`` that runs every native operation the program makes (calls,
+        # operators, subscripts) in its place, or None: a layer above that must see them before they run
+        # (capture's torch-function modes entered by the program). ``provs``: (positional, keyword, callable)
+        # provenance of the operation's inputs, or None
+        self.native_hook = None
         self.user_limit = sys.getrecursionlimit()
         from . import binding
         self._bind = binding.bind
@@ -176,7 +181,8 @@ class VM:
 
     def _call_natively(self, func, args, kwargs):
         self.call_provs = None
-        result = func(*args, **(kwargs or {}))
+        hook = self.native_hook
+        result = func(*args, **(kwargs or {})) if hook is None else hook(func, args, kwargs, None)
         self.observer.native_call(func, args, kwargs, result)
         return result
 
