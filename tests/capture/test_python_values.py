@@ -767,17 +767,31 @@ def test_a_closure_made_by_the_call_is_not_the_first_calls():
         assert g(10) == 10 * n and torch.equal(out, torch.full((1,), 2.0))
 
 
-class _FakeQuantized(nn.Module):
-    """Quantization-aware training's shape: a float scale read from a buffer, bounds computed from it
-    in the forward, gradients masked by them in the backward."""
+class _RoundToGrid(torch.autograd.Function):
+    """Quantization-aware training's fake quantization: bounds computed from the scale in the forward,
+    gradients masked by them in the backward."""
 
+    @staticmethod
+    def forward(ctx, x, scale: float, qmax: int):
+        ctx.save_for_backward(x)
+        ctx.bounds = (-qmax * scale, qmax * scale)
+        return torch.round(x / scale).clamp_(-qmax, qmax).mul_(scale)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        low, high = ctx.bounds
+        return grad * ((x >= low) & (x <= high)), None, None
+
+
+class _FakeQuantized(nn.Module):
     def __init__(self):
         super().__init__()
         self.register_buffer("scale", torch.tensor(0.05))
 
     def forward(self, x):
         s = self.scale.item()
-        return torch.clamp(x, -127 * s, 127 * s) * (1 / 255 + s)
+        return _RoundToGrid.apply(x, s, 127) + torch.clamp(x, -127 * s, 127 * s) * (1 / 255 + s)
 
 
 def test_floats_the_forward_computes_from_an_item_reach_the_backward_graph_compiled():

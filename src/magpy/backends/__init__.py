@@ -173,6 +173,19 @@ def _replay_candidate(fn, example_inputs, options: dict, report=None):
     return replayed if replayed is not fn else None
 
 
+def _partition(joint, joint_inputs, **kwargs):
+    """What the backward needs of the forward: the fewest bytes to save, recomputing in the backward's fused
+    kernels what pointwise ops make cheaply (Inductor's min-cut), not every intermediate it reads. The
+    min-cut refuses some joint graphs (a symbolic float the forward computes for the backward: "Node mul_270
+    was invalid, but is output" on fake quantization); those save what the backward reads."""
+    from torch._functorch.partitioners import default_partition, min_cut_rematerialization_partition
+
+    try:
+        return min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)
+    except AssertionError:
+        return default_partition(joint, joint_inputs, **kwargs)
+
+
 def _compile_for_device(gm, example_inputs, options: dict):
     from ..codegen import record_fallback
     from ..codegen.devices import NotServed, select
@@ -191,17 +204,13 @@ def _compile_for_device(gm, example_inputs, options: dict):
     from ..codegen.decompositions import decomposition_table
     from .symbolic import floats_kept
 
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
-
     forward = []
     autotune = options.get("autotune", False)
     backend = aot_autograd(
         fw_compiler=functools.partial(_aten_compiler, mode=mode, compiled=forward, autotune=autotune),
         bw_compiler=functools.partial(_aten_compiler, mode=mode, autotune=autotune),
         decompositions=decomposition_table(mode),
-        # What the backward needs of the forward: the fewest bytes to save, recomputing in the backward's
-        # fused kernels what pointwise ops make cheaply (as Inductor's), not every intermediate it reads.
-        partition_fn=min_cut_rematerialization_partition,
+        partition_fn=_partition,
     )
     with LOCK, floats_kept(example_inputs):
         compiled = backend(gm, example_inputs)
