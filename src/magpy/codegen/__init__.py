@@ -298,12 +298,15 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
     error code) of C++ kernels, or of the reference evaluator (which raises the error itself)."""
     from .compile_cache import WIDE_VECTORS, compile_sources, load_function
     from .cpp import kernel_source, render_kernel
+    from .cpp_scatter import render_scatter
     from .reference import ReferenceKernel
+    from .scheduler import ScatterKernel
     from .sizes import is_float_symbol
 
     params, bodies, callables, sizes, checked = {}, {}, {}, {}, set()
     for kernel in kernels:
-        body, kernel_params, sizes[kernel.name], checks = render_kernel(kernel, lowering.layouts, outputs)
+        render = render_scatter if isinstance(kernel, ScatterKernel) else render_kernel
+        body, kernel_params, sizes[kernel.name], checks = render(kernel, lowering.layouts, outputs)
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
         if checks:
@@ -328,8 +331,10 @@ def _triton_kernels(kernels, lowering, autotune=False):
     flag ``ERROR_FLAG`` among their buffers) of Triton kernels; ``autotune``: launched with the
     wider set of block configs."""
     from .checks import ERROR_FLAG
-    from .triton_kernel import render_kernel
+    from .scheduler import ScatterKernel
+    from .triton_kernel import render_kernel as render_fused
     from .triton_plan import autotuned
+    from .triton_scatter import render_scatter
     from .triton import TritonUnsupported
     from .triton_runtime import ALTERNATIVE, SymbolicLauncher, TritonLauncher, interpreting, load_kernel
 
@@ -337,6 +342,7 @@ def _triton_kernels(kernels, lowering, autotune=False):
     interpret = interpreting()
     for kernel in kernels:
         kernel.name = "triton" + kernel.name[len("cpp"):] if kernel.name.startswith("cpp") else kernel.name
+        render_kernel = render_scatter if isinstance(kernel, ScatterKernel) else render_fused
         body, kernel_params, plan, sizes[kernel.name] = render_kernel(kernel, lowering.layouts, interpret)
         if autotune:
             plan = autotuned(plan, interpret)
