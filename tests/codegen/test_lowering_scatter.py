@@ -224,8 +224,39 @@ def _gradients(fn, x, codegen, *args):
     return reports
 
 
+@pytest.mark.parametrize("align_corners", [True, False])
+@pytest.mark.parametrize("size", [dict(scale_factor=2), dict(scale_factor=1.7), dict(size=(7, 12)), dict(size=(3, 4))],
+                         ids=["x2", "x1.7", "to 7x12", "to 3x4"])
+def test_bilinear_upsample_gradient_is_eager_s_from_one_scatter_kernel(align_corners, size):
+    x = torch.randn(2, 3, 5, 6, requires_grad=True)
+
+    def fn(x):
+        return F.interpolate(x, mode="bilinear", align_corners=align_corners, **size) * 2
+
+    reports = _gradients(fn, x, "cpp")
+    backward = reports[-1]
+    assert len(_scatter_kernels(backward)) == 1 and not backward.fallbacks, backward
+
+
+@pytest.mark.skipif(not _triton_ready(), reason="needs triton's interpreter")
+def test_bilinear_upsample_gradient_in_triton_adds_atomically():
+    x = torch.randn(1, 2, 4, 5, requires_grad=True)
+    reports = _gradients(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False), x, "triton")
+    backward = reports[-1]
+    (name,) = _scatter_kernels(backward)
+    assert backward.kernel_sources[name].count("tl.atomic_add") == 4
+
+
 def test_embedding_gradient_adds_rows_of_repeated_ids():
     weight = torch.randn(10, 4, requires_grad=True)
     ids = T([[1, 3, 3], [9, 1, 0]])
     reports = _gradients(lambda w, i: F.embedding(i, w) * 3, weight, "cpp", ids)
     assert _scatter_kernels(reports[-1]), reports[-1]
+
+
+def test_gradients_of_two_gathers_add_into_one_buffer():
+    x = torch.randn(6, 3, requires_grad=True)
+    a, b = T([0, 5, 5, 1]), T([2, 2, 0, 1])
+    reports = _gradients(lambda x, a, b: x[a] * x[b], x, "cpp", a, b)
+    backward = reports[-1]
+    assert len(_scatter_kernels(backward)) == 1, backward

@@ -172,6 +172,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
     "max-autotune"); C++ kernels have no such choice. A graph we cannot compile runs eagerly
     (``report.graph_fallback`` says why).
     """
+    from .accumulate_scatters import accumulate_scatters
     from .batch_matmul import batch_shared_matmuls
     from .devices import NotServed, select
     from .graph import GraphFallback, GraphLowering
@@ -188,6 +189,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
             mode = report.mode = select(example_inputs)
         _ensure_meta(gm, example_inputs)
         batch_shared_matmuls(gm)
+        accumulate_scatters(gm)
         lowering = GraphLowering(gm, example_inputs, device=_device_of(example_inputs))
         report.symbolic = lowering.sizes.symbolic
         lowering.run()
