@@ -260,3 +260,14 @@ def test_gradients_of_two_gathers_add_into_one_buffer():
     reports = _gradients(lambda x, a, b: x[a] * x[b], x, "cpp", a, b)
     backward = reports[-1]
     assert len(_scatter_kernels(backward)) == 1, backward
+
+
+def test_adds_joining_an_earlier_scatter_run_after_the_values_they_read():
+    def fn(x, i, j, v):
+        first = torch.index_put(x, (i,), v, True)
+        w = (v.exp() + 1) * (v.exp() - 1)  # (realized after the first scatter: read twice, costly)
+        return torch.index_put(first, (j,), w + w.sum(), True)
+
+    x, v = torch.zeros(5, 3), torch.randn(4, 3)
+    report = check(fn, x, T([0, 1, 1, 4]), T([2, 2, 0, 3]), v)
+    assert len(_scatter_kernels(report)) == 1, report.kernels

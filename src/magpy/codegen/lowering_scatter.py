@@ -67,8 +67,11 @@ def scatter(ctx, x, size, mode: str, indexer, inner_fn, disjoint) -> BufferValue
     graph = ctx.graph
     previous = _written_in_place(ctx, x)
     if previous is not None and mode == previous.data.mode == "add" and previous.data.size == tuple(size):
-        # (adds commute: one loop over the indices does both)
+        # (adds commute: one loop over the indices does both — run after whatever the new values read,
+        # realized since)
         previous.add_update(indexer, inner_fn, disjoint)
+        graph.nodes.remove(previous)
+        graph.nodes.append(previous)
         graph.owner[previous.name] = ctx.node
         return BufferValue(previous.name, previous.layout)
     if previous is not None:
