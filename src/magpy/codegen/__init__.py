@@ -172,6 +172,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
     "max-autotune"); C++ kernels have no such choice. A graph we cannot compile runs eagerly
     (``report.graph_fallback`` says why).
     """
+    from .accumulate_scatters import accumulate_scatters
     from .batch_matmul import batch_shared_matmuls
     from .devices import NotServed, select
     from .graph import GraphFallback, GraphLowering
@@ -188,6 +189,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
             mode = report.mode = select(example_inputs)
         _ensure_meta(gm, example_inputs)
         batch_shared_matmuls(gm)
+        accumulate_scatters(gm)
         lowering = GraphLowering(gm, example_inputs, device=_device_of(example_inputs))
         report.symbolic = lowering.sizes.symbolic
         lowering.run()
@@ -300,12 +302,15 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
     error code) of C++ kernels, or of the reference evaluator (which raises the error itself)."""
     from .compile_cache import WIDE_VECTORS, compile_sources, load_function
     from .cpp import kernel_source, render_kernel
+    from .cpp_scatter import render_scatter
     from .reference import ReferenceKernel
+    from .scheduler import ScatterKernel
     from .sizes import is_float_symbol
 
     params, bodies, callables, sizes, checked = {}, {}, {}, {}, set()
     for kernel in kernels:
-        body, kernel_params, sizes[kernel.name], checks = render_kernel(kernel, lowering.layouts, outputs)
+        render = render_scatter if isinstance(kernel, ScatterKernel) else render_kernel
+        body, kernel_params, sizes[kernel.name], checks = render(kernel, lowering.layouts, outputs)
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
         if checks:
@@ -330,8 +335,10 @@ def _triton_kernels(kernels, lowering, autotune=False):
     flag ``ERROR_FLAG`` among their buffers) of Triton kernels; ``autotune``: launched with the
     wider set of block configs."""
     from .checks import ERROR_FLAG
-    from .triton_kernel import render_kernel
+    from .scheduler import ScatterKernel
+    from .triton_kernel import render_kernel as render_fused
     from .triton_plan import autotuned
+    from .triton_scatter import render_scatter
     from .triton import TritonUnsupported
     from .triton_runtime import ALTERNATIVE, SymbolicLauncher, TritonLauncher, interpreting, load_kernel
 
@@ -339,6 +346,7 @@ def _triton_kernels(kernels, lowering, autotune=False):
     interpret = interpreting()
     for kernel in kernels:
         kernel.name = "triton" + kernel.name[len("cpp"):] if kernel.name.startswith("cpp") else kernel.name
+        render_kernel = render_scatter if isinstance(kernel, ScatterKernel) else render_fused
         body, kernel_params, plan, sizes[kernel.name] = render_kernel(kernel, lowering.layouts, interpret)
         if autotune:
             plan = autotuned(plan, interpret)

@@ -45,6 +45,7 @@ _TABLE = (
     ("gather", RuntimeError, "index is out of bounds for the gathered dimension (gather)"),
     ("take", IndexError, "out of range: take was given an index past the tensor's elements"),
     ("zero_division", RuntimeError, "ZeroDivisionError"),
+    ("scatter", RuntimeError, "index is out of bounds for the dimension scattered into (scatter_add)"),
 )
 
 ERRORS = {name: KernelError(code, exception, message)
@@ -59,6 +60,7 @@ INDEX = IndexCheck(ERRORS["index"], negative=True)
 TAKE = IndexCheck(ERRORS["take"], negative=True)
 INDEX_SELECT = IndexCheck(ERRORS["index_select"], negative=False)  # (embedding raises the same)
 GATHER = IndexCheck(ERRORS["gather"], negative=False)
+SCATTER = IndexCheck(ERRORS["scatter"], negative=False)
 ZERO_DIVISION = ERRORS["zero_division"]
 
 

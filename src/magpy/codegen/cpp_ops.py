@@ -196,15 +196,20 @@ class CppHandler:
         return CppValue(name, value.dtype)
 
     def check(self, ok, error):
-        if ok.text == "true":
+        if ok.text == "true" or self.cse.get(f"check {ok} {error.code}") is not None:
             return
+        self.cse[f"check {ok} {error.code}"] = ok  # (once per body: a gather's positions serve several loads)
         # (a plain store of a constant: every lane or thread that fails writes the same kind of
         # value, so a race between them loses nothing that matters)
         self.lines.append(f"{self.indent}if (!({ok})) magpy_error = {error.code};")
         self.printer.checks = True
 
     def indirect_indexing(self, x, size):
+        key = f"indirect {x} {size}"
+        if key in self.cse:  # (the same position again: the same variable, so loads through it are shared too)
+            return sympy.Symbol(self.cse[key].text, integer=True, nonnegative=True)
         name = self.printer.new_var("idx")
+        self.cse[key] = CppValue(name, torch.int64)
         n = self.printer.size(size)
         last = max(size - 1, 0) if isinstance(size, int) else f"({n} - 1)"
         self.lines.append(f"{self.indent}int64_t {name} = static_cast<int64_t>({x});")

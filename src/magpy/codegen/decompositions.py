@@ -23,8 +23,14 @@ EXTRA = (
     "nll_loss_forward nll_loss_backward logit frac xlogy deg2rad hypot"
 ).split()
 
+# Kept whole where torch's decompositions drop a check eager makes of positions from data:
+# index_add's and index_copy's put with index_put, which counts a negative position from the end
+# (eager raises; ``lowering_scatter`` lowers them whole), max_unpool's with ``_unsafe_index_put``
+# (eager raises for a position outside its plane; a library call).
+CHECKED = {"index_add", "index_add_", "index_copy", "index_copy_", "max_unpool2d", "max_unpool3d"}
+
 # Kept whole: they are extern calls (BLAS) and decomposing them would only add copies.
-KEEP = {"addmm", "mm", "bmm", "baddbmm", "convolution", "_scaled_dot_product_flash_attention_for_cpu"}
+KEEP = {"addmm", "mm", "bmm", "baddbmm", "convolution", "_scaled_dot_product_flash_attention_for_cpu"} | CHECKED
 
 
 #: kept whole by the C++ generator only: on a GPU, cuBLAS picks faster kernels for a plain ``mm`` than for

@@ -171,6 +171,10 @@ class GraphLowering:
             self._reductions[key] = name
         return BufferValue(name, layout)
 
+    def read_only_by(self, node, user) -> bool:
+        """True when fx ``user`` is the only reader of fx ``node``'s value (not the graph's output either)."""
+        return isinstance(node, torch.fx.Node) and set(node.users) == {user} and node not in self._output_nodes
+
     def owns_storage(self, node, value: BufferValue) -> bool:
         """True when ``value`` is laid out exactly like eager's tensor for ``node``, at offset 0."""
         meta = node.meta.get("val") if isinstance(node, torch.fx.Node) else None

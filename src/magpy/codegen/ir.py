@@ -18,6 +18,7 @@ Values seen by lowerings (``TensorValue``):
 Schedulable nodes (what the scheduler orders and fuses):
 
 * ``ComputedBuffer`` — a named buffer computed by a ``Pointwise`` or ``Reduction`` body.
+* ``ScatterBuffer``  — a buffer updated in place at positions taken from data (a kernel of its own).
 * ``ExternCall``     — an aten op run eagerly from the wrapper (matmul, conv, anything unlowered).
 * ``WrapperView``    — a real torch view of a realized buffer, made in the wrapper (no kernel).
 """
@@ -352,6 +353,34 @@ class Reduction:
             raise ValueError(f"unknown reduction type {self.reduction_type!r}")
 
 
+@dataclasses.dataclass
+class Scatter:
+    """Updates of a buffer at positions taken from data (``index_put``, ``scatter_add``).
+
+    For each ``index`` over ``size``, each update ``(indexer, inner_fn)`` of ``updates`` in turn
+    sets (``mode`` "store") or adds to (``mode`` "add") the buffer's element at ``indexer(index)``
+    (a position per dim of the buffer, through ``ops.indirect_indexing``) the value
+    ``inner_fn(index)``. ``disjoint``: per dim of ``size``, True where two indices that differ
+    along it never update the same element (a dim the positions take as it is, as ``x[:, idx]``'s
+    first): those dims may run in parallel without atomic updates.
+    """
+
+    size: tuple
+    dtype: torch.dtype
+    mode: str
+    updates: list  # of (indexer, inner_fn)
+    disjoint: tuple
+
+    MODES = ("store", "add")
+
+    def __post_init__(self):
+        self.size = tuple(as_size(s) for s in self.size)
+        if self.mode not in self.MODES:
+            raise ValueError(f"unknown scatter mode {self.mode!r}")
+        if len(self.disjoint) != len(self.size):
+            raise ValueError(f"disjoint {self.disjoint} and size {self.size} differ in rank")
+
+
 # ----------------------------------------------------------------------------------------------
 # Schedulable nodes
 
@@ -363,7 +392,29 @@ class ScheduledNode:
         raise NotImplementedError
 
 
-class ComputedBuffer(ScheduledNode):
+class BodyNode(ScheduledNode):
+    """A node whose body (``evaluate`` over ``body_vars()``) reads buffers: what it reads, found once."""
+
+    _reads = None
+    _ops = None
+
+    def reads(self):
+        """[(buffer name, index expr over ``body_vars()``, indirect)] read by the body."""
+        if self._reads is None:
+            from .ops import DependencyHandler, set_handler
+
+            handler = DependencyHandler()
+            with set_handler(handler):
+                self.evaluate(*self.body_vars())
+            self._reads = handler.reads
+            self._ops = handler.op_names
+        return self._reads
+
+    def buffer_reads(self) -> set[str]:
+        return {name for name, _, _ in self.reads()}
+
+
+class ComputedBuffer(BodyNode):
     """A named buffer whose elements a ``Pointwise`` or ``Reduction`` body computes."""
 
     def __init__(self, name: str, layout: Layout, data):
@@ -374,8 +425,6 @@ class ComputedBuffer(ScheduledNode):
         self.name = name
         self.layout = layout
         self.data = data
-        self._reads = None
-        self._ops = None
 
     @property
     def is_reduction(self) -> bool:
@@ -393,27 +442,12 @@ class ComputedBuffer(ScheduledNode):
             return self.data.inner_fn(list(outer), list(inner))
         return self.data.inner_fn(list(outer))
 
-    def reads(self):
-        """[(buffer name, index expr over ``body_vars()``, indirect)] read by the body."""
-        if self._reads is None:
-            from .ops import DependencyHandler, set_handler
-
-            handler = DependencyHandler()
-            with set_handler(handler):
-                self.evaluate(*self.body_vars())
-            self._reads = handler.reads
-            self._ops = handler.op_names
-        return self._reads
-
     def op_names(self) -> list[str]:
         self.reads()
         names = list(self._ops)
         if self.is_reduction:
             names.append(self.data.reduction_type)
         return names
-
-    def buffer_reads(self) -> set[str]:
-        return {name for name, _, _ in self.reads()}
 
     def store_index(self) -> Expr:
         outer, _ = self.body_vars()
@@ -422,6 +456,55 @@ class ComputedBuffer(ScheduledNode):
     def __repr__(self):
         kind = self.data.reduction_type if self.is_reduction else "pointwise"
         return f"ComputedBuffer({self.name}, {kind}, size={list(self.layout.size)})"
+
+
+class ScatterBuffer(BodyNode):
+    """Buffer ``name``: buffer ``base`` updated in place by a ``Scatter`` (``name`` takes over
+    ``base``'s storage, which nothing reads after: the lowering made ``base`` for it alone)."""
+
+    is_reduction = False
+
+    def __init__(self, name: str, base: str, layout: Layout, data: Scatter):
+        if not isinstance(data, Scatter):
+            raise TypeError(f"ScatterBuffer data must be a Scatter, not {type(data)}")
+        self.name = name
+        self.base = base
+        self.layout = layout
+        self.data = data
+
+    def body_vars(self):
+        return index_vars("x", len(self.data.size)), []
+
+    def evaluate(self, outer, inner=()):
+        """[(position, value)] of every update at ``outer``, on the installed ``ops`` handler."""
+        return [(indexer(list(outer)), inner_fn(list(outer))) for indexer, inner_fn in self.data.updates]
+
+    def add_update(self, indexer, inner_fn, disjoint) -> None:
+        """One more update over the same indices, after the others (``disjoint``: its own dims')."""
+        self.data.updates.append((indexer, inner_fn))
+        self.data.disjoint = tuple(a and b for a, b in zip(self.data.disjoint, disjoint))
+        self._reads = self._ops = None
+
+    def op_names(self) -> list[str]:
+        self.reads()
+        return list(self._ops)
+
+    def buffer_reads(self) -> set[str]:
+        return super().buffer_reads() | {self.base}
+
+    def value_op_names(self) -> list[str]:
+        """The ops computing the values put (not the positions), in call order."""
+        from .ops import DependencyHandler, set_handler
+
+        handler = DependencyHandler()
+        outer, _ = self.body_vars()
+        with set_handler(handler):
+            for _, inner_fn in self.data.updates:
+                inner_fn(list(outer))
+        return handler.op_names
+
+    def __repr__(self):
+        return f"ScatterBuffer({self.name} = {self.base} {self.data.mode} {len(self.data.updates)} updates)"
 
 
 class ExternCall(ScheduledNode):

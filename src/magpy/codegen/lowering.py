@@ -244,7 +244,8 @@ def normalize_dim(dim: int, ndim: int) -> int:
 
 def _load_families():
     # The families register themselves on import.
-    from . import lowering_index, lowering_pointwise, lowering_pool, lowering_reduction, lowering_view  # noqa
+    from . import lowering_index, lowering_pointwise, lowering_pool, lowering_reduction, lowering_scatter  # noqa
+    from . import lowering_view  # noqa
 
 
 _load_families()

@@ -1,7 +1,8 @@
 """Lowerings that pick elements by position: cat, constant padding, gather, index, embedding.
 
 Reads that may fall outside their source go through ``ops.masked`` so no handler ever loads out
-of bounds; data-dependent positions go through ``ops.indirect_indexing``.
+of bounds; data-dependent positions go through ``ops.indirect_indexing``. Their counterparts that
+put elements at positions from data (``index_put``, ``scatter_add``) are in ``lowering_scatter.py``.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 
 from .checks import GATHER, INDEX, INDEX_SELECT, IndexCheck
 from .ir import Pointwise, TensorValue, as_size
-from .lowering import Unsupported, aten, broadcast_shapes, normalize_dim, register_lowering, scalar
+from .lowering import Unsupported, aten, broadcast_loader, broadcast_shapes, normalize_dim, register_lowering, scalar
 from .ops import ops
 
 
@@ -139,31 +140,29 @@ def lower_gather(ctx, x, dim, index, sparse_grad=False):
     return Pointwise(ctx.size, x.dtype, inner_fn)
 
 
-@register_lowering(aten.index.Tensor)
-def lower_index(ctx, x, indices):
+def _advanced_index(x, indices, check: IndexCheck):
+    """Where ``x[indices]`` (tensors, or None for a whole dim) takes its elements from: (its size, a
+    function from an index over that size to a position per dim of x, per dim of that size whether
+    it is one of x's own dims taken as it is, the sizes of the dims picked from data). None when
+    no index is a tensor."""
     indices = list(indices) + [None] * (x.ndim - len(indices))
     used = [d for d, t in enumerate(indices) if t is not None]
     if not used:
-        return x
+        return None
     for d in used:
         t = indices[d]
         if not isinstance(t, TensorValue) or t.dtype in (torch.bool, torch.uint8):
             raise Unsupported("boolean or non-tensor index")
     index_shape = broadcast_shapes(*[indices[d].size for d in used])
+    # Tensor indices next to each other put the indexed dims where they are; apart, first.
     adjacent = used == list(range(used[0], used[-1] + 1))
     before = list(range(used[0])) if adjacent else []
     after = [d for d in range(x.ndim) if d not in used and d not in before]
     k = len(index_shape)
     size = tuple(x.size[d] for d in before) + tuple(index_shape) + tuple(x.size[d] for d in after)
-    if size != ctx.size:
-        raise Unsupported(f"index result {size} != {ctx.size}")
-    _picks_from(ctx, *(x.size[d] for d in used))
-    x_load = x.make_loader()
-    from .lowering import broadcast_loader
-
     loaders = {d: broadcast_loader(indices[d], index_shape) for d in used}
 
-    def inner_fn(idx):
+    def position(idx):
         idx = list(idx)
         broadcast_index = idx[len(before):len(before) + k]
         source = [None] * x.ndim
@@ -172,10 +171,24 @@ def lower_index(ctx, x, indices):
         for i, d in enumerate(after):
             source[d] = idx[len(before) + k + i]
         for d in used:
-            source[d] = _indirect(loaders[d], broadcast_index, x.size[d], INDEX)
-        return x_load(source)
+            source[d] = _indirect(loaders[d], broadcast_index, x.size[d], check)
+        return source
 
-    return Pointwise(size, x.dtype, inner_fn)
+    disjoint = (True,) * len(before) + (False,) * k + (True,) * len(after)
+    return size, position, disjoint, [x.size[d] for d in used]
+
+
+@register_lowering(aten.index.Tensor)
+def lower_index(ctx, x, indices):
+    geometry = _advanced_index(x, indices, INDEX)
+    if geometry is None:
+        return x
+    size, position, _, picked = geometry
+    if size != ctx.size:
+        raise Unsupported(f"index result {size} != {ctx.size}")
+    _picks_from(ctx, *picked)
+    x_load = x.make_loader()
+    return Pointwise(size, x.dtype, lambda idx: x_load(position(idx)))
 
 
 @register_lowering(aten.embedding.default)

@@ -13,6 +13,7 @@ import torch
 
 from .ir import FloorDiv, ModIndex, index_vars
 from .ops import result_dtype, set_handler
+from .scheduler import ScatterKernel
 
 TORCH_OPS = {
     "abs": torch.abs, "neg": torch.neg, "exp": torch.exp, "exp2": torch.exp2, "expm1": torch.expm1,
@@ -214,6 +215,21 @@ def evaluate_node(node, buffers: dict, sizes: dict = None) -> torch.Tensor:
     return torch.broadcast_to(value, size).to(node.layout.dtype)
 
 
+def update_in_place(node, target: torch.Tensor, buffers: dict, sizes: dict) -> None:
+    """Apply a ScatterBuffer's updates to ``target`` (its buffer's flat storage)."""
+    data = node.data
+    size = [int(evaluate_index(sympy.sympify(d), sizes)) for d in data.size]
+    env = {**sizes, **grid_env([("x", size)])}
+    handler = ReferenceHandler(buffers, env)
+    with set_handler(handler):
+        updates = node.evaluate(index_vars("x", len(size)))
+    for position, value in updates:
+        flat = evaluate_index(sympy.expand(node.layout.index(position)), handler.env)
+        flat = torch.broadcast_to(torch.as_tensor(flat, dtype=torch.int64), size).reshape(-1)
+        value = torch.broadcast_to(value.to(node.layout.dtype), size).reshape(-1)
+        target.index_put_((flat,), value, accumulate=data.mode == "add")
+
+
 class ReferenceKernel:
     """A scheduled kernel run by the reference evaluator; called with its parameter tensors."""
 
@@ -231,6 +247,9 @@ class ReferenceKernel:
         buffers = {}
         for name, t in by_name.items():
             buffers[name] = flat_storage(t)
+        if isinstance(self.kernel, ScatterKernel):
+            update_in_place(self.kernel.node, buffers[self.kernel.node.name], buffers, sizes)
+            return
         for node in self.kernel.nodes:
             layout = node.layout
             target = by_name.get(node.name)

@@ -22,7 +22,7 @@ from typing import Optional
 
 import sympy
 
-from .ir import ComputedBuffer, ExternCall, index_vars, is_static, prod
+from .ir import ComputedBuffer, ExternCall, ScatterBuffer, index_vars, is_static, prod
 from .ops import DependencyHandler, set_handler
 from .sizes import estimate, is_float_symbol, is_size_symbol, is_unbacked
 
@@ -92,6 +92,26 @@ class Kernel:
 
     def produced(self) -> dict[str, ComputedBuffer]:
         return {n.name: n for n in self.nodes}
+
+
+class ScatterKernel(Kernel):
+    """A ``ScatterBuffer``'s kernel: one loop over its indices, fused with nothing (its updates
+    read no element they write; what they write, only what runs after them reads)."""
+
+    def __init__(self, node):
+        super().__init__(nonone(node.data.size), ())
+        self.nodes = [node]
+        self.levels = {node.name: OUTER}
+        self.stages = [Stage(OUTER, [node])]
+        self.storage = {node.name: "memory"}
+
+    @property
+    def node(self):
+        return self.nodes[0]
+
+    def disjoint(self) -> list[bool]:
+        """Per loop dim (``outer``): whether indices apart along it update distinct elements."""
+        return [d for s, d in zip(self.node.data.size, self.node.data.disjoint) if s != 1]
 
 
 class KernelNames:
@@ -177,7 +197,8 @@ class Scheduler:
         self.items = [it for it in self.items if not (isinstance(it, Kernel) and not it.nodes)]
         for i, item in enumerate(self.items):
             if isinstance(item, Kernel):
-                plan_storage(item, self)
+                if not isinstance(item, ScatterKernel):
+                    plan_storage(item, self)
                 item.name = kernel_name(item, i)
 
     # ------------------------------------------------------------------------------------------
@@ -187,13 +208,17 @@ class Scheduler:
         needed = set(self.graph_outputs)
         live = []
         for node in reversed(nodes):
-            if isinstance(node, ComputedBuffer) and node.name not in needed:
+            if isinstance(node, (ComputedBuffer, ScatterBuffer)) and node.name not in needed:
                 continue
             live.append(node)
             needed |= node.buffer_reads()
         return list(reversed(live))
 
     def _add(self, node):
+        if isinstance(node, ScatterBuffer):
+            self.items.append(ScatterKernel(node))
+            self.producer[node.name] = len(self.items) - 1
+            return
         if not isinstance(node, ComputedBuffer):
             self.items.append(node)
             self.producer[node.name] = len(self.items) - 1
@@ -206,7 +231,7 @@ class Scheduler:
         if self.fuse:
             for k in range(len(self.items) - 1, self.barrier, -1):
                 kernel = self.items[k]
-                if not isinstance(kernel, Kernel):
+                if not isinstance(kernel, Kernel) or isinstance(kernel, ScatterKernel):
                     continue
                 how = fit(kernel, node)
                 if how is None or not self._legal(kernel, k, node, how):
@@ -330,4 +355,7 @@ def kernel_name(kernel: Kernel, index: int) -> str:
                 names.append(op)
     if not names:
         names = ["copy"]
+    if isinstance(kernel, ScatterKernel):  # (named for what it puts; the positions' checks go unnamed)
+        values = [op for op in dict.fromkeys(kernel.node.value_op_names()) if op != "where"]
+        return f"cpp_scatter_{kernel.node.data.mode}_" + "".join(f"{op}_" for op in values[:4]) + str(index)
     return "cpp_fused_" + "_".join(names[:6]) + f"_{index}"

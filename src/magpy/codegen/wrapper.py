@@ -25,7 +25,7 @@ import torch
 from .checks import ERROR_FLAG, error_flag, kernel_error
 from .graph import Constant
 from .ir import BufferRef, ExternCall, GetItem, WrapperView, python_size
-from .scheduler import Kernel
+from .scheduler import Kernel, ScatterKernel
 from .sizes import SizeAsFloat, SizeRelation, SizeSource, UnsupportedSize, guard_namespace, is_float_symbol, \
     render_float
 
@@ -355,6 +355,8 @@ class WrapperWriter:
         for i, item in enumerate(self.scheduler.items):
             if isinstance(item, Kernel):
                 names = set(self.kernel_params.get(item.name, []))
+                if isinstance(item, ScatterKernel):
+                    names.add(item.node.base)  # (its storage, taken over here)
             else:
                 names = item.buffer_reads() | {item.name}
             for n in names:
@@ -364,7 +366,10 @@ class WrapperWriter:
     def _kernel(self, kernel: Kernel):
         out = self.lines
         params = self.kernel_params[kernel.name]
-        for node in kernel.nodes:
+        if isinstance(kernel, ScatterKernel):
+            out.append(f"    {kernel.node.name} = {kernel.node.base}  # (updated in place)")
+        allocated = [] if isinstance(kernel, ScatterKernel) else kernel.nodes
+        for node in allocated:
             if kernel.storage[node.name] == "memory":
                 lay = node.layout
                 out.append(f"    {node.name} = empty_strided({self.sizes(lay.size)}, {self.sizes(lay.stride)}, "
