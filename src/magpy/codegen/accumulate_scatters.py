@@ -9,7 +9,7 @@ zero-filled buffer that every gradient adds into (and ``lowering_scatter`` joins
 same indices into one kernel), instead of a buffer per gradient and the sums of them.
 
 Rewritten: ``add.Tensor(a, s)`` and ``add.Tensor(s, a)`` (no ``alpha``) where ``s`` is such an
-``index_put`` read by the sum alone, into a zero-filled tensor read by it alone, and ``a``, ``s`` and
+``index_put`` read by the sum alone, into a zero-filled tensor, and ``a``, ``s`` and
 the sum have one shape, dtype and strides. The result differs from the graph's only in the order
 floats are added.
 """
@@ -33,15 +33,14 @@ def _is_zeros(node) -> bool:
 
 
 def _accumulated_scatter(node, total) -> bool:
-    """True for ``index_put(zeros, indices, values, True)`` that only ``total`` reads, into zeros
-    that only it reads."""
+    """True for ``index_put(zeros, indices, values, True)`` that only ``total`` reads (the zeros may be
+    shared: the partitioner's common-subexpression pass makes one ``full`` of every gradient's)."""
     if not isinstance(node, fx.Node) or node.op != "call_function" or node.target not in SCATTERS:
         return False
     args = list(node.args) + [node.kwargs.get("accumulate", False)] * (4 - len(node.args))
     if args[3] is not True or set(node.users) != {total}:
         return False
-    zeros = args[0]
-    return _is_zeros(zeros) and set(zeros.users) == {node}
+    return _is_zeros(args[0])
 
 
 def _same_tensor_meta(*nodes) -> bool:
@@ -74,7 +73,8 @@ def accumulate_scatters(gm: fx.GraphModule) -> int:
         accumulated.meta.update(node.meta)
         node.replace_all_uses_with(accumulated)
         for dead in (node, s, zeros):  # (users first)
-            gm.graph.erase_node(dead)
+            if not dead.users:
+                gm.graph.erase_node(dead)
         replaced += 1
     if replaced:
         gm.recompile()
