@@ -60,3 +60,33 @@ def test_a_channels_last_upsample_and_pad_match_eager():
     # (the upsample's source positions, computed per pixel in front of the loop over channels)
     assert any(s.index("static_cast<float>") < s.index("#pragma omp simd") for s in sources
                if "static_cast<float>" in s and "#pragma omp simd" in s), sources
+
+
+def test_a_0_dim_inputs_load_and_the_math_over_it_move_but_not_from_a_buffer_the_body_writes():
+    before, inside = _hoisted([
+        "float tmp1 = in_ptr3[0];",                   # (a 0-dim tensor: the step count)
+        "float tmp2 = powf(0.9f, tmp1);",
+        "float tmp3 = (1.0f / (1.0f - tmp2));",       # (a float division cannot trap)
+        "float tmp4 = sqrtf(tmp3);",
+        "float tmp5 = out_ptr0[0];",                  # (written below: stays)
+        "int64_t tmp6 = (ks0 / 3);",                  # (an integer division may trap)
+        "float tmp7 = in_ptr1[x0];",
+        "out_ptr0[x0] = static_cast<float>(tmp7 * tmp4 + tmp5);",
+    ])
+    assert before == ["float tmp1 = in_ptr3[0];", "float tmp2 = powf(0.9f, tmp1);",
+                      "float tmp3 = (1.0f / (1.0f - tmp2));", "float tmp4 = sqrtf(tmp3);"]
+    assert inside[:2] == ["float tmp5 = out_ptr0[0];", "int64_t tmp6 = (ks0 / 3);"]
+
+
+def test_an_update_scaled_by_a_0_dim_tensors_power_matches_eager_and_computes_the_power_once_per_row():
+    def fn(p, g, step):
+        return p - g * (1 - 0.9 ** step).rsqrt() * (1 - 0.999 ** step).sqrt()
+
+    args = [torch.randn(6, 37), torch.randn(6, 37), torch.tensor(3.0)]
+    since = mark()
+    compiled = compile_graph(torch.fx.symbolic_trace(fn), args)
+    for step in (3.0, 4.0, 10.0):
+        args[2] = torch.tensor(step)
+        torch.testing.assert_close(compiled(*args), fn(*args))
+    (source,) = [s for r in reports(since=since) for s in r.kernel_sources.values() if "powf" in s]
+    assert source.rindex("powf") < source.index("#pragma omp simd"), source

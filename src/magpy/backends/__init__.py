@@ -190,7 +190,9 @@ def _compile_for_device(gm, example_inputs, options: dict):
     from ..codegen import record_fallback
     from ..codegen.devices import NotServed, select
     from .attention import fuse_attention
+    from .scalar_tensors import tensor_values_as_arithmetic
 
+    tensor_values_as_arithmetic(gm)
     fuse_attention(gm, example_inputs)
     try:
         # (before Dynamo is imported, which imports triton: Triton on CPU tensors needs its

@@ -6,10 +6,16 @@ the spatial indices (float products, clamps, int conversions), the same for ever
 ``omp simd`` loop that arithmetic is vectorised across channel lanes, with int64/float conversions the
 vector units emulate; in front of it, it runs once per pixel.
 
+An optimizer's step reads its step count (a 0-dim tensor) in every parameter's kernel and computes the
+bias corrections from it (``powf(0.9f, step)``, a square root, a reciprocal): per element, they cost
+more than the update itself.
+
 The pass works on the printed body (one ``T name = expr;`` per value, ``name = expr;`` for an index
-wrapped into range), after it is printed: a name moves when every assignment to it is plain arithmetic
-— no memory access (``[``), no division or remainder (which may trap where a mask would have skipped
-them), calls only to casts and ``magpy_min``/``magpy_max`` — over values that do not depend on the
+wrapped into range), after it is printed: a name moves when every assignment to it is arithmetic that
+cannot trap or read out of range where a mask would have skipped it — memory reads only at a constant
+position of a buffer the body does not write (a 0-dim tensor's ``in_ptr3[0]``), divisions only of
+floats (an integer's may trap), calls only to casts, ``magpy_min``/``magpy_max`` and math functions
+(compiled with ``-fno-math-errno -fno-trapping-math``) — over values that do not depend on the
 innermost index, and whose assignments are one run of lines (a declaration, then an index wrapped into
 range). They move, in their order, out of any masked block: evaluating them where the mask is false is
 harmless by that rule.
@@ -21,11 +27,20 @@ import re
 _ASSIGN = re.compile(r"^(\s*)((?:[A-Za-z_][\w:]*(?:<[\w:, ]*>)?\s+)?)([A-Za-z_]\w*) = (.*);$")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _CALL = re.compile(r"([A-Za-z_][\w:]*)(?:<[\w:, ]*>)?\(")  # (calls are printed as name( and cast<T>()
-_PURE_CALLS = frozenset({"static_cast", "magpy_min", "magpy_max"})
+_MATH = "sqrt pow fabs exp exp2 expm1 log log2 log10 log1p sin cos tan tanh sinh cosh asin acos atan atan2 erf " \
+        "erfc floor ceil trunc round nearbyint rint fmod copysign hypot"
+_PURE_CALLS = frozenset({"static_cast", "magpy_min", "magpy_max"} | {f for name in _MATH.split()
+                                                                      for f in (name, name + "f")})
+_LOAD = re.compile(r"([A-Za-z_]\w*)\[([^\]]*)\]")
+_STORE = re.compile(r"([A-Za-z_]\w*)\[[^\]]*\]\s*=[^=]")
 
 
-def _pure(expr: str) -> bool:
-    return "[" not in expr and "/" not in expr and "%" not in expr and \
+def _pure(declared: str, expr: str, written: set) -> bool:
+    loads = _LOAD.findall(expr)
+    if any(not position.strip().isdigit() or buffer in written for buffer, position in loads):
+        return False
+    floating = declared.strip() in ("float", "double")
+    return ("/" not in expr or floating) and "%" not in expr and \
         all(name in _PURE_CALLS for name in _CALL.findall(expr))
 
 
@@ -42,8 +57,10 @@ def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str
         return
     # (a name assigned again moves only with its assignments in a row — an index wrapped into range —
     # never one assigned apart, under a condition: ``masked = 0; if (m) { masked = v; }``)
+    written = {m.group(1) for line in body for m in _STORE.finditer(line)}
     movable = {name for name, where in assignments.items()
-               if all(_pure(_ASSIGN.match(body[k]).group(4)) for k in where)
+               if all(_pure(_ASSIGN.match(body[k]).group(2), _ASSIGN.match(body[k]).group(4), written)
+                      for k in where)
                and where == list(range(where[0], where[0] + len(where)))}
     changed = True
     while changed:  # (a name depending on one that stays, or on the loop's index, stays)

@@ -1,0 +1,58 @@
+"""Scalars given as 0-dim tensors (``addcdiv_(a, b, value=t)``) compile as tensor arithmetic: an
+optimizer's step, which takes that path while compilers trace it, runs compiled and as eager does."""
+import copy
+import warnings
+
+import pytest
+import torch
+
+import magpy
+
+
+def _no_fallback(fn, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # (a graph the backend could not compile warns)
+        return fn(*args)
+
+
+@pytest.mark.parametrize("name", ["addcdiv_", "addcmul_", "addcdiv", "addcmul"])
+@pytest.mark.parametrize("form", ["method", "function"])
+def test_a_0_dim_tensor_value_matches_eager(name, form):
+    if form == "function" and name.endswith("_"):
+        call = getattr(torch.Tensor, name)
+    else:
+        call = getattr(torch, name.rstrip("_")) if form == "function" else None
+
+    def fn(x, a, b, v):
+        x = x * 1.0
+        out = call(x, a, b, value=v) if call is not None else getattr(x, name)(a, b, value=v)
+        return out, x
+
+    compiled = magpy.compile(fn)
+    for value in (-0.5, 3.0):
+        args = (torch.randn(5, 7), torch.randn(5, 7), torch.rand(5, 7) + 0.5, torch.tensor(value))
+        torch.testing.assert_close(_no_fallback(compiled, *args), fn(*args))
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: torch.optim.AdamW(ps, lr=1e-2),
+    lambda ps: torch.optim.Adam(ps, lr=1e-2, amsgrad=True),
+    lambda ps: torch.optim.RMSprop(ps, lr=1e-2),
+], ids=["adamw", "adam-amsgrad", "rmsprop"])
+def test_a_compiled_optimizer_step_trains_as_eager(make):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+    twin = copy.deepcopy(model)
+    eager_opt, opt = make(model.parameters()), make(twin.parameters())
+    step = magpy.compile(opt.step)
+    since = magpy.codegen.mark()
+    for k in range(4):
+        x = torch.randn(8, 16)
+        for m, o, s in ((model, eager_opt, eager_opt.step), (twin, opt, step)):
+            o.zero_grad()
+            m(x).pow(2).mean().backward()
+            _no_fallback(s) if k else s()
+    for a, b in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
+    reports = magpy.codegen.reports(since=since)
+    assert reports and all(r.graph_fallback is None and r.kernels for r in reports), [str(r) for r in reports]
