@@ -23,7 +23,7 @@ from typing import Optional
 import sympy
 
 from .ir import ComputedBuffer, ExternCall, index_vars, is_static, prod
-from .ops import DependencyHandler, set_handler
+from .ops import DependencyHandler, IndexMap, current_handler, set_handler
 from .sizes import estimate, is_float_symbol, is_size_symbol, is_unbacked
 
 INNER, OUTER = "inner", "outer"
@@ -61,6 +61,10 @@ class Kernel:
         self.name = ""
         # filled by plan_storage: buffer -> "memory" | "row_scalar" | "row_array" | "local"
         self.storage: dict[str, str] = {}
+        # set by ``loop_merge.merge_loops``: the symbols of the nodes' own (outer, inner) dims,
+        # and what each becomes over the loops' variables
+        self.own_vars: Optional[tuple] = None
+        self.joins: dict = {}
 
     @property
     def outer_vars(self):
@@ -71,23 +75,38 @@ class Kernel:
         return index_vars("r", len(self.inner))
 
     def node_index(self, node: ComputedBuffer, level: Optional[str] = None):
-        """(index, rindex) to evaluate ``node``'s body with, over the kernel's loop variables."""
+        """(index, rindex) to evaluate ``node``'s body with: over the kernel's loop variables, or
+        over its nodes' own dims in a kernel of merged loops (``evaluate`` then maps what the body
+        computes onto the loops)."""
         level = level or self.levels[node.name]
+        outer_vars, inner_vars = self.own_vars or (self.outer_vars, self.inner_vars)
         if node.is_reduction:
-            return (_dims_to_vars(node.data.size, self.outer_vars),
-                    _dims_to_vars(node.data.reduction_size, self.inner_vars))
-        variables = self.outer_vars + (self.inner_vars if level == INNER else [])
+            return (_dims_to_vars(node.data.size, outer_vars),
+                    _dims_to_vars(node.data.reduction_size, inner_vars))
+        variables = outer_vars + (inner_vars if level == INNER else [])
         return _dims_to_vars(node.data.size, variables), []
+
+    def join(self, expr):
+        """``expr`` (an index over ``node_index``'s symbols) over the loops' variables."""
+        expr = sympy.expand(expr)
+        return sympy.expand(expr.xreplace(self.joins)) if self.joins else expr
+
+    def evaluate(self, node: ComputedBuffer, level: Optional[str] = None):
+        """Run ``node``'s body on the installed ``ops`` handler, its indexes over the loops' variables."""
+        index, rindex = self.node_index(node, level)
+        if not self.joins:
+            return node.evaluate(index, rindex)
+        with set_handler(IndexMap(current_handler(), self.join)):
+            return node.evaluate(index, rindex)
 
     def store_index(self, node: ComputedBuffer, level: Optional[str] = None):
         index, _ = self.node_index(node, level)
-        return sympy.expand(node.layout.index(index))
+        return self.join(node.layout.index(index))
 
     def reads(self, node: ComputedBuffer, level: Optional[str] = None):
-        index, rindex = self.node_index(node, level)
         handler = DependencyHandler()
         with set_handler(handler):
-            node.evaluate(index, rindex)
+            self.evaluate(node, level)
         return [(name, sympy.expand(expr), indirect) for name, expr, indirect in handler.reads]
 
     def produced(self) -> dict[str, ComputedBuffer]:
