@@ -157,3 +157,54 @@ def test_batch_norm_backward_graph_in_float64():
     compiled = compile_aten_graph(gm, [grad, x, w, mean, rstd], mode="cpp")
     assert compiled.magpy_report.graph_fallback is None
     assert_close(list(compiled(grad, x, w, mean, rstd)), list(expected), "native_batch_norm_backward")
+
+
+# ----------------------------------------------------------------------------------------------
+# A pass over interleaved dims fused after the per-channel sums
+
+
+def batch_norm_backward(g, x, w, mean, rstd):
+    return torch.ops.aten.native_batch_norm_backward(g, x, w, None, None, mean, rstd, True, 1e-5,
+                                                     [True, True, True])
+
+
+def batch_norm_backward_inputs(shape, dtype=torch.float32, channels_last=False):
+    x, g = torch.randn(shape, dtype=dtype), torch.randn(shape, dtype=dtype)
+    if channels_last:
+        x, g = (t.contiguous(memory_format=torch.channels_last) for t in (x, g))
+    w = torch.randn(shape[1], dtype=dtype)
+    mean, rstd = x.mean((0, 2, 3)), x.var((0, 2, 3), unbiased=False).add(1e-5).rsqrt()
+    return g, x, w, mean, rstd
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 7, 9), (2, 16, 4, 4), (4, 3, 2, 1)])
+def test_batch_norm_backward_of_nchw_is_one_kernel(shape):
+    report = check(batch_norm_backward, *batch_norm_backward_inputs(shape), mode="cpp")
+    assert report.kernel_count == 1, report
+
+
+def test_batch_norm_relu_of_nchw_is_one_kernel():
+    x = torch.randn(3, 5, 7, 9)
+    report = check(lambda x: torch.relu(F.batch_norm(x, None, None, training=True)), x, mode="cpp")
+    assert report.kernel_count == 1, report
+
+
+def test_channels_last_pass_runs_apart_in_memory_order():
+    report = check(batch_norm_backward, *batch_norm_backward_inputs((3, 16, 5, 6), channels_last=True), mode="cpp")
+    assert report.kernel_count == 2, report
+
+
+def test_equal_sizes_take_the_dims_their_values_say():
+    # N == C == H == W: only the read of the per-channel sums says which dim is the channel
+    x = torch.randn(4, 4, 4, 4)
+    check(lambda x: x - x.sum((0, 2, 3), keepdim=True) * torch.arange(4.0).view(1, 1, 1, 4), x, mode="cpp")
+    check(batch_norm_backward, *batch_norm_backward_inputs((4, 4, 4, 4)), mode="cpp")
+
+
+def test_interleaved_dims_in_triton_too():
+    pytest.importorskip("triton")
+    from magpy.codegen.triton_runtime import interpreting
+
+    if not interpreting():
+        pytest.skip("triton was imported before TRITON_INTERPRET=1")
+    check(batch_norm_backward, *batch_norm_backward_inputs((2, 3, 4, 5)), mode="triton")

@@ -65,6 +65,10 @@ class Kernel:
         # and what each becomes over the loops' variables
         self.own_vars: Optional[tuple] = None
         self.joins: dict = {}
+        # pointwise nodes whose dims are the rows' and the reduction's interleaved (batch norm's
+        # NCHW pass after its per-channel sums): node -> the position in outer + inner of each of
+        # its dims of size > 1
+        self.orders: dict[str, tuple] = {}
 
     @property
     def outer_vars(self):
@@ -84,6 +88,9 @@ class Kernel:
             return (_dims_to_vars(node.data.size, outer_vars),
                     _dims_to_vars(node.data.reduction_size, inner_vars))
         variables = outer_vars + (inner_vars if level == INNER else [])
+        order = self.orders.get(node.name)
+        if order is not None and level == INNER:
+            variables = [variables[i] for i in order]
         return _dims_to_vars(node.data.size, variables), []
 
     def join(self, expr):
@@ -181,6 +188,29 @@ def fit(kernel: Kernel, node: ComputedBuffer):
     return None
 
 
+def interleavings(dims, outer, inner) -> list[tuple]:
+    """The ways ``dims`` (a pointwise node's, size-1 ones left out) are ``outer`` and ``inner``
+    interleaved, each in its own order: for each way, the position in ``outer + inner`` of each
+    of ``dims``. A reduction over dims 0, 2, 3 of NCHW keeps C and reduces (N, H, W); the
+    pointwise pass over (N, C, H, W) after it is C and (N, H, W) interleaved."""
+    if len(dims) != len(outer) + len(inner) or not outer or not inner:
+        return []
+    found = []
+
+    def walk(d, o, i, order):
+        if d == len(dims):
+            found.append(tuple(order))
+            return
+        if o < len(outer) and dims[d] == outer[o]:
+            walk(d + 1, o + 1, i, order + [o])
+        if i < len(inner) and dims[d] == inner[i]:
+            walk(d + 1, o, i + 1, order + [len(outer) + i])
+
+    walk(0, 0, 0, [])
+    identity = tuple(range(len(dims)))
+    return [order for order in found if order != identity]
+
+
 class Scheduler:
     """Orders and groups the graph's nodes; read ``items`` (Kernels and wrapper-level nodes)."""
 
@@ -227,12 +257,13 @@ class Scheduler:
                 kernel = self.items[k]
                 if not isinstance(kernel, Kernel):
                     continue
-                how = fit(kernel, node)
-                if how is None or not self._legal(kernel, k, node, how):
-                    continue
-                score = self._score(kernel, node)
-                if score > best_score:
-                    best, best_score, best_fit = k, score, how
+                for how in self._fits(kernel, node):
+                    if not self._legal(kernel, k, node, how):
+                        continue
+                    score = self._score(kernel, node)
+                    if score > best_score:
+                        best, best_score, best_fit = k, score, how
+                    break
         if best is None:
             if node.is_reduction:
                 kernel = Kernel(nonone(node.data.size), nonone(node.data.reduction_size))
@@ -240,16 +271,32 @@ class Scheduler:
                 kernel = Kernel(nonone(node.data.size), ())
             self.items.append(kernel)
             best = len(self.items) - 1
-            best_fit = (kernel.outer, kernel.inner, INNER if node.is_reduction else OUTER, None)
+            best_fit = (kernel.outer, kernel.inner, INNER if node.is_reduction else OUTER, None, None)
         self._place(self.items[best], node, best_fit)
         self.producer[node.name] = best
 
+    def _fits(self, kernel: Kernel, node: ComputedBuffer) -> list:
+        """How ``node`` may join ``kernel``: ``fit``'s way, else (a pointwise node over the rows' and
+        the reduction's dims interleaved) one way per interleaving: (outer, inner, level, existing, order)."""
+        how = fit(kernel, node)
+        if how is not None:
+            return [how + (None,)]
+        if node.is_reduction or not kernel.inner:
+            return []
+        return [(kernel.outer, kernel.inner, INNER, None, order)
+                for order in interleavings(nonone(node.data.size), kernel.outer, kernel.inner)]
+
     def _legal(self, kernel: Kernel, k: int, node: ComputedBuffer, how) -> bool:
-        outer, inner, level, existing = how
+        outer, inner, level, existing, order = how
         trial = Kernel(outer, inner)
         trial.levels = {n: (existing or lv) for n, lv in kernel.levels.items()}
+        trial.orders = dict(kernel.orders)
+        if order is not None:
+            trial.orders[node.name] = order
         produced = kernel.produced()
-        for name, index, indirect in trial.reads(node, level):
+        matched = False
+        reads = trial.reads(node, level)
+        for name, index, indirect in reads:
             if name in produced:
                 if indirect:
                     return False
@@ -258,7 +305,20 @@ class Scheduler:
                     return False
                 if not producer.is_reduction and trial.levels[name] == INNER and level == OUTER:
                     return False
+                matched = True
             elif name in self.producer and self.producer[name] >= k:
+                return False
+        if order is not None:
+            # Interleaved dims join only where a value of the kernel read at its own index says
+            # which dim is which, and where what the node stores and reads lies along the innermost
+            # loop (a channels-last pass would walk across the rows' stride: it runs on its own, in
+            # its memory order).
+            if not matched:
+                return False
+            last = trial.inner_vars[-1]
+            if trial.store_index(node, level).coeff(last) != 1:
+                return False
+            if any(not indirect and index.coeff(last) not in (0, 1) for _, index, indirect in reads):
                 return False
         return True
 
@@ -276,7 +336,9 @@ class Scheduler:
         return score
 
     def _place(self, kernel: Kernel, node: ComputedBuffer, how):
-        outer, inner, level, existing = how
+        outer, inner, level, existing, order = how
+        if order is not None:
+            kernel.orders[node.name] = order
         if existing is not None:
             for name in kernel.levels:
                 kernel.levels[name] = existing
