@@ -208,3 +208,36 @@ def test_interleaved_dims_in_triton_too():
     if not interpreting():
         pytest.skip("triton was imported before TRITON_INTERPRET=1")
     check(batch_norm_backward, *batch_norm_backward_inputs((2, 3, 4, 5)), mode="triton")
+
+
+# ----------------------------------------------------------------------------------------------
+# Rows side by side in memory: reduced a tile of rows at a time (cpp_columns.py)
+
+
+@pytest.mark.parametrize("shape", [(100, 37), (7, 16), (4096, 16), (3, 5)], ids=["odd", "one-tile", "parallel", "narrow"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_reductions_over_the_first_dim(shape, dtype):
+    x = torch.randn(shape, dtype=dtype)
+    x[1, 2] = float("nan")
+    report = check(lambda x: (x.sum(0), x.amax(0), x.amin(0), (x > 0).any(0), (x > -3).all(0), x.mean(0)), x, mode="cpp")
+    source = sources(report)
+    assert ("x0_tile" in source) == (shape[1] >= 4), source
+
+
+def test_reduction_over_the_first_dim_with_epilogue_and_second_pass():
+    x = torch.randn(50, 20)
+    check(lambda x: (x - x.mean(0)).square().mean(0).add(1e-5).rsqrt(), x, mode="cpp")
+
+
+def test_channels_last_batch_norm_statistics_go_by_tiles_of_channels():
+    x = torch.randn(2, 24, 5, 7).contiguous(memory_format=torch.channels_last)
+    report = check(lambda x: torch.relu(F.batch_norm(x, None, None, training=True)), x, mode="cpp")
+    assert "x0_tile" in sources(report)
+
+
+def test_channels_last_batch_norm_backward_by_tiles_of_channels():
+    inputs = batch_norm_backward_inputs((3, 20, 5, 6), channels_last=True)
+    report = check(batch_norm_backward, *inputs, mode="cpp")
+    assert "x0_tile" in sources(report)
+    inputs = batch_norm_backward_inputs((3, 20, 5, 6), dtype=torch.float64, channels_last=True)
+    check(batch_norm_backward, *inputs, mode="cpp")

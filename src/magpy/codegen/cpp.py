@@ -18,6 +18,7 @@ import os
 import sympy
 import torch
 
+from .cpp_columns import render_columns, wants_columns
 from .cpp_hoist import hoist_invariants
 from .cpp_loops import PARALLEL_MIN_WORK, PointwiseNest, both, negate
 from .cpp_ops import CppHandler, CppValue, cpp_constant, ctype, print_index
@@ -147,6 +148,8 @@ class KernelPrinter(KernelNames):
         body: list[str] = []
         if not k.inner:
             self._render_pointwise(body)
+        elif wants_columns(k):
+            render_columns(self, body, THREADS)
         else:
             self._render_rows(body)
         args = []
