@@ -221,7 +221,7 @@ def test_reductions_over_the_first_dim(shape, dtype):
     x[1, 2] = float("nan")
     report = check(lambda x: (x.sum(0), x.amax(0), x.amin(0), (x > 0).any(0), (x > -3).all(0), x.mean(0)), x, mode="cpp")
     source = sources(report)
-    assert ("x0_tile" in source) == (shape[1] >= 4), source
+    assert ("x0_tile" in source) == (shape[1] >= 8), source
 
 
 def test_reduction_over_the_first_dim_with_epilogue_and_second_pass():

@@ -23,15 +23,17 @@ from .ops import set_handler
 from .scheduler import INNER, OUTER, Kernel
 
 COLUMN_TILE = 16
+# Fewer neighbouring rows than a vector holds: the row layout's lanes along the reduction do as well.
+MIN_ROWS = 8
 SERIAL_REDUCTIONS = ("argmax", "argmin")
 
 
 def wants_columns(kernel: Kernel) -> bool:
-    """True for a static reduction kernel whose loads walk its rows' innermost dim contiguously
-    and none its reduction's innermost dim."""
+    """True for a static reduction kernel of at least ``MIN_ROWS`` neighbouring rows whose loads
+    walk its rows' innermost dim contiguously and none its reduction's innermost dim."""
     if not kernel.inner or not kernel.outer or not is_static(kernel.outer + kernel.inner):
         return False
-    if kernel.outer[-1] < 4:
+    if kernel.outer[-1] < MIN_ROWS:
         return False
     if any(kernel.storage[n.name] == "row_array" for n in kernel.nodes):
         return False
@@ -122,7 +124,7 @@ class Columns:
             printer.locals[node.name] = f"{arrays[node.name]}[{self.lane}]"
 
     def _inner_stage(self, stage, lines, indent):
-        from .cpp import REDUCTION_COMBINE, accumulator_dtype, reduction_init
+        from .cpp import LONG_SUM, REDUCTION_COMBINE, accumulator_dtype, reduction_init
 
         printer, k = self.printer, self.kernel
         reductions = [n for n in stage.nodes if n.is_reduction]
@@ -130,9 +132,9 @@ class Columns:
         for node in reductions:
             red = node.data
             acc_dtype = accumulator_dtype(red.reduction_type, red.src_dtype, red.dtype)
-            if red.reduction_type == "sum" and acc_dtype == torch.float32:
-                # (one accumulator per row adds the row's elements one after another, where a row
-                # vectorised along itself has a lane's worth: float32 would stray from eager's sum)
+            if red.reduction_type == "sum" and acc_dtype == torch.float32 and prod(k.inner) >= LONG_SUM:
+                # (below that, float32 rows added one after another: eager's channels-last batch
+                # norm sums its channels in that order)
                 acc_dtype = torch.float64
             acc = printer.new_var("acc")
             nan = f"{acc}_nan" if red.reduction_type in ("max", "min") and acc_dtype.is_floating_point else None
