@@ -31,21 +31,26 @@ BINARY = {
     "where": lambda a, b: torch.where(a > 0, a, b),
 }
 
-steps = st.lists(
-    st.one_of(
-        st.tuples(st.just("unary"), st.sampled_from(sorted(UNARY)), st.integers(0, 7)),
-        st.tuples(st.just("binary"), st.sampled_from(sorted(BINARY)), st.integers(0, 7), st.integers(0, 7)),
-    ),
-    min_size=1, max_size=8,
-)
+def programs(unary, max_size):
+    """Lists of steps, each applying one of ``unary`` or ``BINARY`` to earlier values."""
+    return st.lists(
+        st.one_of(
+            st.tuples(st.just("unary"), st.sampled_from(sorted(unary)), st.integers(0, 7)),
+            st.tuples(st.just("binary"), st.sampled_from(sorted(BINARY)), st.integers(0, 7), st.integers(0, 7)),
+        ),
+        min_size=1, max_size=max_size,
+    )
 
 
-def build(program):
+steps = programs(UNARY, 8)
+
+
+def build(program, unary=UNARY):
     def fn(x, y):
         pool = [x, y]
         for step in program:
             if step[0] == "unary":
-                pool.append(UNARY[step[1]](pool[step[2] % len(pool)]))
+                pool.append(unary[step[1]](pool[step[2] % len(pool)]))
             else:
                 pool.append(BINARY[step[1]](pool[step[2] % len(pool)], pool[step[3] % len(pool)]))
         return tuple(pool[2:])
@@ -76,25 +81,7 @@ IMAGE_UNARY = {
     "flip_height": lambda x: x.flip(2),
 }
 
-image_steps = st.lists(
-    st.one_of(
-        st.tuples(st.just("unary"), st.sampled_from(sorted(IMAGE_UNARY)), st.integers(0, 7)),
-        st.tuples(st.just("binary"), st.sampled_from(sorted(BINARY)), st.integers(0, 7), st.integers(0, 7)),
-    ),
-    min_size=1, max_size=6,
-)
-
-
-def build_image(program):
-    def fn(x, y):
-        pool = [x, y]
-        for step in program:
-            if step[0] == "unary":
-                pool.append(IMAGE_UNARY[step[1]](pool[step[2] % len(pool)]))
-            else:
-                pool.append(BINARY[step[1]](pool[step[2] % len(pool)], pool[step[3] % len(pool)]))
-        return tuple(pool[2:])
-    return fn
+image_steps = programs(IMAGE_UNARY, 6)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
@@ -107,7 +94,7 @@ def test_random_image_graphs_match_eager(program, batch, channels, pixels, chann
     x, y = torch.randn(shape, dtype=dtype), torch.randn(shape, dtype=dtype)
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
-    check(build_image(program), x, y, mode="cpp")
+    check(build(program, IMAGE_UNARY), x, y, mode="cpp")
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))

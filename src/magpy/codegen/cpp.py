@@ -310,20 +310,14 @@ class KernelPrinter(KernelNames):
         outer_lines = lines
         loop_indent = indent if len(choices) == 1 else indent + "    "
         body_indent = loop_indent + "    " * len(k.inner_vars)
-        lines = []
-        handler = CppHandler(self, lines, body_indent)
-        self.stage_locals = {}
-        for node in stage.nodes:
-            if not node.is_reduction:
-                self._pointwise_node(handler, node, body_indent, lines)
-                continue
-            with set_handler(handler):
-                value = k.evaluate(node)
+        def update(node, handler, value):
             acc, acc_dtype = accs[node.name]
             value = handler.to_dtype(value, acc_dtype) if value.dtype != acc_dtype and \
                 node.data.reduction_type not in ("argmax", "argmin") else value
-            lines.extend(self._update(node.data.reduction_type, acc, acc_dtype, value, body_indent))
-        body = lines
+            return self._update(node.data.reduction_type, acc, acc_dtype, value, body_indent)
+
+        body = []
+        self.stage_body(stage, body, body_indent, update)
         if len(choices) == 2:
             outer_lines.append(f"{indent}if ({parallel}) {{")
         for n, choice in enumerate(choices):
@@ -353,6 +347,19 @@ class KernelPrinter(KernelNames):
                 lines.append(indent + self.store_text(node.name, k.store_index(node), value))
             self.locals[node.name] = var
 
+    def stage_body(self, stage, lines, indent, update):
+        """Print the loop body of an inner stage: its pointwise nodes, and for each reduction the
+        lines ``update(node, handler, value)`` gives to fold ``value`` into its accumulator."""
+        handler = CppHandler(self, lines, indent)
+        self.stage_locals = {}
+        for node in stage.nodes:
+            if not node.is_reduction:
+                self._pointwise_node(handler, node, indent, lines)
+                continue
+            with set_handler(handler):
+                value = self.kernel.evaluate(node)
+            lines.extend(update(node, handler, value))
+
     def _reduction_loops(self, lines, indent, parallel, clauses):
         """Open the loops of an inner stage: ``omp simd`` with the reduction clauses on the
         innermost (a collapsed ``simd`` nest is left scalar by gcc), the others spread over threads
@@ -371,7 +378,9 @@ class KernelPrinter(KernelNames):
             lines.append(f"{indent}for (int64_t {v} = 0; {v} < {self.size(size)}; {v}++) {{")
             indent += "    "
 
-    def _update(self, rtype, acc, dtype, value, indent):
+    def _update(self, rtype, acc, dtype, value, indent, nan=None):
+        """The lines folding ``value`` into the accumulator ``acc`` (and a float max/min's NaN
+        count into ``nan``, by default ``acc``'s own ``_nan``)."""
         v = value.text
         if rtype == "sum":
             return [f"{indent}{acc} = {acc} + {v};"]
@@ -385,7 +394,7 @@ class KernelPrinter(KernelNames):
             op = ">" if rtype == "max" else "<"
             lines = [f"{indent}{acc} = ({v} {op} {acc}) ? {v} : {acc};"]
             if dtype.is_floating_point:
-                lines.append(f"{indent}{acc}_nan += static_cast<int32_t>({v} != {v});")
+                lines.append(f"{indent}{nan or acc + '_nan'} += static_cast<int32_t>({v} != {v});")
             return lines
         op = ">" if rtype == "argmax" else "<"
         better = f"({v} {op} {acc})"

@@ -154,18 +154,14 @@ class Columns:
             lines.append(f"{loop_indent}for (int64_t {v} = 0; {v} < {s}; {v}++) {{")
             loop_indent += "    "
         body = self._lanes(lines, loop_indent)
-        handler = CppHandler(printer, lines, body)
-        printer.stage_locals = {}
-        for node in stage.nodes:
-            if not node.is_reduction:
-                printer._pointwise_node(handler, node, body, lines)
-                continue
-            with set_handler(handler):
-                value = k.evaluate(node)
+
+        def update(node, handler, value):
             acc, acc_dtype, nan = accs[node.name]
             value = handler.to_dtype(value, acc_dtype) if value.dtype != acc_dtype else value
-            lines.extend(body + line for line in self._update(node.data.reduction_type, f"{acc}[{self.lane}]",
-                                                              nan and f"{nan}[{self.lane}]", value.text))
+            return printer._update(node.data.reduction_type, f"{acc}[{self.lane}]", acc_dtype, value, body,
+                                   nan and f"{nan}[{self.lane}]")
+
+        printer.stage_body(stage, lines, body, update)
         lines.append(f"{loop_indent}}}")
         for _ in range(len(k.inner)):
             loop_indent = loop_indent[:-4]
@@ -193,19 +189,3 @@ class Columns:
         lines.append(f"{indent}}}")
         for node in reductions:
             printer.locals[node.name] = f"{results[node.name]}[{self.lane}]"
-
-    @staticmethod
-    def _update(rtype, acc, nan, v) -> list[str]:
-        if rtype == "sum":
-            return [f"{acc} = {acc} + {v};"]
-        if rtype == "prod":
-            return [f"{acc} = {acc} * {v};"]
-        if rtype == "any":
-            return [f"{acc} |= static_cast<int32_t>({v} != 0);"]
-        if rtype == "all":
-            return [f"{acc} &= static_cast<int32_t>({v} != 0);"]
-        op = ">" if rtype == "max" else "<"
-        lines = [f"{acc} = ({v} {op} {acc}) ? {v} : {acc};"]
-        if nan:
-            lines.append(f"{nan} += static_cast<int32_t>({v} != {v});")
-        return lines
