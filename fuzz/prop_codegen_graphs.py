@@ -31,21 +31,26 @@ BINARY = {
     "where": lambda a, b: torch.where(a > 0, a, b),
 }
 
-steps = st.lists(
-    st.one_of(
-        st.tuples(st.just("unary"), st.sampled_from(sorted(UNARY)), st.integers(0, 7)),
-        st.tuples(st.just("binary"), st.sampled_from(sorted(BINARY)), st.integers(0, 7), st.integers(0, 7)),
-    ),
-    min_size=1, max_size=8,
-)
+def programs(unary, max_size):
+    """Lists of steps, each applying one of ``unary`` or ``BINARY`` to earlier values."""
+    return st.lists(
+        st.one_of(
+            st.tuples(st.just("unary"), st.sampled_from(sorted(unary)), st.integers(0, 7)),
+            st.tuples(st.just("binary"), st.sampled_from(sorted(BINARY)), st.integers(0, 7), st.integers(0, 7)),
+        ),
+        min_size=1, max_size=max_size,
+    )
 
 
-def build(program):
+steps = programs(UNARY, 8)
+
+
+def build(program, unary=UNARY):
     def fn(x, y):
         pool = [x, y]
         for step in program:
             if step[0] == "unary":
-                pool.append(UNARY[step[1]](pool[step[2] % len(pool)]))
+                pool.append(unary[step[1]](pool[step[2] % len(pool)]))
             else:
                 pool.append(BINARY[step[1]](pool[step[2] % len(pool)], pool[step[3] % len(pool)]))
         return tuple(pool[2:])
@@ -60,6 +65,36 @@ def test_random_graphs_match_eager(program, rows, cols, transposed, dtype):
     x = torch.randn(rows, cols, dtype=dtype)
     y = torch.randn(cols, rows, dtype=dtype).t() if transposed else torch.randn(rows, cols, dtype=dtype)
     check(build(program), x, y, mode="cpp")
+
+
+# Images (N, C, H, W), NCHW or channels-last: batch norm's per-channel reductions over dims 0, 2, 3, reductions
+# over other sets of dims, and padding that masks a dim, so that the C++ loops merge some dims and keep others
+# apart (``loop_merge.py``), over sizes that are and are not multiples of the vector width, one channel, one pixel.
+IMAGE_UNARY = {
+    "relu": torch.relu, "exp": lambda x: torch.exp(x.clamp(max=10)), "square": lambda x: x * x,
+    "sum_channels": lambda x: x.sum((0, 2, 3), keepdim=True),
+    "norm_channels": lambda x: (x - x.mean((0, 2, 3), keepdim=True)) * (x.var((0, 2, 3), keepdim=True) + 1e-5).rsqrt(),
+    "amax_pixels": lambda x: x.amax((2, 3), keepdim=True), "mean_batch": lambda x: x.mean(0, keepdim=True),
+    "sum_rows": lambda x: x.sum((1, 3), keepdim=True),
+    "pad_width": lambda x: torch.nn.functional.pad(x, (1, -1)),
+    "pad_channels": lambda x: torch.nn.functional.pad(x, (0, 0, 0, 0, 1, -1)),
+    "flip_height": lambda x: x.flip(2),
+}
+
+image_steps = programs(IMAGE_UNARY, 6)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=image_steps, batch=st.sampled_from([1, 2, 3]), channels=st.sampled_from([1, 3, 8, 17]),
+       pixels=st.sampled_from([(1, 1), (4, 4), (5, 7), (8, 9)]), channels_last=st.booleans(),
+       dtype=st.sampled_from([torch.float32, torch.float64]))
+def test_random_image_graphs_match_eager(program, batch, channels, pixels, channels_last, dtype):
+    torch.manual_seed(0)
+    shape = (batch, channels) + pixels
+    x, y = torch.randn(shape, dtype=dtype), torch.randn(shape, dtype=dtype)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    check(build(program, IMAGE_UNARY), x, y, mode="cpp")
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))

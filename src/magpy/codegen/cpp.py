@@ -18,11 +18,13 @@ import os
 import sympy
 import torch
 
+from .cpp_columns import render_columns, wants_columns
 from .cpp_hoist import hoist_invariants
 from .cpp_loops import PARALLEL_MIN_WORK, PointwiseNest, both, negate
 from .cpp_ops import CppHandler, CppValue, cpp_constant, ctype, print_index
 from .cpp_prelude import PRELUDE
 from .ir import is_static, prod
+from .loop_merge import merge_loops
 from .ops import set_handler
 from .scheduler import OUTER, ROW_BUFFER_MAX_BYTES, Kernel, KernelNames
 from .sizes import at_least, is_float_symbol
@@ -146,6 +148,8 @@ class KernelPrinter(KernelNames):
         body: list[str] = []
         if not k.inner:
             self._render_pointwise(body)
+        elif wants_columns(k):
+            render_columns(self, body, THREADS)
         else:
             self._render_rows(body)
         args = []
@@ -187,20 +191,24 @@ class KernelPrinter(KernelNames):
             handler = CppHandler(self, lines, indent)
             for stage in k.stages:
                 for node in stage.nodes:
-                    self._pointwise_node(handler, node, k.node_index(node)[0], indent, lines)
-            if len(nest.variables) >= 2:  # (in front of the innermost loop, inside the others)
-                loop = start - 2 if lines[start - 2].strip().startswith("#pragma omp simd") else start - 1
-                hoist_invariants(lines, start, loop, str(nest.variables[nest.order[-1]]))
+                    self._pointwise_node(handler, node, indent, lines)
+            if nest.variables:  # (in front of the innermost loop, inside the others)
+                loop = start - 1
+                while loop > 0 and lines[loop - 1].strip().startswith("#pragma"):
+                    loop -= 1
+                # (a 0-dim input read in front of a loop that may run no iteration: only where none is empty)
+                nonempty = all(isinstance(size, int) and size > 0 for size in nest.sizes)
+                hoist_invariants(lines, start, loop, str(nest.variables[nest.order[-1]]), loads=nonempty)
 
         nest.render(self, lines, "    ", body)
 
-    def _pointwise_node(self, handler, node, index, indent, lines):
+    def _pointwise_node(self, handler, node, indent, lines):
         with set_handler(handler):
-            value = node.evaluate(index)
+            value = self.kernel.evaluate(node)
         value = handler.to_dtype(value, node.layout.dtype) if value.dtype != node.layout.dtype else value
         storage = self.kernel.storage[node.name]
         if storage == "memory":
-            lines.append(indent + self.store_text(node.name, node.layout.index(index), value))
+            lines.append(indent + self.store_text(node.name, self.kernel.store_index(node), value))
         elif storage == "row_array":
             lines.append(f"{indent}{self.row_arrays[node.name]}[{self.inner_linear()}] = {value};")
         self.stage_locals[node.name] = value.text
@@ -265,12 +273,11 @@ class KernelPrinter(KernelNames):
                 self._render_inner_stage(stage, row_indent, lines, parallel_inner)
 
     def _row_scalar_node(self, handler, node, indent, lines):
-        index = self.kernel.node_index(node)[0]
         with set_handler(handler):
-            value = node.evaluate(index)
+            value = self.kernel.evaluate(node)
         value = handler.to_dtype(value, node.layout.dtype)
         if self.kernel.storage[node.name] == "memory":
-            lines.append(indent + self.store_text(node.name, node.layout.index(index), value))
+            lines.append(indent + self.store_text(node.name, self.kernel.store_index(node), value))
         self.locals[node.name] = value.text
 
     def _render_inner_stage(self, stage, indent, lines, parallel):
@@ -299,42 +306,31 @@ class KernelPrinter(KernelNames):
                 lines.append(f"{indent}int32_t {acc}_nan = 0;")
                 clauses.append(f"reduction(+:{acc}_nan)")
         if serial:
-            pragmas = [None]
+            choices = [None]
         elif isinstance(parallel, bool):
-            pragmas = ["omp parallel for simd" if parallel else "omp simd"]
+            choices = [parallel]
         else:  # decided at run time: both loops, behind an if
-            pragmas = ["omp parallel for simd", "omp simd"]
-        if clauses:
-            pragmas = [p + " " + " ".join(clauses) if p else p for p in pragmas]
+            choices = [True, False]
         outer_lines = lines
-        loop_indent = indent if len(pragmas) == 1 else indent + "    "
-        lines = []
-        body_indent = self._loops(lines, k.inner_vars, k.inner, loop_indent, pragmas[0])
-        handler = CppHandler(self, lines, body_indent)
-        self.stage_locals = {}
-        for node in stage.nodes:
-            if not node.is_reduction:
-                self._pointwise_node(handler, node, k.node_index(node)[0], body_indent, lines)
-                continue
-            index, rindex = k.node_index(node)
-            with set_handler(handler):
-                value = node.evaluate(index, rindex)
+        loop_indent = indent if len(choices) == 1 else indent + "    "
+        body_indent = loop_indent + "    " * len(k.inner_vars)
+        def update(node, handler, value):
             acc, acc_dtype = accs[node.name]
             value = handler.to_dtype(value, acc_dtype) if value.dtype != acc_dtype and \
                 node.data.reduction_type not in ("argmax", "argmin") else value
-            lines.extend(self._update(node.data.reduction_type, acc, acc_dtype, value, body_indent))
-        self._close(lines, len(k.inner_vars), body_indent)
-        if len(pragmas) == 1:
-            outer_lines.extend(lines)
-        else:
-            # The same loop twice: the pragma line is the only difference.
-            serial_pragma = []
-            self._loops(serial_pragma, k.inner_vars, k.inner, loop_indent, pragmas[1])
-            serial_loop = [serial_pragma[0]] + lines[1:]
+            return self._update(node.data.reduction_type, acc, acc_dtype, value, body_indent)
+
+        body = []
+        self.stage_body(stage, body, body_indent, update)
+        if len(choices) == 2:
             outer_lines.append(f"{indent}if ({parallel}) {{")
-            outer_lines.extend(lines)
-            outer_lines.append(f"{indent}}} else {{")
-            outer_lines.extend(serial_loop)
+        for n, choice in enumerate(choices):
+            if n == 1:
+                outer_lines.append(f"{indent}}} else {{")
+            self._reduction_loops(outer_lines, loop_indent, choice, clauses)
+            outer_lines.extend(body)
+            self._close(outer_lines, len(k.inner_vars), body_indent)
+        if len(choices) == 2:
             outer_lines.append(f"{indent}}}")
         lines = outer_lines
         self.stage_locals = {}
@@ -352,10 +348,43 @@ class KernelPrinter(KernelNames):
             lines.append(f"{indent}{ctype(out_dtype)} {var} = static_cast<{ctype(out_dtype)}>({result});")
             value = CppValue(var, out_dtype)
             if k.storage[node.name] == "memory":
-                lines.append(indent + self.store_text(node.name, node.layout.index(k.node_index(node)[0]), value))
+                lines.append(indent + self.store_text(node.name, k.store_index(node), value))
             self.locals[node.name] = var
 
-    def _update(self, rtype, acc, dtype, value, indent):
+    def stage_body(self, stage, lines, indent, update):
+        """Print the loop body of an inner stage: its pointwise nodes, and for each reduction the
+        lines ``update(node, handler, value)`` gives to fold ``value`` into its accumulator."""
+        handler = CppHandler(self, lines, indent)
+        self.stage_locals = {}
+        for node in stage.nodes:
+            if not node.is_reduction:
+                self._pointwise_node(handler, node, indent, lines)
+                continue
+            with set_handler(handler):
+                value = self.kernel.evaluate(node)
+            lines.extend(update(node, handler, value))
+
+    def _reduction_loops(self, lines, indent, parallel, clauses):
+        """Open the loops of an inner stage: ``omp simd`` with the reduction clauses on the
+        innermost (a collapsed ``simd`` nest is left scalar by gcc), the others spread over threads
+        where ``parallel``; ``parallel`` None: a plain serial nest (an argmax's first index)."""
+        k = self.kernel
+        clause = "".join(" " + c for c in clauses)
+        variables = k.inner_vars
+        for d, (v, size) in enumerate(zip(variables, k.inner)):
+            innermost = d == len(variables) - 1
+            if parallel is not None and innermost:
+                pragma = "omp parallel for simd" if parallel and len(variables) == 1 else "omp simd"
+                lines.append(f"{indent}#pragma {pragma}{clause}")
+            elif parallel and d == 0:
+                collapse = f" collapse({len(variables) - 1})" if len(variables) > 2 else ""
+                lines.append(f"{indent}#pragma omp parallel for{clause}{collapse}")
+            lines.append(f"{indent}for (int64_t {v} = 0; {v} < {self.size(size)}; {v}++) {{")
+            indent += "    "
+
+    def _update(self, rtype, acc, dtype, value, indent, nan=None):
+        """The lines folding ``value`` into the accumulator ``acc`` (and a float max/min's NaN
+        count into ``nan``, by default ``acc``'s own ``_nan``)."""
         v = value.text
         if rtype == "sum":
             return [f"{indent}{acc} = {acc} + {v};"]
@@ -369,7 +398,7 @@ class KernelPrinter(KernelNames):
             op = ">" if rtype == "max" else "<"
             lines = [f"{indent}{acc} = ({v} {op} {acc}) ? {v} : {acc};"]
             if dtype.is_floating_point:
-                lines.append(f"{indent}{acc}_nan += static_cast<int32_t>({v} != {v});")
+                lines.append(f"{indent}{nan or acc + '_nan'} += static_cast<int32_t>({v} != {v});")
             return lines
         op = ">" if rtype == "argmax" else "<"
         better = f"({v} {op} {acc})"
@@ -396,6 +425,7 @@ def render_kernel(kernel: Kernel, layouts, graph_outputs) -> tuple[str, list[str
     """(C++ source of the kernel function without the prelude, buffer names of its pointer
     arguments, graph symbols of its ``int64_t`` and ``double`` arguments, whether it returns the
     code of a failed check)."""
+    kernel = merge_loops(kernel)
     printer = KernelPrinter(kernel, layouts, graph_outputs)
     # Stored buffers are parameters even if nothing in the kernel reads them back.
     for node in kernel.nodes:

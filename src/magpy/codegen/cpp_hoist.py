@@ -35,18 +35,21 @@ _LOAD = re.compile(r"([A-Za-z_]\w*)\[([^\]]*)\]")
 _STORE = re.compile(r"([A-Za-z_]\w*)\[[^\]]*\]\s*=[^=]")
 
 
-def _pure(declared: str, expr: str, written: set) -> bool:
+def _pure(declared: str, expr: str, written: set, loads_allowed: bool) -> bool:
     loads = _LOAD.findall(expr)
-    if any(not position.strip().isdigit() or buffer in written for buffer, position in loads):
+    if loads and not loads_allowed or \
+            any(not position.strip().isdigit() or buffer in written for buffer, position in loads):
         return False
     floating = declared.strip() in ("float", "double")
     return ("/" not in expr or floating) and "%" not in expr and \
         all(name in _PURE_CALLS for name in _CALL.findall(expr))
 
 
-def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str) -> None:
+def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str, loads: bool = True) -> None:
     """Move what the body ``lines[body_start:]`` computes without ``variable`` (the innermost loop's,
-    opened at ``lines[loop_line]``, its pragma included) to just before that loop."""
+    opened at ``lines[loop_line]``, its pragmas included) to just before that loop. ``loads``: whether
+    reads at a constant position may move (not where the loop may run no iteration: the buffer may be
+    empty)."""
     body = lines[body_start:]
     assignments: dict[str, list[int]] = {}
     for k, line in enumerate(body):
@@ -59,7 +62,7 @@ def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str
     # never one assigned apart, under a condition: ``masked = 0; if (m) { masked = v; }``)
     written = {m.group(1) for line in body for m in _STORE.finditer(line)}
     movable = {name for name, where in assignments.items()
-               if all(_pure(_ASSIGN.match(body[k]).group(2), _ASSIGN.match(body[k]).group(4), written)
+               if all(_pure(_ASSIGN.match(body[k]).group(2), _ASSIGN.match(body[k]).group(4), written, loads)
                       for k in where)
                and where == list(range(where[0], where[0] + len(where)))}
     changed = True

@@ -65,10 +65,9 @@ def linear_coefficients(expr, variables) -> Optional[list]:
 
 def direct_reads(kernel, node) -> list[tuple[str, sympy.Expr]]:
     """(buffer, index) of the loads of ``node`` that are neither indirect nor only under a mask."""
-    index, rindex = kernel.node_index(node)
     handler = DependencyHandler()
     with set_handler(handler):
-        node.evaluate(index, rindex)
+        kernel.evaluate(node)
     return [(name, sympy.expand(expr)) for name, expr, indirect in handler.reads
             if not indirect and (name, expr) in handler.unmasked]
 

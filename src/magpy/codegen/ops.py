@@ -112,6 +112,33 @@ class _OpsProxy:
 ops = _OpsProxy()
 
 
+class IndexMap:
+    """A handler that passes every index (of ``load``, ``index_expr``) through ``mapping`` on its
+    way to ``handler``, which does the rest."""
+
+    def __init__(self, handler, mapping):
+        self.handler = handler
+        self.mapping = mapping
+
+    def load(self, name, index):
+        return self.handler.load(name, self.mapping(index))
+
+    def index_expr(self, expr, dtype):
+        return self.handler.index_expr(self.mapping(expr), dtype)
+
+    def masked(self, mask, body, other):
+        def mapped():  # (the handler may run the body under a handler of its own)
+            if current_handler() is self:
+                return body()
+            with set_handler(IndexMap(current_handler(), self.mapping)):
+                return body()
+
+        return self.handler.masked(mask, mapped, other)
+
+    def __getattr__(self, name):
+        return getattr(self.handler, name)
+
+
 # ----------------------------------------------------------------------------------------------
 # Analysis handlers
 

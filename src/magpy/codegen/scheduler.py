@@ -23,7 +23,7 @@ from typing import Optional
 import sympy
 
 from .ir import ComputedBuffer, ExternCall, ScatterBuffer, index_vars, is_static, prod
-from .ops import DependencyHandler, set_handler
+from .ops import DependencyHandler, IndexMap, current_handler, set_handler
 from .sizes import estimate, is_float_symbol, is_size_symbol, is_unbacked
 
 INNER, OUTER = "inner", "outer"
@@ -61,6 +61,14 @@ class Kernel:
         self.name = ""
         # filled by plan_storage: buffer -> "memory" | "row_scalar" | "row_array" | "local"
         self.storage: dict[str, str] = {}
+        # set by ``loop_merge.merge_loops``: the symbols of the nodes' own (outer, inner) dims,
+        # and what each becomes over the loops' variables
+        self.own_vars: Optional[tuple] = None
+        self.joins: dict = {}
+        # pointwise nodes whose dims are the rows' and the reduction's interleaved (batch norm's
+        # NCHW pass after its per-channel sums): node -> the position in outer + inner of each of
+        # its dims of size > 1
+        self.orders: dict[str, tuple] = {}
 
     @property
     def outer_vars(self):
@@ -71,23 +79,41 @@ class Kernel:
         return index_vars("r", len(self.inner))
 
     def node_index(self, node: ComputedBuffer, level: Optional[str] = None):
-        """(index, rindex) to evaluate ``node``'s body with, over the kernel's loop variables."""
+        """(index, rindex) to evaluate ``node``'s body with: over the kernel's loop variables, or
+        over its nodes' own dims in a kernel of merged loops (``evaluate`` then maps what the body
+        computes onto the loops)."""
         level = level or self.levels[node.name]
+        outer_vars, inner_vars = self.own_vars or (self.outer_vars, self.inner_vars)
         if node.is_reduction:
-            return (_dims_to_vars(node.data.size, self.outer_vars),
-                    _dims_to_vars(node.data.reduction_size, self.inner_vars))
-        variables = self.outer_vars + (self.inner_vars if level == INNER else [])
+            return (_dims_to_vars(node.data.size, outer_vars),
+                    _dims_to_vars(node.data.reduction_size, inner_vars))
+        variables = outer_vars + (inner_vars if level == INNER else [])
+        order = self.orders.get(node.name)
+        if order is not None and level == INNER:
+            variables = [variables[i] for i in order]
         return _dims_to_vars(node.data.size, variables), []
+
+    def join(self, expr):
+        """``expr`` (an index over ``node_index``'s symbols) over the loops' variables."""
+        expr = sympy.expand(expr)
+        return sympy.expand(expr.xreplace(self.joins)) if self.joins else expr
+
+    def evaluate(self, node: ComputedBuffer, level: Optional[str] = None):
+        """Run ``node``'s body on the installed ``ops`` handler, its indexes over the loops' variables."""
+        index, rindex = self.node_index(node, level)
+        if not self.joins:
+            return node.evaluate(index, rindex)
+        with set_handler(IndexMap(current_handler(), self.join)):
+            return node.evaluate(index, rindex)
 
     def store_index(self, node: ComputedBuffer, level: Optional[str] = None):
         index, _ = self.node_index(node, level)
-        return sympy.expand(node.layout.index(index))
+        return self.join(node.layout.index(index))
 
     def reads(self, node: ComputedBuffer, level: Optional[str] = None):
-        index, rindex = self.node_index(node, level)
         handler = DependencyHandler()
         with set_handler(handler):
-            node.evaluate(index, rindex)
+            self.evaluate(node, level)
         return [(name, sympy.expand(expr), indirect) for name, expr, indirect in handler.reads]
 
     def produced(self) -> dict[str, ComputedBuffer]:
@@ -182,6 +208,29 @@ def fit(kernel: Kernel, node: ComputedBuffer):
     return None
 
 
+def interleavings(dims, outer, inner) -> list[tuple]:
+    """The ways ``dims`` (a pointwise node's, size-1 ones left out) are ``outer`` and ``inner``
+    interleaved, each in its own order: for each way, the position in ``outer + inner`` of each
+    of ``dims``. A reduction over dims 0, 2, 3 of NCHW keeps C and reduces (N, H, W); the
+    pointwise pass over (N, C, H, W) after it is C and (N, H, W) interleaved."""
+    if len(dims) != len(outer) + len(inner) or not outer or not inner:
+        return []
+    found = []
+
+    def walk(d, o, i, order):
+        if d == len(dims):
+            found.append(tuple(order))
+            return
+        if o < len(outer) and dims[d] == outer[o]:
+            walk(d + 1, o + 1, i, order + [o])
+        if i < len(inner) and dims[d] == inner[i]:
+            walk(d + 1, o, i + 1, order + [len(outer) + i])
+
+    walk(0, 0, 0, [])
+    identity = tuple(range(len(dims)))
+    return [order for order in found if order != identity]
+
+
 class Scheduler:
     """Orders and groups the graph's nodes; read ``items`` (Kernels and wrapper-level nodes)."""
 
@@ -233,12 +282,13 @@ class Scheduler:
                 kernel = self.items[k]
                 if not isinstance(kernel, Kernel) or isinstance(kernel, ScatterKernel):
                     continue
-                how = fit(kernel, node)
-                if how is None or not self._legal(kernel, k, node, how):
-                    continue
-                score = self._score(kernel, node)
-                if score > best_score:
-                    best, best_score, best_fit = k, score, how
+                for how in self._fits(kernel, node):
+                    if not self._legal(kernel, k, node, how):
+                        continue
+                    score = self._score(kernel, node)
+                    if score > best_score:
+                        best, best_score, best_fit = k, score, how
+                    break
         if best is None:
             if node.is_reduction:
                 kernel = Kernel(nonone(node.data.size), nonone(node.data.reduction_size))
@@ -246,16 +296,32 @@ class Scheduler:
                 kernel = Kernel(nonone(node.data.size), ())
             self.items.append(kernel)
             best = len(self.items) - 1
-            best_fit = (kernel.outer, kernel.inner, INNER if node.is_reduction else OUTER, None)
+            best_fit = (kernel.outer, kernel.inner, INNER if node.is_reduction else OUTER, None, None)
         self._place(self.items[best], node, best_fit)
         self.producer[node.name] = best
 
+    def _fits(self, kernel: Kernel, node: ComputedBuffer) -> list:
+        """How ``node`` may join ``kernel``: ``fit``'s way, else (a pointwise node over the rows' and
+        the reduction's dims interleaved) one way per interleaving: (outer, inner, level, existing, order)."""
+        how = fit(kernel, node)
+        if how is not None:
+            return [how + (None,)]
+        if node.is_reduction or not kernel.inner:
+            return []
+        return [(kernel.outer, kernel.inner, INNER, None, order)
+                for order in interleavings(nonone(node.data.size), kernel.outer, kernel.inner)]
+
     def _legal(self, kernel: Kernel, k: int, node: ComputedBuffer, how) -> bool:
-        outer, inner, level, existing = how
+        outer, inner, level, existing, order = how
         trial = Kernel(outer, inner)
         trial.levels = {n: (existing or lv) for n, lv in kernel.levels.items()}
+        trial.orders = dict(kernel.orders)
+        if order is not None:
+            trial.orders[node.name] = order
         produced = kernel.produced()
-        for name, index, indirect in trial.reads(node, level):
+        matched = False
+        reads = trial.reads(node, level)
+        for name, index, indirect in reads:
             if name in produced:
                 if indirect:
                     return False
@@ -264,7 +330,20 @@ class Scheduler:
                     return False
                 if not producer.is_reduction and trial.levels[name] == INNER and level == OUTER:
                     return False
+                matched = True
             elif name in self.producer and self.producer[name] >= k:
+                return False
+        if order is not None:
+            # Interleaved dims join only where a value of the kernel read at its own index says
+            # which dim is which, and where what the node stores and reads lies along the innermost
+            # loop (a channels-last pass would walk across the rows' stride: it runs on its own, in
+            # its memory order).
+            if not matched:
+                return False
+            last = trial.inner_vars[-1]
+            if trial.store_index(node, level).coeff(last) != 1:
+                return False
+            if any(not indirect and index.coeff(last) not in (0, 1) for _, index, indirect in reads):
                 return False
         return True
 
@@ -282,7 +361,9 @@ class Scheduler:
         return score
 
     def _place(self, kernel: Kernel, node: ComputedBuffer, how):
-        outer, inner, level, existing = how
+        outer, inner, level, existing, order = how
+        if order is not None:
+            kernel.orders[node.name] = order
         if existing is not None:
             for name in kernel.levels:
                 kernel.levels[name] = existing
