@@ -42,6 +42,9 @@ def _bench_parser(commands) -> None:
     bench.add_argument("--train", action="store_true",
                        help="time training steps (forward, loss, backward, AdamW step; the optimizer runs eagerly "
                             "for every compiler) and check the loss and weights against eager's")
+    bench.add_argument("--compile-opt", action="store_true",
+                       help="with --train: each compiler compiles the optimizer's step too (magpy.compile(opt.step), "
+                            "torch.compile(opt.step))")
     bench.add_argument("--amp", action="store_true",
                        help="with --train: forward and loss under torch.autocast(device, dtype=torch.bfloat16)")
     bench.add_argument("--repeat", type=int, metavar="N", help="timed calls per measurement (max)")
@@ -77,7 +80,7 @@ def _bench(args: argparse.Namespace) -> int:
     try:
         options = BenchOptions.build(
             models=_names(args.models), backends=_names(args.backends), quick=args.quick, train=args.train,
-            amp=args.amp, repeat=args.repeat,
+            amp=args.amp, compile_opt=args.compile_opt, repeat=args.repeat,
             warmup=args.warmup, timeout=args.timeout, budget=args.budget, size=args.size, device=args.device,
             json_path=args.json, log_path=args.log or default_log_path(), plot_path=args.plot,
             threads=args.threads, fresh_cache=args.fresh_cache, progress=not args.no_progress,

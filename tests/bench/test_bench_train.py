@@ -114,6 +114,19 @@ def test_magpy_trains_a_small_model_as_eager_does(toy_zoo):
     assert result.ok and result.graphs == 1 and result.weights_rel_diff < training.WEIGHT_RTOL
 
 
+def test_compile_opt_compiles_the_optimizers_step_and_trains_as_eager_does(toy_zoo, capsys):
+    from magpy.codegen import mark, reports
+
+    def graphs_compiled(**options):
+        since = mark()
+        result = train(**options).rows[0].results["magpy"]
+        assert result.ok and result.weights_rel_diff < training.WEIGHT_RTOL
+        return len(reports(since=since))
+
+    assert graphs_compiled(compile_opt=True) > graphs_compiled()   # (the step's graphs besides the model's)
+    assert "compiles the optimizer's step too" in capsys.readouterr().out
+
+
 def test_dropout_is_off_in_training_mode():
     model = training.training_mode(nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).eval())
     assert model.training and model[1].p == 0.0
@@ -159,6 +172,10 @@ def test_cli_parses_train_and_amp(monkeypatch):
     with pytest.raises(BenchError, match="--train"):
         BenchOptions.build(models=["gpt"], amp=True)
     assert cli.main(["bench", "--amp", "--models", "gpt", "--no-progress"]) == 2
+    assert cli.main(["bench", "--train", "--compile-opt", "--models", "gpt", "--no-progress"]) == 0
+    assert seen["options"].compile_opt
+    with pytest.raises(BenchError, match="--train"):
+        BenchOptions.build(models=["gpt"], compile_opt=True)
 
 
 def test_a_compiler_that_ran_eagerly_says_so_beside_its_speedup(toy_zoo, fake_magpy, use_compiler, capsys):

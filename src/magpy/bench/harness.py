@@ -40,6 +40,7 @@ def describe_run(options: BenchOptions, device: torch.device) -> dict:
         "quick": options.quick,
         "train": options.train,
         "amp": options.amp,
+        "compile_opt": options.compile_opt,
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "python": platform.python_version(),

@@ -56,6 +56,7 @@ class BenchOptions:
     quick: bool = False
     train: bool = False                                   # time training steps instead of inference calls
     amp: bool = False                                     # --train: forward and loss under bf16 autocast
+    compile_opt: bool = False                             # --train: the optimizer's step compiled too
     repeats: Repeats = field(default_factory=Repeats)
     step_timeout_s: float | None = FULL_STEP_TIMEOUT_S    # per model and backend
     budget_s: float | None = None                         # for the whole run
@@ -70,15 +71,17 @@ class BenchOptions:
 
     @classmethod
     def build(cls, *, models=None, backends=None, quick=False, repeat=None, warmup=None, timeout=None,
-              budget=None, threads=None, train=False, amp=False, **rest) -> "BenchOptions":
+              budget=None, threads=None, train=False, amp=False, compile_opt=False, **rest) -> "BenchOptions":
         """Options with the defaults of a quick or a full run filled in for everything left as None.
 
         ``timeout`` / ``budget`` of 0 mean no limit. Eager is always added: it is the baseline every other
         backend is checked against and divided by. Raises BenchError for unknown models or backends, or for
-        ``amp`` without ``train``.
+        ``amp`` or ``compile_opt`` without ``train``.
         """
         if amp and not train:
             raise BenchError("--amp applies to training steps: add --train")
+        if compile_opt and not train:
+            raise BenchError("--compile-opt applies to training steps: add --train")
         models = list(models) if models else zoo.names()
         unknown = [m for m in models if m not in zoo.REGISTRY]
         if unknown:
@@ -106,5 +109,6 @@ class BenchOptions:
             limits["step_timeout_s"] = timeout or None
         if budget is not None:
             limits["budget_s"] = budget or None
-        return cls(models=models, backends=chosen, quick=quick, train=train, amp=amp, repeats=repeats,
+        return cls(models=models, backends=chosen, quick=quick, train=train, amp=amp, compile_opt=compile_opt,
+                   repeats=repeats,
                    threads=threads, **limits, **rest)

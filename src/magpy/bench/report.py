@@ -246,9 +246,12 @@ def render_table(report: Report) -> str:
 
 def training_legend(report: Report) -> str:
     amp = " under bf16 autocast" if report.meta.get("amp") else ""
+    compiled = report.meta.get("compile_opt")
+    optimizer = ("each compiler compiles the optimizer's step too." if compiled else
+                 "the optimizer step runs eagerly for every compiler.")
     return (f"step: forward and loss{amp} (mean squared error of the outputs against fixed random targets), "
-            f"backward, AdamW (lr {LEARNING_RATE:g}); the optimizer step runs eagerly for every compiler. "
-            f"first step: its compile of forward and backward included. weights Δ: after {CHECK_STEPS} steps, "
+            f"backward, AdamW (lr {LEARNING_RATE:g}); {optimizer} "
+            f"first step: its compile of forward and backward{' and of the step' if compiled else ''} included. weights Δ: after {CHECK_STEPS} steps, "
             f"the largest over parameters and buffers of |w - w_eager| / |w_eager - w_initial| (2-norms); a "
             f"compiler's weights match when each tensor's is under {WEIGHT_RTOL:g} or its |w - w_eager| within "
             f"{NOISE_FACTOR:g}× eager's own distance from the same steps in float64; parameters whose gradient "

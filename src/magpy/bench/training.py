@@ -101,6 +101,7 @@ class TrainingWorkload:
     loss_outputs: list[int]         # the positions (in ``tensors_of`` order) of the outputs the loss reads
     targets: list[torch.Tensor]
     reference: Reference | None = None
+    compile_opt: bool = False       # each compiler compiles the optimizer's step too
 
     def fresh(self) -> nn.Module:
         return copy.deepcopy(self.initial)
@@ -134,15 +135,18 @@ def training_mode(module: nn.Module) -> nn.Module:
     return module
 
 
-def training_step(model: Callable, optimizer: torch.optim.Optimizer, workload: TrainingWorkload):
+def training_step(model: Callable, optimizer: torch.optim.Optimizer, workload: TrainingWorkload,
+                  optimizer_step: Callable | None = None):
     """One step as a call: gradients cleared, forward and loss (under autocast with ``--amp``), backward,
-    the optimizer's step; returns the loss."""
+    the optimizer's step (``optimizer_step``, its compiled form, if given); returns the loss."""
+    advance = optimizer_step or optimizer.step
+
     def step():
         optimizer.zero_grad(set_to_none=True)
         with workload.autocast():
             loss = workload.loss(model(*workload.inputs))
         loss.backward()
-        optimizer.step()
+        advance()
         return loss.detach()
     return step
 
@@ -191,7 +195,7 @@ def reference_workload(name: str, options, device: torch.device) -> TrainingWork
     generator = torch.Generator().manual_seed(TARGET_SEED)
     targets = [torch.randn(outputs[i].shape, generator=generator).to(device) for i in positions]
     workload = TrainingWorkload(spec, options.size, device, options.repeats, synchronizer(device), options.amp,
-                                model, inputs, positions, targets)
+                                model, inputs, positions, targets, compile_opt=options.compile_opt)
     run = train_eagerly(workload.fresh(), workload, CHECK_STEPS)
     try:
         exact = as_float64(workload)
@@ -256,10 +260,14 @@ def weights_match(result: BackendResult, state: dict[str, torch.Tensor], workloa
     return False
 
 
-def checked_training(result: BackendResult, model: nn.Module, call: Callable, workload: TrainingWorkload):
+def checked_training(result: BackendResult, model: nn.Module, call: Callable, workload: TrainingWorkload,
+                     compile_step: Callable | None = None):
     """Train ``model`` through ``call`` (its compiled forward) for CHECK_STEPS steps, timing the first; the
-    step to time if its loss and weights matched eager's, else None (``result`` says why)."""
-    step = training_step(call, optimizer_for(model), workload)
+    step to time if its loss and weights matched eager's, else None (``result`` says why). With
+    ``--compile-opt``, ``compile_step`` compiles the optimizer's step."""
+    optimizer = optimizer_for(model)
+    compiled_step = compile_step(optimizer.step) if workload.compile_opt and compile_step else None
+    step = training_step(call, optimizer, workload, compiled_step)
     loss, result.first_call_s = timed_call(step, workload.sync)
     if not loss_matches(result, loss.item(), workload):
         return None
@@ -284,7 +292,7 @@ def prepare_magpy(result: BackendResult, workload: TrainingWorkload):
     with recording_warnings(result):
         model = workload.fresh()
         compiled = compile_fn(model)
-        step = checked_training(result, model, compiled, workload)
+        step = checked_training(result, model, compiled, workload, compile_fn)
         record_magpy_stats(result, compiled)
         return step
 
@@ -292,7 +300,7 @@ def prepare_magpy(result: BackendResult, workload: TrainingWorkload):
 def prepare_inductor(result: BackendResult, workload: TrainingWorkload):
     model = workload.fresh()
     compiled = compile_with_inductor(model)
-    step = checked_training(result, model, compiled, workload)
+    step = checked_training(result, model, compiled, workload, torch.compile)
     result.compile_s = result.first_call_s
     record_inductor_stats(result)
     return step
