@@ -1,6 +1,5 @@
 """Scalars given as 0-dim tensors (``addcdiv_(a, b, value=t)``) compile as tensor arithmetic: an
 optimizer's step, which takes that path while compilers trace it, runs compiled and as eager does."""
-import copy
 import warnings
 
 import pytest
@@ -34,12 +33,17 @@ def test_a_0_dim_tensor_value_matches_eager(name, form):
         torch.testing.assert_close(_no_fallback(compiled, *args), fn(*args))
 
 
-@pytest.mark.parametrize("make", [
-    lambda ps: torch.optim.AdamW(ps, lr=1e-2),
-    lambda ps: torch.optim.Adam(ps, lr=1e-2, amsgrad=True),
-    lambda ps: torch.optim.RMSprop(ps, lr=1e-2),
-], ids=["adamw", "adam-amsgrad", "rmsprop"])
-def test_a_compiled_optimizer_step_trains_as_eager(make):
+_TRAIN_AS_EAGER = """
+import copy, sys, warnings
+import torch, magpy
+import magpy.codegen
+
+makers = {
+    "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-2),
+    "adam-amsgrad": lambda ps: torch.optim.Adam(ps, lr=1e-2, amsgrad=True),
+    "rmsprop": lambda ps: torch.optim.RMSprop(ps, lr=1e-2),
+}
+for name, make in makers.items():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
     twin = copy.deepcopy(model)
@@ -51,8 +55,23 @@ def test_a_compiled_optimizer_step_trains_as_eager(make):
         for m, o, s in ((model, eager_opt, eager_opt.step), (twin, opt, step)):
             o.zero_grad()
             m(x).pow(2).mean().backward()
-            _no_fallback(s) if k else s()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error" if k else "ignore")   # (a graph run eagerly warns)
+                s()
     for a, b in zip(model.parameters(), twin.parameters()):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
     reports = magpy.codegen.reports(since=since)
-    assert reports and all(r.graph_fallback is None and r.kernels for r in reports), [str(r) for r in reports]
+    assert reports and all(r.graph_fallback is None and r.kernels for r in reports), (name, reports)
+    print(name, "ok")
+"""
+
+
+def test_a_compiled_optimizer_step_trains_as_eager():
+    # (in a process of its own: after torch.compile has run in a process, the second call of a step captures
+    # a profiler record leaving the call and runs eagerly — NOTES, known gaps)
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _TRAIN_AS_EAGER], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["adamw", "ok", "adam-amsgrad", "ok", "rmsprop", "ok"]
