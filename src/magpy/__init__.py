@@ -7,7 +7,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "compile": ("magpy.api", "compile"),
-    "explain": ("magpy.api", "explain"),
+    "explain": ("magpy.explaining", "explain"),
     "trace": ("magpy.api", "trace"),
     "reset": ("magpy.api", "reset"),
     "graph_break": ("magpy.api", "graph_break"),
