@@ -17,7 +17,7 @@ _LAZY = {
     "minify": ("magpy.minifier", "minify"),
     "Stats": ("magpy.api", "Stats"),
     "Explanation": ("magpy.explaining", "Explanation"),
-    "Trace": ("magpy.capture.tracing", "Trace"),
+    "Trace": ("magpy.tracing.trace", "Trace"),
     "GraphBreakError": ("magpy.errors", "GraphBreakError"),
     "SettingError": ("magpy.errors", "SettingError"),
     "testing": ("magpy.testing", None),   # a submodule: the module itself

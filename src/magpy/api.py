@@ -20,7 +20,7 @@ from .capture import capture
 from .capture.breaks import why_no_split
 from .capture.observer import STOPPED
 from .capture.names import home_of, rendering_home
-from .capture.tracing import Trace, event_filter, run_traced
+from .tracing.trace import Trace, event_filter, run_traced
 from .emit import build_entry, build_eager_entry, EAGER, MISS, Raised
 from .emit.continuation import Continuation, run_eagerly
 from .emit.resume import BreakSites
