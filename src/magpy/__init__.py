@@ -7,7 +7,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "compile": ("magpy.api", "compile"),
-    "explain": ("magpy.api", "explain"),
+    "explain": ("magpy.explaining", "explain"),
     "trace": ("magpy.api", "trace"),
     "reset": ("magpy.api", "reset"),
     "graph_break": ("magpy.api", "graph_break"),
@@ -17,7 +17,7 @@ _LAZY = {
     "minify": ("magpy.minifier", "minify"),
     "Stats": ("magpy.api", "Stats"),
     "Explanation": ("magpy.explaining", "Explanation"),
-    "Trace": ("magpy.capture.tracing", "Trace"),
+    "Trace": ("magpy.tracing.trace", "Trace"),
     "GraphBreakError": ("magpy.errors", "GraphBreakError"),
     "SettingError": ("magpy.errors", "SettingError"),
     "testing": ("magpy.testing", None),   # a submodule: the module itself

@@ -1,4 +1,4 @@
-"""The public API: ``compile``, ``explain``, ``trace``, ``reset``, ``graph_break``; CompiledFunction."""
+"""The public API: ``compile``, ``trace``, ``reset``, ``graph_break``; CompiledFunction (``explain``: explaining.py)."""
 import functools
 import inspect
 import os
@@ -20,7 +20,7 @@ from .capture import capture
 from .capture.breaks import why_no_split
 from .capture.observer import STOPPED
 from .capture.names import home_of, rendering_home
-from .capture.tracing import Trace, event_filter, run_traced
+from .tracing.trace import Trace, event_filter, run_traced
 from .emit import build_entry, build_eager_entry, EAGER, MISS, Raised
 from .emit.continuation import Continuation, run_eagerly
 from .emit.resume import BreakSites
@@ -598,27 +598,6 @@ Stats = Stats
 def _called(fn):
     """What calling ``fn`` runs: a module's call (hooks included) as a method of it."""
     return types.MethodType(type(fn).__call__, fn) if isinstance(fn, torch.nn.Module) else fn
-
-
-def explain(fn, *args, verbose=False, **kwargs):
-    """Run one call of ``fn`` (a function, method or ``nn.Module``) as compiled calls run it, and return a
-    ``magpy.Explanation`` of it: every segment, in the order it runs — its graph (code), guards, replay,
-    and what runs natively at the graph break that ends it, with the reason and your file and line.
-
-    ``str()`` of it shows the guards of your program: those made by reads in your files, on values your
-    code read, or on the call's inputs; ``verbose=True`` shows torch's machinery's too (a function taking
-    an argument named ``verbose`` is explained through a lambda passing it).
-
-    The call runs once, unless a graph break is found only by running into it (inside a called function,
-    say): it then runs again, split there, as a compiled function splits it from its second call.
-    Raises what the call raises, as eager does: the program's own exception, its traceback through your
-    frames (the innermost of your lines is where it was raised).
-    """
-    from .explaining import explain_call  # (it builds on this module)
-    try:
-        return explain_call(fn, args, kwargs, verbose)
-    except BaseException as exc:
-        raise exc.with_traceback(_past_our_frames(exc.__traceback__))  # (from the user's frames)
 
 
 class Traced:

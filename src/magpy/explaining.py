@@ -13,14 +13,15 @@ call capture has no rule for) is learnt the way a compiled function learns it on
 call runs on uncaptured, and explain runs it again, split there (``_RUNS`` runs at most). The program's
 side effects happen once per run; the report says how many runs it took.
 
-A call that raises raises the program's own exception, unchanged, as eager does (``api.explain``).
+A call that raises raises the program's own exception, unchanged, as eager does (``explain``).
 """
 import types
 
 import torch
 from torch import fx
 
-from .api import CompiledFunction, _callee_of, _called, _compilable, _home, _module_called, _target
+from .api import (CompiledFunction, _callee_of, _called, _compilable, _home, _module_called, _past_our_frames,
+                  _target)
 from .backends.distributed import active_ddp, bucket_caps, bucket_pieces, parameter_bytes, piece_count
 from .capture import rules
 from .capture import capture
@@ -147,6 +148,26 @@ class Explanation:
 
     def __str__(self):
         return self.render()
+
+
+def explain(fn, *args, verbose=False, **kwargs):
+    """Run one call of ``fn`` (a function, method or ``nn.Module``) as compiled calls run it, and return a
+    ``magpy.Explanation`` of it: every segment, in the order it runs — its graph (code), guards, replay,
+    and what runs natively at the graph break that ends it, with the reason and your file and line.
+
+    ``str()`` of it shows the guards of your program: those made by reads in your files, on values your
+    code read, or on the call's inputs; ``verbose=True`` shows torch's machinery's too (a function taking
+    an argument named ``verbose`` is explained through a lambda passing it).
+
+    The call runs once, unless a graph break is found only by running into it (inside a called function,
+    say): it then runs again, split there, as a compiled function splits it from its second call.
+    Raises what the call raises, as eager does: the program's own exception, its traceback through your
+    frames (the innermost of your lines is where it was raised).
+    """
+    try:
+        return explain_call(fn, args, kwargs, verbose)
+    except BaseException as exc:
+        raise exc.with_traceback(_past_our_frames(exc.__traceback__))  # (from the user's frames)
 
 
 def explain_call(fn, args, kwargs, verbose=False):

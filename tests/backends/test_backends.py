@@ -50,7 +50,7 @@ def test_torch_compile_with_magpy_matches_eager():
 def test_compile_graph_accepts_torch_level_graphs():
     gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) * 2)
     x = torch.randn(5)
-    fn = codegen.compile_graph(gm, [x])
+    fn = backends.compile_graph(gm, [x])
     out = fn(x)
     out = out[0] if isinstance(out, (list, tuple)) else out
     torch.testing.assert_close(out, torch.relu(x) * 2)

@@ -2,7 +2,8 @@
 import torch
 import torch.nn.functional as F
 
-from magpy.codegen import compile_graph, mark, reports
+from magpy.backends import compile_graph
+from magpy.codegen import mark, reports
 from magpy.codegen.cpp_hoist import hoist_invariants
 
 

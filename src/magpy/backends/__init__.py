@@ -3,7 +3,8 @@
 Built-ins:
     "eager"     runs the fx graph as it is
     "inductor"  torch's own compiler (``torch._inductor.compile_fx``)
-    "magpy"     AOTAutograd + our decompositions + ``magpy.codegen.compile_aten_graph`` for the
+    "magpy"     (``compile_graph``: an aten-level graph goes straight to our codegen; any other through)
+                AOTAutograd + our decompositions + ``magpy.codegen.compile_aten_graph`` for the
                 forward and backward graphs; a graph our code generators cannot serve (its
                 device, its dynamic sizes) runs as captured, undecomposed
 
@@ -15,6 +16,7 @@ Dynamo once Dynamo is loaded, without importing it (``magpy/dynamo_registration.
 """
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Callable, Optional
 
@@ -132,6 +134,33 @@ def magpy_backend(gm, example_inputs, mode=None, options=None):
     if chosen.get("cudagraphs") and "cudagraphs" not in (options or {}) and not on_cuda(example_inputs):
         del chosen["cudagraphs"]  # (a mode's replay, on CPU tensors: nothing to replay, nothing to say)
     return _compile_for_device(gm, example_inputs, chosen)
+
+
+def compile_graph(gm, example_inputs) -> Callable:
+    """The "magpy" backend: a callable computing what ``gm`` computes.
+
+    Aten-level graphs are compiled directly; others go through AOTAutograd with our
+    decompositions. Never raises for graphs it cannot compile: they run eagerly (reported).
+    """
+    import torch
+
+    from ..codegen import compile_aten_graph, is_aten_graph
+
+    if is_aten_graph(gm):
+        return compile_aten_graph(gm, example_inputs)
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    if isinstance(output.args[0], (tuple, list)):
+        return magpy_backend(gm, example_inputs)
+    # AOTAutograd wants tuple outputs: compile a copy returning (result,), then unwrap.
+    graph = copy.deepcopy(gm.graph)
+    out = next(n for n in graph.nodes if n.op == "output")
+    out.args = ((out.args[0],),)
+    compiled = magpy_backend(torch.fx.GraphModule(gm, graph), example_inputs)
+
+    def call_single_output(*args):
+        return compiled(*args)[0]
+
+    return call_single_output
 
 
 def _replayed(fn, example_inputs, options: dict, report=None):

@@ -29,9 +29,10 @@ The house (each room one concept; a room imports only rooms above it in this lis
                   given back within the call)
     observer      the observer's shared core (failure, guards, frames) and ``capture``
     origins       whose guard it is, the user's program's or torch's machinery's (``magpy.explain``)
-    names, events, refgraph, tracing
-                  ``magpy.trace``: paths rendered as the user writes them, trace events, the RefGraph,
-                  and the observer that reports them (derived from ``CaptureObserver``)
+    names         callables and homes rendered as the user writes them (guards, reports, ``magpy.trace``)
+
+``magpy.trace``'s events, RefGraph and reporting observer (derived from ``CaptureObserver``) are a room
+of their own above this one: ``magpy.tracing``.
 
 A new rule for a native call goes in ``rules`` (data) or, when it needs code, beside its kind in
 ``calls``; a new instruction rule in ``operations``; a new builtin method's effect in ``mutations.EFFECTS``.

@@ -10,7 +10,8 @@ import torch.utils.checkpoint
 from . import rules
 from ..interp import register_call_instead, register_lookaside
 from ..interp.identity import IdentitySet
-from ..interp.lookaside import HIDDEN_CODE, LOOKASIDE, WRAPPED_BY_ATTRIBUTE
+from ..interp.builtin_lookasides import HIDDEN_CODE
+from ..interp.lookaside import LOOKASIDE, WRAPPED_BY_ATTRIBUTE
 
 
 def _run_natively(target):

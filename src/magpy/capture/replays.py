@@ -8,6 +8,7 @@ import functools
 import logging
 import warnings
 
+from ..interp.builtin_lookasides import WARN_SIGNATURE, warning_location
 from ..interp.logs import LEVELS, caller_location, log_at, reproducible
 from .sources import AttrSource
 from .values import UNKNOWN, _NOT_WRITTEN, _bound_self
@@ -19,7 +20,6 @@ class Replays:
 
     def warning_call(self, args, arg_provs, kwargs, kw_provs):
         """``warnings.warn`` is replayed as ``warn_explicit`` at the line the first call warned from."""
-        from ..interp.lookaside import WARN_SIGNATURE, warning_location
         bound = WARN_SIGNATURE.bind(*args, **kwargs)
         message = bound.arguments.get("message")
         category = bound.arguments.get("category")

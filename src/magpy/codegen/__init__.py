@@ -1,12 +1,12 @@
 """magpy.codegen — our fusion compiler: aten fx graph -> fused kernels + a Python wrapper.
 
+It knows nothing of the interpreter nor of the backends above it: ``magpy.backends.compile_graph`` turns
+any fx graph into aten graphs (AOTAutograd) for it.
+
 One IR and one schedule; two printers: C++/OpenMP for CPU tensors (``cpp*.py``), Triton for CUDA
 tensors (``triton*.py``; ``devices.py`` picks).
 
 Public names:
-    compile_graph(gm, example_inputs)   the "magpy" backend: any fx graph -> callable. Graphs that
-                                         are not aten-level go through AOTAutograd first
-                                         (forward and backward both compiled here).
     compile_aten_graph(gm, example_inputs, mode=None)
                                          an aten-level graph -> callable; ``mode`` "cpp" or
                                          "triton" (None: by the inputs' device); "reference" runs
@@ -22,7 +22,6 @@ Public names:
 from __future__ import annotations
 
 import collections
-import copy
 import dataclasses
 import itertools
 import operator
@@ -35,7 +34,7 @@ from typing import Any, Callable, Optional
 import torch
 import torch.fx
 
-__all__ = ["compile_graph", "compile_aten_graph", "reports", "mark", "last_report", "CompileReport"]
+__all__ = ["compile_aten_graph", "reports", "mark", "last_report", "CompileReport"]
 
 
 @dataclasses.dataclass
@@ -121,31 +120,6 @@ def _size_arithmetic(node) -> bool:
     module = getattr(node.target, "__module__", None)
     return (module in ("_operator", "operator") or getattr(node.target, "__name__", "").startswith("sym_")) and \
         isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool))
-
-
-def compile_graph(gm: torch.fx.GraphModule, example_inputs) -> Callable:
-    """The "magpy" backend: a callable computing what ``gm`` computes.
-
-    Aten-level graphs are compiled directly; others go through AOTAutograd with our
-    decompositions. Never raises for graphs it cannot compile: they run eagerly (reported).
-    """
-    if is_aten_graph(gm):
-        return compile_aten_graph(gm, example_inputs)
-    from ..backends import magpy_backend
-
-    output = next(n for n in gm.graph.nodes if n.op == "output")
-    if isinstance(output.args[0], (tuple, list)):
-        return magpy_backend(gm, example_inputs)
-    # AOTAutograd wants tuple outputs: compile a copy returning (result,), then unwrap.
-    graph = copy.deepcopy(gm.graph)
-    out = next(n for n in graph.nodes if n.op == "output")
-    out.args = ((out.args[0],),)
-    compiled = magpy_backend(torch.fx.GraphModule(gm, graph), example_inputs)
-
-    def call_single_output(*args):
-        return compiled(*args)[0]
-
-    return call_single_output
 
 
 def _ensure_meta(gm, example_inputs):

@@ -15,16 +15,26 @@ Public names:
     register_native_code(rule)           functions whose code ``rule(code)`` accepts run natively
     InterpreterError                     an internal failure of the VM; names the user's file and line
 
-The house, bottom up (a module imports only modules above it in this list, at module level):
-    frame, decode, errors, observer, protocols    the core: frames, the canonical instruction set,
-                                                  the observation interface, Python's protocols
-    lookaside, calls, binding                     the single call decision point and its table
-    ops_*                                         opcode handlers by family
+The house, bottom up (a module imports only modules above it in this list, inside functions too):
+    errors, frame, identity, recursion, observer  the core: frames, the observation interface
+    decode, binding, tracebacks                   the canonical instruction set and its handler table
+    mro, lookaside                                a type's attributes along its MRO; the lookaside table
+    calls                                         the single call decision point
+    protocols                                     Python's object protocols (attributes, operators, …)
+    builtin_lookasides                            the table's entries for Python's own builtins
+    generators, ops_*                             generator objects over VM frames; handlers by family
     tracking                                      the provenance forms of the handlers (with an observer)
     block_templates, block_ops, block_tracking    compiled blocks: the template table and its entries
-    blocks                                        compiled blocks' one entry point (``compile_blocks``)
-    vm, generators                                the dispatch loop; generator objects over VM frames
+    blocks                                        compiled blocks' one entry point (``compile_blocks``,
+                                                  which it installs in decode: the one hook upward)
+    vm                                            the dispatch loop and function entry
+    debugger, logs                                pdb and logging aware of interpreted frames
 (``tests/package/test_house.py`` checks there is no cycle.)
+
+Calling and the object protocols recurse into each other by nature (a call may run ``__init__``, an
+attribute read may run a property): they meet only through the VM object every function is handed.
+``calls.call`` runs Python code by ``vm.call_function``; the frames it runs reach ``protocols``, which
+call back into ``calls.call``. Imports point one way: ``mro`` < ``calls`` < ``protocols``.
 
 ``breakpoint()`` and ``pdb.set_trace()`` in interpreted code open pdb at the user's line (see debugger.py); log
 records of interpreted code name its line (see logs.py).

@@ -32,7 +32,9 @@ import linecache
 from types import FunctionType
 
 from . import protocols, lookaside
+from . import block_ops, block_tracking  # noqa: F401  (they register the templates)
 from .calls import call, plain_native
+from .decode import install_block_compiler
 from .frame import NULL
 from .ops_control import STOP, next_value, _truth
 from .ops_containers import unpack_items
@@ -529,5 +531,4 @@ def compile_blocks(decoded, instrs, tracked=False):
 
 _GENERATED_PREFIX = __file__.rsplit("/", 1)[0] + "/<block "
 
-from . import block_ops, block_tracking  # noqa: E402,F401  (they register the templates; they import
-#                                                         block_templates, not this module: one way)
+install_block_compiler(compile_blocks)  # decode (below) compiles every decoded code object's blocks

@@ -9,7 +9,7 @@ import functools
 from types import FunctionType, MethodType
 
 from .lookaside import LOOKASIDE, TYPE_LOOKASIDE, called_instead
-from .protocols import lookup, _HEAPTYPE
+from .mro import lookup, _HEAPTYPE
 
 _type_call = type.__call__
 _object_new = object.__new__

@@ -17,7 +17,9 @@ import os
 import pdb
 import sys
 
-from .lookaside import FrameProxy, LocalsProxy, _caller, _outside_frame, _shown, register_lookaside
+from .builtin_lookasides import FrameProxy, LocalsProxy, _caller, _outside_frame, _shown
+from .calls import call
+from .lookaside import register_lookaside
 
 #: MagPy's own files (``.../magpy/``)
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -158,7 +160,6 @@ def _breakpoint(vm, args, kwargs):
     hook = sys.breakpointhook
     if hook is sys.__breakpointhook__:
         return _default_hook(vm, args, kwargs)
-    from .calls import call
     return call(vm, hook, args, kwargs)
 
 
@@ -174,7 +175,6 @@ def _default_hook(vm, args, kwargs):
         hook = getattr(importlib.import_module(module or "builtins"), name)
     except (ImportError, AttributeError, ValueError):
         return sys.__breakpointhook__(*args, **kwargs)  # (CPython's own warning, and nothing else)
-    from .calls import call
     return call(vm, hook, args, kwargs)
 
 

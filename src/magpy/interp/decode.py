@@ -7,7 +7,13 @@ that changed meaning map onto distinct canonical handlers. The handlers themselv
 Python version.
 """
 import dis
+import opcode
 import sys
+import types
+import builtins
+
+from .errors import InterpreterError
+from .frame import NULL
 
 PY = sys.version_info[:2]
 _PACKAGE_DIR = __file__.rsplit("/", 1)[0] + "/"
@@ -62,7 +68,6 @@ class Decoded:
         self.free_start = self.nlocalsplus - len(code.co_freevars)
         # positional parameters only: a call with exactly that many arguments binds them in order
         self.simple_args = not code.co_flags & 0x0C and not code.co_kwonlyargcount
-        from .frame import NULL
         self.null_tail = (NULL,) * (self.nlocalsplus - code.co_argcount)
         self.none_tail = (None,) * (self.nlocalsplus - code.co_argcount)  # their provenance
         self.tracked = None  # the provenance-tracking instruction list, built on first use
@@ -185,7 +190,6 @@ _INTRINSIC_AS = {"INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE"}
 
 def _decode_intrinsic(table_name):
     def decode(ins, ctx):
-        import opcode
         name = getattr(opcode, table_name)[ins.arg]
         name = _INTRINSIC_AS.get(name, name)
         if name not in HANDLERS:
@@ -208,8 +212,6 @@ def _native_intrinsic(table_name, opname, which):
     no_location = bytes([0x80 | (15 << 3) | (units - 1)])  # one linetable entry: "no location"
     code = template.__code__.replace(co_code=bytes(body), co_stacksize=nargs, co_linetable=no_location,
                                      co_exceptiontable=b"", co_consts=(None,), co_names=())
-    import types
-    import builtins
     native = types.FunctionType(code, {"__builtins__": builtins})
 
     def run_intrinsic(f, arg, i):
@@ -368,7 +370,6 @@ def decode(code):
     d.bound_args = frozenset(range(_parameter_count(code))) - deleted
     d.targets = frozenset(ctx.targets)
     if not d.internal:
-        from .blocks import compile_blocks
         d.instrs = compile_blocks(d, d.instrs)
     _cache[id(code)] = d
     return d
@@ -377,6 +378,22 @@ def decode(code):
 def _parameter_count(code):
     flags = code.co_flags
     return code.co_argcount + code.co_kwonlyargcount + bool(flags & 0x04) + bool(flags & 0x08)
+
+
+#: the compiler of runs of instructions into blocks, ``compile(decoded, instrs, tracked) -> instrs``:
+#: blocks.py installs it when imported (it sits above every handler it compiles, this module below them)
+_block_compiler = None
+
+
+def install_block_compiler(compile):
+    global _block_compiler
+    _block_compiler = compile
+
+
+def compile_blocks(decoded, instrs, tracked=False):
+    """``instrs`` (the plain or the tracked instruction list of ``decoded``) with runs of instructions
+    compiled into blocks, once blocks.py has installed its compiler (unchanged before)."""
+    return instrs if _block_compiler is None else _block_compiler(decoded, instrs, tracked)
 
 
 _DROPPED = frozenset({"RESUME", "PRECALL", "EXTENDED_ARG", "CACHE", "NOP"})
@@ -402,7 +419,6 @@ def _fuse(instrs, names, handler_at, targets):
 
 def _missing_handler(opname):
     def missing(frame, arg, i):
-        from .errors import InterpreterError
         raise InterpreterError(f"no handler for opcode {opname}")
     return missing
 
@@ -416,10 +432,3 @@ def handled_opnames():
         elif name in HANDLERS:
             handled.add(name)
     return frozenset(handled)
-
-
-def __getattr__(name):
-    if name == "HANDLED_OPNAMES":
-        from . import vm  # noqa: F401  (registers every handler)
-        return handled_opnames()
-    raise AttributeError(name)

@@ -9,9 +9,8 @@ delegate first, as CPython's ``gen_throw`` does.
 from types import FunctionType
 
 from .decode import PY
-from .frame import ExcState
+from .frame import ExcState, Suspend, YIELD
 from .calls import call
-from .vm import Suspend, YIELD
 
 CO_GENERATOR = 0x20
 CO_COROUTINE = 0x80

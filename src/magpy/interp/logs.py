@@ -9,7 +9,8 @@ with its own ``_log`` or ``findCaller``) run natively as they are.
 import logging
 import os
 
-from .lookaside import _caller, _shown, register_lookaside
+from .builtin_lookasides import _caller, _shown
+from .lookaside import register_lookaside
 
 #: a Logger's level methods and the level each logs at
 LEVELS = {logging.Logger.debug: logging.DEBUG, logging.Logger.info: logging.INFO,

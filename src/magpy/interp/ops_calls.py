@@ -4,7 +4,7 @@ from types import FunctionType
 from .decode import handler
 from .frame import NULL
 from .calls import call
-from .lookaside import iterable
+from .builtin_lookasides import iterable
 
 _CellType = type((lambda x: lambda: x)(0).__closure__[0])
 

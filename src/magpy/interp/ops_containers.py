@@ -1,6 +1,7 @@
 """Handlers: building, extending and unpacking containers."""
-from .decode import handler
+from .decode import PY, handler
 from . import protocols
+from .ops_calls import function_str
 
 
 def _iterable(tp):
@@ -113,7 +114,6 @@ def mapping_keys(f, name, n, v):
     if not hasattr(v, "keys"):
         if name == "DICT_UPDATE":
             raise TypeError(f"'{type(v).__name__}' object is not a mapping")
-        from .ops_calls import function_str
         raise TypeError(f"{function_str(_callee(f.stack, n))} argument after ** must be a mapping, "
                         f"not {type(v).__name__}")
     return list(dict.keys(v) if reads_storage(v) else v.keys())
@@ -122,7 +122,6 @@ def mapping_keys(f, name, n, v):
 def merge_key(f, name, n, target, key):
     """May ``key`` go into ``target``? ``f(**m)`` refuses a keyword given twice; ``{**m}`` overrides."""
     if name == "DICT_MERGE" and key in target:
-        from .ops_calls import function_str
         raise TypeError(f"{function_str(_callee(f.stack, n))} got multiple values for keyword argument '{key}'")
 
 
@@ -142,7 +141,6 @@ handler("DICT_MERGE")(_merge("DICT_MERGE"))
 
 
 def _callee(stack, n):
-    from .decode import PY
     # [NULL, callable, args, kwargs] up to 3.12; [callable, NULL, args, kwargs] from 3.13
     if PY >= (3, 13):
         return stack[-n - 3]

@@ -1,7 +1,9 @@
 """Handlers: jumps, branches, loops, returns, imports, pattern matching."""
 import builtins
 import sys
+from collections.abc import Mapping, Sequence
 
+from .calls import call
 from .decode import handler
 from . import protocols
 from .protocols import _HEAPTYPE, python_slot
@@ -222,7 +224,6 @@ def load_assertion_error(f, arg, i):
 
 @handler("MATCH_MAPPING")
 def match_mapping(f, arg, i):
-    from collections.abc import Mapping
     f.stack.append(isinstance(f.stack[-1], Mapping))
     return i + 1
 
@@ -232,7 +233,6 @@ _NOT_SEQUENCES = (str, bytes, bytearray)
 
 @handler("MATCH_SEQUENCE")
 def match_sequence(f, arg, i):
-    from collections.abc import Sequence
     v = f.stack[-1]
     f.stack.append(isinstance(v, Sequence) and not isinstance(v, _NOT_SEQUENCES))
     return i + 1
@@ -246,7 +246,6 @@ def match_keys(f, arg, i):
     values = []
     marker = object()
     get = protocols.load_attr(f.vm, subject, "get")
-    from .calls import call
     for k in keys:
         v = call(f.vm, get, (k, marker), None)
         if v is marker:

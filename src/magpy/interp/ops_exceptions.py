@@ -22,6 +22,30 @@ def make_exception(vm, x):
     raise TypeError("exceptions must derive from BaseException")
 
 
+def chain_context(exc, context):
+    """Set ``exc.__context__`` as CPython's raise does, breaking cycles the same way (and, like
+    CPython, not looping forever on a chain that already has a cycle of its own)."""
+    if context is None or context is exc:
+        return
+    o = context
+    slow = context
+    step = False
+    while True:
+        nxt = o.__context__
+        if nxt is None:
+            break
+        if nxt is exc:
+            o.__context__ = None
+            break
+        o = nxt
+        if step:
+            slow = slow.__context__
+            if slow is o:
+                break
+        step = not step
+    exc.__context__ = context
+
+
 @handler("RAISE_VARARGS")
 def raise_varargs(f, argc, i):
     vm = f.vm
@@ -42,8 +66,7 @@ def raise_varargs(f, argc, i):
         elif cause is not None and not isinstance(cause, BaseException):
             raise TypeError("exception causes must derive from BaseException")
         exc.__cause__ = cause
-    from .vm import _chain_context
-    _chain_context(exc, vm.current_exception())
+    chain_context(exc, vm.current_exception())
     raise exc
 
 

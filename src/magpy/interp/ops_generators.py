@@ -3,6 +3,7 @@ import types
 
 from .decode import handler
 from .calls import call
+from .generators import AsyncGenWrapped
 from . import protocols
 from .protocols import lookup, MISSING
 
@@ -152,7 +153,6 @@ def end_async_for(f, arg, i):
 
 @handler("ASYNC_GEN_WRAP", "INTRINSIC_ASYNC_GEN_WRAP")
 def async_gen_wrap(f, arg, i):
-    from .generators import AsyncGenWrapped
     f.stack[-1] = AsyncGenWrapped(f.stack[-1])
     return i + 1
 

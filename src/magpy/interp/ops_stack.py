@@ -1,4 +1,5 @@
 """Handlers: constants, locals, cells, globals, names, attributes, stack shuffles."""
+from .calls import call
 from .decode import handler
 from .frame import NULL
 from . import protocols
@@ -342,7 +343,6 @@ def _super_object(f, two_args):
     sup = stack.pop()
     if sup is super:
         return super(cls, self_)
-    from .calls import call  # a global `super` shadowed: called as the source wrote it
     return call(f.vm, sup, (cls, self_) if two_args else (), None)
 
 

@@ -7,62 +7,21 @@ NotImplemented, descriptor precedence, result checks) is reproduced here with CP
 Where a built-in operand takes part, CPython's own dispatch runs natively: correctness first.
 """
 import operator
-from types import FunctionType, MethodType
+from types import FunctionType
 
-_HEAPTYPE = 1 << 9
-MISSING = object()
+from .calls import call
+from .mro import _HEAPTYPE, MISSING, bind, is_heap, lookup, python_slot  # noqa: F401  (also this module's)
+
 _object_getattribute = object.__getattribute__
 _object_setattr = object.__setattr__
 _object_delattr = object.__delattr__
 _object_ne = object.__ne__
 
 
-_mro_dicts = {}
-
-
-def _dicts_of(tp):
-    # mappingproxies are live views of the class dicts, so caching them keeps lookups exact
-    # (only an assignment to __bases__ would change the list itself)
-    dicts = tuple(klass.__dict__ for klass in tp.__mro__)
-    _mro_dicts[tp] = dicts
-    return dicts
-
-
 def _with(vm, provs):
     """Hand the provenance of the next interpreted call's arguments to the VM (observer on)."""
     if provs is not None:
         vm.call_provs = (provs, {})
-
-
-def lookup(tp, name):
-    """``_PyType_Lookup``: the attribute ``name`` found along ``tp``'s MRO, or MISSING."""
-    try:
-        dicts = _mro_dicts[tp]
-    except KeyError:
-        dicts = _dicts_of(tp)
-    for d in dicts:
-        if name in d:
-            return d[name]
-    return MISSING
-
-
-def is_heap(tp):
-    return tp.__flags__ & _HEAPTYPE
-
-
-def python_slot(tp, name):
-    """The Python function implementing dunder ``name`` for ``tp``, or None."""
-    if not tp.__flags__ & _HEAPTYPE:
-        return None
-    f = lookup(tp, name)
-    return f if type(f) is FunctionType else None
-
-
-def bind(desc, obj, tp):
-    if type(desc) is FunctionType:
-        return MethodType(desc, obj)
-    get = getattr(type(desc), "__get__", None)
-    return get(desc, obj, tp) if get is not None else desc
 
 
 _SLOT_DESCRIPTORS = (type(object.__eq__), type(str.join), type(dict.__dict__["fromkeys"]))
@@ -74,7 +33,6 @@ def call_slot(vm, desc, obj, *args):
         return vm.call_function(desc, (obj, *args), None)
     if isinstance(desc, _SLOT_DESCRIPTORS[:2]):
         return desc(obj, *args)  # (binding to None would give back the unbound descriptor)
-    from .calls import call
     return call(vm, bind(desc, obj, type(obj)), args, None)
 
 

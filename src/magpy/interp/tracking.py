@@ -17,8 +17,9 @@ from .frame import NULL
 from . import ops_containers, protocols
 from .calls import call
 from .identity import IdentitySet
-from .lookaside import called_instead, wrapped_by, CALL_INSTEAD, DELEGATES, HIDDEN_CODE, TYPE_LOOKASIDE
-from .decode import HANDLERS
+from .lookaside import called_instead, wrapped_by, CALL_INSTEAD, DELEGATES, TYPE_LOOKASIDE
+from .builtin_lookasides import HIDDEN_CODE
+from .decode import HANDLERS, compile_blocks
 from .observer import CONSTANT_SCALARS, CONSTANT_ITERATORS, QUIET_OPS
 from .ops_calls import _call_ex, star_args
 from .ops_control import for_iter
@@ -121,7 +122,6 @@ def tracked_instrs(decoded):
     decoded.tracked_handlers = out
     if decoded.internal:
         return out
-    from .blocks import compile_blocks
     return compile_blocks(decoded, out, tracked=True)
 
 

@@ -6,16 +6,23 @@ object's exception table exactly as CPython does (unwind the stack to the entry'
 offset if asked, push the exception, jump). ``RETURN_*`` handlers leave the loop by returning index -1
 (the value is in ``frame.result``); ``YIELD_VALUE`` returns -2 and the loop raises :class:`Suspend`.
 """
+import linecache
 import sys
 
-from . import recursion
-from .decode import decode, _cache as _decoded
+from . import binding, recursion
 from .binding import bind_provenance
+from .calls import call
+from .decode import Decoded, decode, _cache as _decoded, _PACKAGE_DIR
 from .errors import InterpreterError
-from .tracebacks import passed
 from .frame import Frame, NULL, ExcState, Suspend, YIELD  # noqa: F401
-
-from .lookaside import PY_LOOKASIDE as _PY_LOOKASIDE, WRAPPED_BY_ATTRIBUTE as _WRAPPED, wrapped_by as _wrapped_by  # noqa: E402,E501
+from .generators import make_generator
+from .lookaside import PY_LOOKASIDE as _PY_LOOKASIDE, WRAPPED_BY_ATTRIBUTE as _WRAPPED, wrapped_by as _wrapped_by
+from .ops_exceptions import chain_context
+from .tracebacks import passed
+from .tracking import tracked_instrs, sync
+# the handler families register themselves in decode.HANDLERS on import; blocks installs its compiler
+from . import ops_stack, ops_operators, ops_calls, ops_control, ops_containers, ops_exceptions, ops_generators, ops_fused  # noqa: F401,E402,E501
+from . import blocks  # noqa: F401
 CO_OPTIMIZED = 0x01
 CO_VARARGS = 0x04
 CO_VARKEYWORDS = 0x08
@@ -24,33 +31,6 @@ CO_COROUTINE = 0x80
 CO_ITERABLE_COROUTINE = 0x100
 CO_ASYNC_GENERATOR = 0x200
 CO_SUSPENDING = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
-
-
-
-
-
-def _chain_context(exc, context):
-    """Set ``exc.__context__`` as CPython's raise does, breaking cycles the same way (and, like
-    CPython, not looping forever on a chain that already has a cycle of its own)."""
-    if context is None or context is exc:
-        return
-    o = context
-    slow = context
-    step = False
-    while True:
-        nxt = o.__context__
-        if nxt is None:
-            break
-        if nxt is exc:
-            o.__context__ = None
-            break
-        o = nxt
-        if step:
-            slow = slow.__context__
-            if slow is o:
-                break
-        step = not step
-    exc.__context__ = context
 
 
 class VM:
@@ -65,7 +45,7 @@ class VM:
         self.returned = None       # (frame, value, prov) of the last interpreted return (observer on)
         self.reraising = None      # the exception RERAISE is raising again (it gets no new context)
         self.lookaside_provs = None  # provenance of a lookaside call's arguments (observer on)
-        self.made_iterator = None  # the map/filter object a lookaside just made (see lookaside.MadeIterator)
+        self.made_iterator = None  # the map/filter object a lookaside just made (see builtin_lookasides.MadeIterator)
         # (observer on) ``opaque(func, args, kwargs)``: Python functions the observer has called natively
         # instead of interpreted (a compiler's opaque functions); None: none
         self.opaque = None
@@ -75,13 +55,11 @@ class VM:
         # provenance of the operation's inputs, or None
         self.native_hook = None
         self.user_limit = sys.getrecursionlimit()
-        from . import binding
         self._bind = binding.bind
 
     # ---- public entry --------------------------------------------------------------------------
     def call(self, fn, *args, **kwargs):
         """Call ``fn`` with the VM: what it returns or raises is what ``fn`` returns or raises."""
-        from .calls import call
         if self.depth:
             return call(self, fn, args, kwargs)
         self.user_limit = recursion.enter()
@@ -150,7 +128,6 @@ class VM:
         if self.observer is not None:
             self._track_arguments(frame, func, decoded, args)
         if flags & CO_SUSPENDING:
-            from .generators import make_generator
             return make_generator(self, frame, func)
         if self.observer is not None:
             return self.run_frame(frame)
@@ -286,7 +263,7 @@ class VM:
                     frame.index = i
                     raise internal_error(frame, exc) from exc
                 if exc.__context__ is None and exc is not self.reraising:
-                    _chain_context(exc, self.current_exception())
+                    chain_context(exc, self.current_exception())
                 self.reraising = None
                 target = handler_at[i] if i < len(handler_at) else None
                 prov = None
@@ -337,11 +314,9 @@ def _is_internal_failure(exc):
     while tb.tb_next is not None:
         tb = tb.tb_next
     code = tb.tb_frame.f_code
-    from .decode import _PACKAGE_DIR
     if not code.co_filename.startswith(_PACKAGE_DIR):
         return False
     if isinstance(exc, AttributeError):
-        from .decode import Decoded
         return isinstance(getattr(exc, "obj", None), (Frame, VM, Decoded, ExcState, type(NULL)))
     if isinstance(exc, TypeError):
         return "_Null" in str(exc)
@@ -351,7 +326,6 @@ def _is_internal_failure(exc):
 
 
 def _source_line(code, lineno):
-    import linecache
     return linecache.getline(code.co_filename, lineno)
 
 
@@ -367,10 +341,6 @@ def internal_error(frame, exc):
     return err
 
 
-from .tracking import tracked_instrs, sync  # noqa: E402  (after the handler modules it wraps)
-
-# handler modules register themselves in decode.HANDLERS on import
-from . import ops_stack, ops_operators, ops_calls, ops_control, ops_containers, ops_exceptions, ops_generators, ops_fused  # noqa: E402,F401,E501
 
 
 def _run_code(self, code, globals_, names):

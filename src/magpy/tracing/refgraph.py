@@ -7,7 +7,7 @@ new version of its target: ``writes`` lists them in order. It renders as indente
 dot (``dot -Tsvg refgraph.dot``).
 """
 from .events import describe
-from .sources import ArgSource, AttrSource, CellSource, GlobalSource, ItemSource, Source
+from ..capture.sources import ArgSource, AttrSource, CellSource, GlobalSource, ItemSource, Source
 
 #: root Source type -> the label of the edge from the call's entry
 _ROOTS = {ArgSource: "arg", GlobalSource: "global", CellSource: "cell"}

@@ -7,7 +7,7 @@ line: ``file.py:12  op      torch.relu -> relu``. Paths are rendered as the user
 import os
 import types
 
-from .names import callable_name
+from ..capture.names import callable_name
 
 
 class Event:

@@ -11,12 +11,12 @@ from torch import fx
 
 from ..interp import Observer
 from . import events as ev
-from .guards import order
-from .names import callable_name, rendering_home
-from .observer import CaptureObserver, capture
+from ..capture.guards import order
+from ..capture.names import callable_name, rendering_home
+from ..capture.observer import CaptureObserver, capture
+from ..capture.sources import AttrSource, CellSource, GlobalSource, ItemSource, Source
+from ..capture.user_files import is_user_file
 from .refgraph import RefGraph
-from .sources import AttrSource, CellSource, GlobalSource, ItemSource, Source
-from .user_files import is_user_file
 
 # ---- which events a trace keeps ----------------------------------------------------------------------
 
@@ -52,7 +52,7 @@ def event_filter(only):
 class Trace:
     """What one call under ``magpy.trace`` did.
 
-    ``events`` (the kept ``magpy.capture.events.Event`` objects, in order), ``graph`` (the fx.GraphModule
+    ``events`` (the kept ``magpy.tracing.events.Event`` objects, in order), ``graph`` (the fx.GraphModule
     of the tensor ops, None when there were none), ``guards`` (readable strings), ``refgraph`` (outside
     objects read and written, and the paths between them), ``unsupported`` (why capture gave up, or
     None), ``capture`` (the raw ``Capture``). ``str(trace)`` lists the events.
