@@ -23,6 +23,7 @@ from .cpp_hoist import hoist_invariants
 from .cpp_loops import PARALLEL_MIN_WORK, PointwiseNest, both, negate
 from .cpp_ops import CppHandler, CppValue, cpp_constant, ctype, print_index
 from .cpp_prelude import PRELUDE
+from .cpp_reductions import LONG_SUM, REDUCTION_COMBINE, accumulator_dtype, reduction_init
 from .ir import is_static, prod
 from .loop_merge import merge_loops
 from .ops import set_handler
@@ -37,42 +38,6 @@ THREADS = os.cpu_count() or 1
 
 
 # any/all accumulate in int32 with |/&: gcc vectorizes those, not bool ||/&& (10x slower).
-REDUCTION_COMBINE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "|", "all": "&"}
-
-
-# Rows of at least this many elements sum float32 in double. Each SIMD lane (and thread) adds its
-# share one after another: past ~1e5 elements a float32 lane sum strays ~1e-5 relative from eager's
-# cascade sum (2M elements: 3e-5). Rows that long are read from memory, not cache: the wider adds
-# cost nothing there, and short rows (softmax, norms) keep float32.
-LONG_SUM = 65536
-
-
-def reduction_init(reduction_type: str, dtype: torch.dtype) -> str:
-    t = ctype(dtype)
-    if reduction_type == "sum":
-        return cpp_constant(0, dtype)
-    if reduction_type == "prod":
-        return cpp_constant(1, dtype)
-    if reduction_type == "any":
-        return "0"
-    if reduction_type == "all":
-        return "1"
-    if dtype == torch.bool:
-        return "false" if reduction_type in ("max", "argmax") else "true"
-    low = reduction_type in ("max", "argmax")
-    if dtype.is_floating_point:
-        return f"{'-' if low else ''}std::numeric_limits<{t}>::infinity()"
-    return f"std::numeric_limits<{t}>::{'lowest' if low else 'max'}()"
-
-
-def accumulator_dtype(reduction_type: str, src_dtype: torch.dtype, out_dtype: torch.dtype):
-    if reduction_type in ("argmax", "argmin", "max", "min"):
-        return src_dtype
-    if reduction_type in ("any", "all"):
-        return torch.int32
-    return out_dtype
-
-
 class KernelPrinter(KernelNames):
     """Prints one kernel; ``params`` is the buffer order of its pointer arguments, ``size_params``
     the size symbols of its ``int64_t`` arguments after them."""

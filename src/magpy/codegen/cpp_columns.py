@@ -18,6 +18,7 @@ import torch
 
 from .cpp_loops import PARALLEL_MIN_WORK, direct_reads
 from .cpp_ops import CppHandler, ctype
+from .cpp_reductions import LONG_SUM, REDUCTION_COMBINE, accumulator_dtype, reduction_init
 from .ir import is_static, prod
 from .ops import set_handler
 from .scheduler import INNER, OUTER, Kernel
@@ -124,8 +125,6 @@ class Columns:
             printer.locals[node.name] = f"{arrays[node.name]}[{self.lane}]"
 
     def _inner_stage(self, stage, lines, indent):
-        from .cpp import LONG_SUM, REDUCTION_COMBINE, accumulator_dtype, reduction_init
-
         printer, k = self.printer, self.kernel
         reductions = [n for n in stage.nodes if n.is_reduction]
         accs, clauses = {}, []

@@ -33,7 +33,7 @@ from collections import Counter, defaultdict
 import sympy
 import torch
 
-from .cpp import accumulator_dtype
+from .cpp_reductions import accumulator_dtype
 from .cpp_loops import PointwiseNest, linear_coefficients
 from .ir import is_static, prod
 from .ops import DependencyHandler, set_handler
