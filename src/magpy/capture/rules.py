@@ -90,10 +90,23 @@ DISABLED_BREAK = "a function torch.compiler.disable()d (runs natively: graph bre
 DISABLED_EAGER = "a function torch.compiler.disable()d (runs eagerly)"
 
 
+#: (name, module prefix) of torch's own functions Dynamo disables for itself once it runs (its TorchPatcher
+#: wraps every optimizer's ``_init_group``: Dynamo traces optimizers its own way). Not a library's word to
+#: compilers: followed as the original, as before Dynamo ran.
+DYNAMO_OWN_DISABLES = (("_init_group", "torch.optim"),)
+
+
 def disabled(fn) -> bool:
-    """Is ``fn`` (a function or bound method) marked by ``torch.compiler.disable``?"""
+    """Is ``fn`` (a function or bound method) marked by ``torch.compiler.disable`` (not by Dynamo for
+    itself)?"""
     try:
-        return getattr(getattr(fn, "__func__", fn), "_torchdynamo_disable", False) is True
+        f = getattr(fn, "__func__", fn)
+        if getattr(f, "_torchdynamo_disable", False) is not True:
+            return False
+        original = getattr(f, "_torchdynamo_orig_callable", None)
+        original = getattr(original, "__func__", original)
+        name, module = getattr(original, "__name__", None), getattr(original, "__module__", None) or ""
+        return not any(name == n and module.startswith(m) for n, m in DYNAMO_OWN_DISABLES)
     except Exception:  # noqa: BLE001 - an object whose attribute lookup runs code: not marked
         return False
 
