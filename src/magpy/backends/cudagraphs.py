@@ -94,20 +94,11 @@ class GraphReplay:
         self.static_inputs = [a if not isinstance(a, torch.Tensor) or keep else a.detach().clone()
                               for a, keep in zip(args, kept)]
         self.pointers = [a.data_ptr() if keep else None for a, keep in zip(args, kept)]
-        graph = torch.cuda.CUDAGraph()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
         try:
-            with torch.cuda.stream(side):
-                self.compiled(*self.static_inputs)  # warm up on the capture stream
-                side.synchronize()
-                with torch.cuda.graph(graph, stream=side):
-                    self.static_outputs = self.compiled(*self.static_inputs)
+            graph, self.static_outputs = record(lambda: self.compiled(*self.static_inputs))
         except Exception as error:  # noqa: BLE001 - anything capture refuses: run uncaptured
             self._disable(f"capture failed ({type(error).__name__}: {str(error).splitlines()[0][:120]})")
             return
-        finally:
-            torch.cuda.current_stream().wait_stream(side)
         if _shares_memory(self.static_outputs, self.static_inputs):
             self._disable("its outputs share memory with its inputs or with each other")
             return
@@ -129,6 +120,36 @@ class GraphReplay:
             elif arg != static:
                 return False
         return True
+
+
+_capture_streams: dict = {}  # device index -> the one stream every capture on it runs on
+
+
+def record(run: Callable, pool=None):
+    """(a CUDA graph of ``run()``, what ``run()`` returned inside the capture): ``run`` warmed up once on
+    the capture stream, then recorded (into ``pool``, a graph's memory pool, if given).
+
+    One long-lived capture stream per device, and cuBLAS's cached workspaces dropped before and after:
+    a workspace made during a capture comes from the graph's pool, and kept in cuBLAS's cache (by
+    stream) it would outlive that pool — later matmuls on the stream then write into freed memory."""
+    device = torch.cuda.current_device()
+    side = _capture_streams.get(device)
+    if side is None:
+        side = _capture_streams[device] = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", lambda: None)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        clear()
+        with torch.cuda.stream(side):
+            run()
+            side.synchronize()
+            with torch.cuda.graph(graph, pool=pool, stream=side):
+                outputs = run()
+    finally:
+        clear()
+        torch.cuda.current_stream().wait_stream(side)
+    return graph, outputs
 
 
 def _tensors(value) -> list:
@@ -243,21 +264,11 @@ class TrainingReplay:
                 self.copies.append((i, copy))
                 statics.append(copy)
         self.first = []
-        graph = torch.cuda.CUDAGraph()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
         try:
-            with torch.cuda.stream(side):
-                self.boxed(list(statics))  # warm up on the capture stream
-                side.synchronize()
-                pool = self.pool.handle if self.pool is not None else None
-                with torch.cuda.graph(graph, pool=pool, stream=side):
-                    outputs = self.boxed(list(statics))
+            graph, outputs = record(lambda: self.boxed(list(statics)), self.pool.handle if self.pool else None)
         except Exception as error:  # noqa: BLE001 - anything capture refuses: run uncaptured
             self._disable(f"capture failed ({type(error).__name__}: {str(error).splitlines()[0][:120]})")
             return
-        finally:
-            torch.cuda.current_stream().wait_stream(side)
         # (an output on a parameter's memory is never overwritten by a replay; one on the graph's own, or
         # on its copy of an input, is)
         placed = {statics[i].untyped_storage().data_ptr() for i, *_ in self.places}
