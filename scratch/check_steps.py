@@ -35,7 +35,7 @@ def score(tag, st):
 
 score("eager again", ref2)
 orig_compiler = B._aten_compiler
-from magpy.codegen import triton_runtime as TR
+from magpy.codegen.triton import runtime as TR
 from magpy.backends import choose as CH
 def nobind():
     TR.TritonGraph.BIND_TRIES = 0

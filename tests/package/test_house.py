@@ -19,10 +19,6 @@ LAZY_FOR_COST = "# lazy:"
 KNOWN_CYCLES = {
     "capture -> emit -> capture": "capture.breaks makes emit.resume's Split (the rewritten code) while it "
                                   "captures: the break decision and the rewrite are not apart yet",
-    "magpy.codegen.lowering -> magpy.codegen.lowering_index -> magpy.codegen.lowering":
-        "the lowering registry loads its rooms; codegen's folders (issue 29, item 1) move them",
-    "magpy.codegen.triton -> magpy.codegen.triton_math -> magpy.codegen.triton":
-        "triton's ops handler reads MATH, whose rows use the handler's types; codegen's folders move them",
 }
 
 

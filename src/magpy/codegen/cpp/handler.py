@@ -11,8 +11,8 @@ import math
 import sympy
 import torch
 
-from .ir import FloorDiv, is_nonnegative, render_index
-from .ops import result_dtype, set_handler
+from ..ir import FloorDiv, is_nonnegative, render_index
+from ..ops import result_dtype, set_handler
 
 STORAGE_TYPES = {
     torch.float32: "float",

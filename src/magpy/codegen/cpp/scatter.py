@@ -21,12 +21,12 @@ its iterations then update distinct elements.
 """
 from __future__ import annotations
 
-from .cpp import KernelPrinter
-from .cpp_loops import PARALLEL_MIN_WORK, both
-from .cpp_ops import CppHandler
-from .ir import prod
-from .ops import set_handler
-from .scheduler import ScatterKernel
+from ..ir import prod
+from ..ops import set_handler
+from ..scheduler import ScatterKernel
+from .handler import CppHandler
+from .kernel import KernelPrinter
+from .loops import PARALLEL_MIN_WORK, both
 
 
 class ScatterPrinter(KernelPrinter):

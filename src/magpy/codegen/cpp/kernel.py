@@ -1,7 +1,7 @@
 """C++ for a scheduled ``Kernel``: an ``extern "C"`` function over raw pointers.
 
 ``render_kernel`` lays out the loops: OpenMP ``parallel for`` over rows, ``omp simd`` over the
-innermost loop, reductions as OpenMP reduction clauses; ``cpp_ops.CppHandler`` prints the loop
+innermost loop, reductions as OpenMP reduction clauses; ``handler.CppHandler`` prints the loop
 bodies (with common subexpressions shared).
 
 Symbolic sizes are ``int64_t`` arguments after the pointers (``ks0``, ``ks1``, ... in the order
@@ -18,17 +18,17 @@ import os
 import sympy
 import torch
 
-from .cpp_columns import render_columns, wants_columns
-from .cpp_hoist import hoist_invariants
-from .cpp_loops import PARALLEL_MIN_WORK, PointwiseNest, both, negate
-from .cpp_ops import CppHandler, CppValue, cpp_constant, ctype, print_index
-from .cpp_prelude import PRELUDE
-from .cpp_reductions import LONG_SUM, REDUCTION_COMBINE, accumulator_dtype, reduction_init
-from .ir import is_static, prod
-from .loop_merge import merge_loops
-from .ops import set_handler
-from .scheduler import OUTER, ROW_BUFFER_MAX_BYTES, Kernel, KernelNames
-from .sizes import at_least, is_float_symbol
+from ..ir import is_static, prod
+from ..loop_merge import merge_loops
+from ..ops import set_handler
+from ..scheduler import OUTER, ROW_BUFFER_MAX_BYTES, Kernel, KernelNames
+from ..sizes import at_least, is_float_symbol
+from .columns import render_columns, wants_columns
+from .handler import CppHandler, CppValue, cpp_constant, ctype, print_index
+from .hoist import hoist_invariants
+from .loops import PARALLEL_MIN_WORK, PointwiseNest, both, negate
+from .prelude import PRELUDE
+from .reductions import LONG_SUM, REDUCTION_COMBINE, accumulator_dtype, reduction_init
 
 THREADS = os.cpu_count() or 1
 

@@ -6,9 +6,11 @@ import math
 import sympy
 import torch
 
-from .checks import ZERO_DIVISION
-from .ir import Pointwise, TensorValue
-from .lowering import (
+from ..checks import ZERO_DIVISION
+from ..ir import Pointwise, TensorValue
+from ..ops import ops
+from ..sizes import SizeAsFloat
+from .registry import (
     Unsupported,
     aten,
     broadcast_loader,
@@ -20,8 +22,6 @@ from .lowering import (
     register_lowering,
     scalar,
 )
-from .ops import ops
-from .sizes import SizeAsFloat
 
 # aten op -> ops name. Computed in the result dtype (inputs converted to it first).
 UNARY = {

@@ -21,9 +21,9 @@ from typing import Any, Callable, Optional, Sequence
 import sympy
 import torch
 
-from .ir import BufferValue, Pointwise, TensorValue, is_static
-from .ops import AnalysisHandler, Opaque, ops, set_handler
-from .sizes import SizeAsFloat, is_float_symbol, to_torch
+from ..ir import BufferValue, Pointwise, TensorValue, is_static
+from ..ops import AnalysisHandler, Opaque, ops, set_handler
+from ..sizes import SizeAsFloat, is_float_symbol, to_torch
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -240,12 +240,3 @@ def normalize_dim(dim: int, ndim: int) -> int:
     if not -max(ndim, 1) <= dim < max(ndim, 1):
         raise Unsupported(f"dim {dim} out of range for rank {ndim}")
     return dim % max(ndim, 1)
-
-
-def _load_families():
-    # The families register themselves on import.
-    from . import lowering_index, lowering_pointwise, lowering_pool, lowering_reduction, lowering_scatter  # noqa
-    from . import lowering_view  # noqa
-
-
-_load_families()

@@ -2,17 +2,17 @@
 
 Reads that may fall outside their source go through ``ops.masked`` so no handler ever loads out
 of bounds; data-dependent positions go through ``ops.indirect_indexing``. Their counterparts that
-put elements at positions from data (``index_put``, ``scatter_add``) are in ``lowering_scatter.py``.
+put elements at positions from data (``index_put``, ``scatter_add``) are in ``scatter.py``.
 """
 from __future__ import annotations
 
 import sympy
 import torch
 
-from .checks import GATHER, INDEX, INDEX_SELECT, IndexCheck
-from .ir import Pointwise, TensorValue, as_size
-from .lowering import Unsupported, aten, broadcast_loader, broadcast_shapes, normalize_dim, register_lowering, scalar
-from .ops import ops
+from ..checks import GATHER, INDEX, INDEX_SELECT, IndexCheck
+from ..ir import Pointwise, TensorValue, as_size
+from ..ops import ops
+from .registry import Unsupported, aten, broadcast_loader, broadcast_shapes, normalize_dim, register_lowering, scalar
 
 
 def _in_range(i, lo, hi):

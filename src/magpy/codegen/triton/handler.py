@@ -5,8 +5,7 @@ bfloat16 values are carried in float32, as the C++ printer carries them in ``flo
 widen, stores narrow, and a conversion to a half type rounds. Only ``tl`` and ``tl.math``
 functions are used — never libdevice — so every kernel also runs in Triton's interpreter on
 CPU tensors. Functions Triton lacks (tanh, atan, expm1, pow, ...) are spelled out from those,
-in ``triton_math.py``. The kernel's loops, masks and reductions are laid out by
-``triton_kernel.py``.
+in ``math.py``. The kernel's loops, masks and reductions are laid out by ``kernel.py``.
 """
 from __future__ import annotations
 
@@ -15,39 +14,12 @@ import math
 import sympy
 import torch
 
-from .checks import ERROR_FLAG
-from .ir import FloorDiv, is_nonnegative, render_index
-from .ops import result_dtype, set_handler
-from .sizes import is_float_symbol
-
-TL_TYPES = {
-    torch.float32: "tl.float32",
-    torch.float64: "tl.float64",
-    torch.float16: "tl.float16",
-    torch.bfloat16: "tl.bfloat16",
-    torch.bool: "tl.int1",
-    torch.int8: "tl.int8",
-    torch.uint8: "tl.uint8",
-    torch.int16: "tl.int16",
-    torch.int32: "tl.int32",
-    torch.int64: "tl.int64",
-}
-HALF_TYPES = (torch.float16, torch.bfloat16)
-
-
-class TritonUnsupported(Exception):
-    """A body uses a dtype or op the Triton printer cannot express; the graph falls back."""
-
-
-def tl_type(dtype: torch.dtype) -> str:
-    if dtype not in TL_TYPES:
-        raise TritonUnsupported(f"dtype {dtype}")
-    return TL_TYPES[dtype]
-
-
-def compute_type(dtype: torch.dtype) -> str:
-    """The Triton type a value of ``dtype`` is computed in (halves in float32)."""
-    return "tl.float32" if dtype in HALF_TYPES else tl_type(dtype)
+from ..checks import ERROR_FLAG
+from ..ir import FloorDiv, is_nonnegative, render_index
+from ..ops import BINARY_OPS, UNARY_OPS, result_dtype, set_handler
+from ..sizes import is_float_symbol
+from .dtypes import HALF_TYPES, TritonUnsupported, compute_type, tl_type
+from .math import MATH
 
 
 def round_to_half(text: str, dtype: torch.dtype, interpret: bool) -> str:
@@ -144,7 +116,7 @@ def literal(value, dtype: torch.dtype) -> TritonValue:
 class TritonHandler:
     """Prints a body: every op becomes ``tmpN = ...`` (shared when repeated) in ``lines``.
 
-    ``printer`` (a ``triton_kernel.KernelPrinter``) answers loads, names variables and knows
+    ``printer`` (a ``kernel.KernelPrinter``) answers loads, names variables and knows
     the masks of the block axes; ``mask`` is the extra condition of an ``ops.masked`` body.
     """
 
@@ -269,9 +241,6 @@ class TritonHandler:
         return self.emit(f"{x}.to({compute_type(dtype)})", dtype, x.axes)
 
     def __getattr__(self, name):
-        from .ops import BINARY_OPS, UNARY_OPS
-        from .triton_math import MATH
-
         if name in MATH:
             return lambda *args: self._math(name, *args)
         if name in UNARY_OPS or name in BINARY_OPS:
@@ -279,8 +248,6 @@ class TritonHandler:
         raise AttributeError(name)
 
     def _math(self, name, *args) -> TritonValue:
-        from .triton_math import MATH
-
         dtype = result_dtype(name, [a.dtype for a in args])
         operand = result_dtype("add", [a.dtype for a in args])
         values = [self.operand(a, operand) for a in args]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sympy
 
-from .ir import BufferValue, FloorDiv, ModIndex, Pointwise, TensorValue, as_size, is_static, prod
-from .lowering import Unsupported, aten, normalize_dim, prims, register_lowering
+from ..ir import BufferValue, FloorDiv, ModIndex, Pointwise, TensorValue, as_size, is_static, prod
+from .registry import Unsupported, aten, normalize_dim, prims, register_lowering
 
 VIEW_OPS: set = set()
 
@@ -16,7 +16,7 @@ VIEW_OPS: set = set()
 def register_view(*targets):
     def decorate(fn):
         register_lowering(*targets)(fn)
-        from .lowering import _overloads
+        from .registry import _overloads
 
         for t in targets:
             VIEW_OPS.update(_overloads(t))
@@ -249,7 +249,7 @@ def lower_as_strided(ctx, x, size, stride, storage_offset=None):
         raise Unsupported("as_strided of a value without its own storage")
     offset = storage_offset or 0
     name, dtype = x.name, x.dtype
-    from .ops import ops
+    from ..ops import ops
 
     def inner_fn(index):
         expr = sympy.Integer(offset)

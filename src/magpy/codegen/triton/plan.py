@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .ir import is_static, prod
-from .scheduler import Kernel
+from ..ir import is_static, prod
+from ..scheduler import Kernel
 
 # Rows up to this long are reduced in registers (persistent); longer ones in a loop. (Softmax
 # over 8192 x 8192 float32 on an H200: 4.0 TB/s persistent, 3.8 looped in 2048-element chunks.)
@@ -63,7 +63,7 @@ def plan_launch(kernel: Kernel, interpret: bool, tile=None, kind=None) -> Launch
 def candidate_configs(kind: str, xnumel: int, rnumel: int, interpret: bool, autotune: bool = False) -> list:
     """The block configs worth timing for a kernel of ``kind`` over these sizes, the best guess
     first (one config where the kernel is too small for the choice to matter). Static kernels
-    take them once; symbolic ones for each launch's sizes (``triton_runtime.SymbolicLauncher``).
+    take them once; symbolic ones for each launch's sizes (``runtime.SymbolicLauncher``).
     ``autotune`` (mode "max-autotune"): ``WIDER_CONFIGS`` besides, for every kernel whatever its
     size (those with blocks larger than the kernel left out), the same best guess first."""
     xnumel, rnumel = max(xnumel, 1), max(rnumel, 1)

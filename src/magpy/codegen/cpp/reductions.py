@@ -1,10 +1,10 @@
 """What C++ reductions start from and how their partial results combine: shared by the row and the column
-(``cpp_columns``) kernels, and the accumulator's dtype by Triton's."""
+(``columns``) kernels, and the accumulator's dtype by Triton's."""
 from __future__ import annotations
 
 import torch
 
-from .cpp_ops import cpp_constant, ctype
+from .handler import cpp_constant, ctype
 
 REDUCTION_COMBINE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "any": "|", "all": "&"}
 

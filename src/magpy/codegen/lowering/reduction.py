@@ -4,9 +4,9 @@ from __future__ import annotations
 import sympy
 import torch
 
-from .ir import Pointwise, Reduction, TensorValue, as_size, prod
-from .lowering import Unsupported, aten, normalize_dim, pointwise, register_lowering, scalar
-from .ops import ops
+from ..ir import Pointwise, Reduction, TensorValue, as_size, prod
+from ..ops import ops
+from .registry import Unsupported, aten, normalize_dim, pointwise, register_lowering, scalar
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -167,7 +167,7 @@ def lower_prims_var(ctx, x, dims, correction=1, output_dtype=None):
         raise Unsupported(f"variance correction {correction} of {count} elements")
     total = make_reduction(ctx, x, dims, True, "sum", compute)
     mean = pointwise(lambda s: ops.truediv(s, _count(count, compute)), [total], compute, compute)
-    from .lowering import broadcast_loader
+    from .registry import broadcast_loader
 
     x_load = x.make_loader()
     mean_load = broadcast_loader(mean, x.size)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from .triton import TritonUnsupported, compute_type, tl_type
+from .dtypes import TritonUnsupported, compute_type, tl_type
 
 LN2 = 0.6931471805599453
 LOG10_2 = 0.30102999566398120

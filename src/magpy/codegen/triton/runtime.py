@@ -21,10 +21,10 @@ import sys
 import threading
 from typing import Callable, Optional
 
-from .compile_cache import cache_dir
-from .ir import python_size
-from .triton_kernel import PRELUDE
-from .triton_plan import PERSISTENT_MAX, TILE_ROWS_MIN, LaunchPlan, candidate_configs, next_power_of_2
+from ..compile_cache import cache_dir
+from ..ir import python_size
+from .kernel import PRELUDE
+from .plan import PERSISTENT_MAX, TILE_ROWS_MIN, LaunchPlan, candidate_configs, next_power_of_2
 
 _modules: dict[str, object] = {}
 # The other form a symbolic kernel of a kind is also printed in, for launches the first cannot serve.

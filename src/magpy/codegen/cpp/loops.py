@@ -22,9 +22,9 @@ from typing import Optional
 
 import sympy
 
-from .ir import as_size, is_static, prod
-from .ops import DependencyHandler, set_handler
-from .sizes import at_least, estimate, is_size_symbol
+from ..ir import as_size, is_static, prod
+from ..ops import DependencyHandler, set_handler
+from ..sizes import at_least, estimate, is_size_symbol
 
 TILE = 16
 # Work (elements) below which a kernel runs on one thread: spawning costs more than it saves.
@@ -270,7 +270,7 @@ class PointwiseNest:
 
     def _declare_tile(self, printer, lines, indent, load: StagedLoad):
         """The transposed buffer of ``load``'s tile; the body reads its elements from it."""
-        from .cpp_ops import ctype
+        from .handler import ctype
 
         d, l = self.variables[self.tile], self.variables[self.order[-1]]
         tile = printer.new_var("tile")

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import torch
 
-from .cpp_loops import PARALLEL_MIN_WORK, direct_reads
-from .cpp_ops import CppHandler, ctype
-from .cpp_reductions import LONG_SUM, REDUCTION_COMBINE, accumulator_dtype, reduction_init
-from .ir import is_static, prod
-from .ops import set_handler
-from .scheduler import INNER, OUTER, Kernel
+from ..ir import is_static, prod
+from ..ops import set_handler
+from ..scheduler import INNER, OUTER, Kernel
+from .handler import CppHandler, ctype
+from .loops import PARALLEL_MIN_WORK, direct_reads
+from .reductions import LONG_SUM, REDUCTION_COMBINE, accumulator_dtype, reduction_init
 
 COLUMN_TILE = 16
 # Fewer neighbouring rows than a vector holds: the row layout's lanes along the reduction do as well.
@@ -182,7 +182,7 @@ class Columns:
             element = f"{results[node.name]}[{self.lane}]"
             lines.append(f"{body}{element} = static_cast<{out}>({value});")
             if k.storage[node.name] == "memory":
-                from .cpp_ops import CppValue
+                from .handler import CppValue
 
                 lines.append(body + printer.store_text(node.name, k.store_index(node), CppValue(element, node.layout.dtype)))
         lines.append(f"{indent}}}")

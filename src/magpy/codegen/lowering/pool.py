@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import torch
 
-from .ir import Pointwise
-from .ir import is_static
-from .lowering import Unsupported, aten, register_lowering, scalar
-from .ops import ops
+from ..ir import Pointwise
+from ..ir import is_static
+from ..ops import ops
+from .registry import Unsupported, aten, register_lowering, scalar
 
 # Windows larger than this stay an extern call (the body would grow with the window).
 MAX_WINDOW = 64

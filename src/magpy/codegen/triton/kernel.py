@@ -1,6 +1,6 @@
 """A scheduled ``Kernel`` as one ``@triton.jit`` function: block layout, masks, stages, reductions.
 
-Three shapes of kernel, chosen by ``triton_plan.plan_launch``:
+Three shapes of kernel, chosen by ``plan.plan_launch``:
 
 * pointwise — a 1-D block of ``XBLOCK`` elements of the flattened iteration space;
 * tiled pointwise — where a load walks memory along another dim than the store does (a
@@ -23,7 +23,7 @@ divide nothing. Every load and store is masked by the block axes it varies along
 Symbolic sizes are kernel arguments (``ks0``, ... before ``xnumel``); a kernel over a symbolic
 iteration space indexes in int64 and is never tiled. A symbolic reduction is printed in both
 forms, persistent and looped, and each launch takes the one its rows fit (see
-``triton_runtime.SymbolicLauncher``) with a block config from the sizes of that call
+``runtime.SymbolicLauncher``) with a block config from the sizes of that call
 (``launch_configs``), so the sources depend on the graph alone.
 """
 from __future__ import annotations
@@ -33,15 +33,15 @@ from collections import Counter, defaultdict
 import sympy
 import torch
 
-from .cpp_reductions import accumulator_dtype
-from .cpp_loops import PointwiseNest, linear_coefficients
-from .ir import is_static, prod
-from .ops import DependencyHandler, set_handler
-from .scheduler import INNER, Kernel, KernelNames
-from .sizes import is_float_symbol
-from .triton import (HALF_TYPES, TritonHandler, TritonUnsupported, TritonValue, compute_type, print_index,
-                     stored)
-from .triton_plan import TILE_ROWS_MIN, plan_launch
+from ..cpp.loops import PointwiseNest, linear_coefficients
+from ..cpp.reductions import accumulator_dtype
+from ..ir import is_static, prod
+from ..ops import DependencyHandler, set_handler
+from ..scheduler import INNER, Kernel, KernelNames
+from ..sizes import is_float_symbol
+from .dtypes import HALF_TYPES, TritonUnsupported, compute_type
+from .handler import TritonHandler, TritonValue, print_index, stored
+from .plan import TILE_ROWS_MIN, plan_launch
 
 INT32_MAX = 2**31 - 1
 

@@ -2,7 +2,7 @@
 scatter_add, scatter_reduce (sum).
 
 Each becomes a ``ScatterBuffer``: a copy of the tensor written into (a buffer made for it alone),
-then a kernel of its own updating that copy in place (``cpp_scatter.py``, ``triton_scatter.py``).
+then a kernel of its own updating that copy in place (``cpp/scatter.py``, ``triton/scatter.py``).
 Positions are checked as gathers check theirs (``checks.py``): one out of range raises eager's
 exception, after the kernel, which clamps it meanwhile.
 
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import torch
 
-from .checks import INDEX, INDEX_SELECT, SCATTER
-from .ir import BufferValue, Pointwise, Scatter, ScatterBuffer, TensorValue
-from .lowering import Unsupported, aten, broadcast_loader, normalize_dim, register_lowering, scalar
-from .lowering_index import _advanced_index, _indirect, _picks_from
-from .ops import ops
+from ..checks import INDEX, INDEX_SELECT, SCATTER
+from ..ir import BufferValue, Pointwise, Scatter, ScatterBuffer, TensorValue
+from ..ops import ops
+from .index import _advanced_index, _indirect, _picks_from
+from .registry import Unsupported, aten, broadcast_loader, normalize_dim, register_lowering, scalar
 
 # Dtypes an update may add into: every kernel adds with a plain or an atomic add of the element's
 # own type (no atomic add of half floats on a CPU; bools add as a logical or in eager).

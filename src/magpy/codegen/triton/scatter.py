@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import sympy
 
-from .ops import set_handler
-from .scheduler import ScatterKernel
-from .triton import TritonHandler, stored
-from .triton_kernel import KernelPrinter, _IndexCollector, merge_dims
-from .triton_plan import plan_launch
+from ..ops import set_handler
+from ..scheduler import ScatterKernel
+from .handler import TritonHandler, stored
+from .kernel import KernelPrinter, _IndexCollector, merge_dims
+from .plan import plan_launch
 
 
 class ScatterPrinter(KernelPrinter):
-    """Prints a ``ScatterKernel`` (``render`` as ``triton_kernel.KernelPrinter``'s)."""
+    """Prints a ``ScatterKernel`` (``render`` as ``kernel.KernelPrinter``'s)."""
 
     kernel: ScatterKernel
 
@@ -51,7 +51,7 @@ class ScatterPrinter(KernelPrinter):
 
 
 def render_scatter(kernel: ScatterKernel, layouts, interpret: bool = False, kind=None, wide=None):
-    """As ``triton_kernel.render_kernel``, for a scatter's kernel."""
+    """As ``kernel.render_kernel``, for a scatter's kernel."""
     printer = ScatterPrinter(kernel, layouts, interpret, kind, wide)
     source = printer.render(kernel.name)
     return source, printer.params, printer.plan, printer.size_params
