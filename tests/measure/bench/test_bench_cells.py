@@ -1,11 +1,11 @@
 """Table cells are one short line: a failure is ``n/a (Type: first line…)``, whatever the exception carried
 (tracebacks printed into messages, wrappers, advice); wrong outputs are loud; details go to the log."""
 from magpy import cli
-from magpy.bench import BenchOptions, run, runners
-from magpy.bench.reasons import short_reason
-from magpy.bench.report import REASON_WIDTH, ModelRow, Report, render_table, render_wrong, status_text
-from magpy.bench.runners import BackendResult
-from magpy.bench.timing import StepTimeout
+from magpy.measure.bench import BenchOptions, run, runners
+from magpy.measure.bench.reasons import short_reason
+from magpy.measure.bench.report import REASON_WIDTH, ModelRow, Report, render_table, render_wrong, status_text
+from magpy.measure.bench.runners import BackendResult
+from magpy.measure.bench.timing import StepTimeout
 
 WORKER_TRACEBACK = """C++ compile of a kernel failed in a worker:
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from .. import zoo
+from ... import zoo
 from .runners import RUNNERS
 from .timing import Repeats
 

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import zoo
+from ... import zoo
 from . import runners
 from .runners import (WRONG, BackendResult, NotApplicable, Unavailable, compile_with_inductor, recording_warnings,
                       record_inductor_stats, record_magpy_stats, tensors_of)

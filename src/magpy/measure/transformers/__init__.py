@@ -1,4 +1,4 @@
-"""magpy.transformers_runner — ``python -m magpy transformers``: every transformers base model, MagPy beside Dynamo.
+"""magpy.measure.transformers — ``python -m magpy transformers``: every transformers base model, MagPy beside Dynamo.
 
 Each base-model architecture transformers maps (``MODEL_MAPPING_NAMES``) of the chosen split is built from its
 default config shrunk to tiny sizes (configs.py) with seeded random weights, in eval mode, and called on
@@ -9,12 +9,12 @@ both results are compared with eager's and the first call is timed. The report g
 that run deterministically in eager, the share each compiler keeps in one graph matching eager, median
 first-call times and the most common failure reasons::
 
-    from magpy.transformers_runner import Options, run
+    from magpy.measure.transformers import Options, run
     score = run(Options(only=["bert", "gpt2"]))
 
 Modules: architectures (the corpus and its public/held-out split), configs, models, inputs, case (eager and
 compiled stages), worker (one stage per process), runner, report. Scheduling, state, compilers, comparison,
-reasons and scoring are ``magpy.harness``'s, shared with the ParityBench runner.
+reasons and scoring are ``magpy.measure.harness``'s, shared with the ParityBench runner.
 """
 from .architectures import SelectionError, select, split_of
 from .runner import Options, RunError, run

@@ -3,7 +3,7 @@
 Each architecture is a "file" of one case. Its eager stage and each compiler's stage run in fresh processes
 (forked from the runner, which has torch, transformers and the compilers loaded): a worker runs the eager
 stage when the case has no reference yet, otherwise the first compiler still to run, then hands the case off
-(``("handoff", 0)``) to a fresh worker for the next compiler. Messages as in ``magpy.harness.scheduler``.
+(``("handoff", 0)``) to a fresh worker for the next compiler. Messages as in ``magpy.measure.harness.scheduler``.
 """
 from __future__ import annotations
 

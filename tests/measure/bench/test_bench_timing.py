@@ -1,8 +1,8 @@
 """Backends are timed in interleaved rounds: every round times each backend in turn, the order rotating, so
 machine noise hits all alike; sample k of every backend comes from round k."""
-from magpy.bench import BenchOptions, run
-from magpy.bench import timing
-from magpy.bench.timing import Repeats, interleaved_samples, round_order
+from magpy.measure.bench import BenchOptions, run
+from magpy.measure.bench import timing
+from magpy.measure.bench.timing import Repeats, interleaved_samples, round_order
 
 
 class FakeClock:

@@ -1,9 +1,9 @@
 """--quick times every model under eager and magpy and runs torch.compile on the three cheapest to compile;
 the others say "not run in --quick"."""
 from magpy import zoo
-from magpy.bench import BenchOptions, run
-from magpy.bench.options import QUICK_INDUCTOR_BY_COST, QUICK_INDUCTOR_COUNT, quick_inductor_models
-from magpy.bench.report import render_table
+from magpy.measure.bench import BenchOptions, run
+from magpy.measure.bench.options import QUICK_INDUCTOR_BY_COST, QUICK_INDUCTOR_COUNT, quick_inductor_models
+from magpy.measure.bench.report import render_table
 
 ISSUE_NINE = ["resnet", "densenet", "bert", "gpt", "lstm", "monodepth", "blockdrop", "quant_resnet", "tridentnet"]
 HF = ["hf_bert", "hf_gpt2", "hf_llama"]
@@ -30,7 +30,7 @@ def test_quick_options_keep_every_model_and_no_run_budget():
 
 
 def test_a_model_left_out_of_torch_compile_says_so(toy_zoo, fake_magpy, monkeypatch):
-    monkeypatch.setattr("magpy.bench.options.QUICK_INDUCTOR_COUNT", 0)
+    monkeypatch.setattr("magpy.measure.bench.options.QUICK_INDUCTOR_COUNT", 0)
     options = BenchOptions.build(models=["toy"], quick=True, progress=False)
     report = run(options)
     result = report.rows[0].results["inductor"]

@@ -1,11 +1,12 @@
-"""magpy.paritybench — ``python -m magpy paritybench PATH``: the ParityBench full-graph rate, MagPy beside Dynamo.
+"""magpy.measure.paritybench — ``python -m magpy paritybench PATH``: the ParityBench full-graph rate, MagPy
+beside Dynamo.
 
 Every test case of a ParityBench checkout (jansel/pytorch-jit-paritybench, kept outside this repository) that
 runs in eager is compiled with ``magpy.compile(fullgraph=True)`` and ``torch.compile(fullgraph=True)``, called
 twice, and checked against eager; the report gives per-case and per-file rates side by side, dynamic files
 apart, and the most common failure reasons::
 
-    from magpy.paritybench import Options, run
+    from magpy.measure.paritybench import Options, run
     score = run(Options("/work/paritybench", limit=150))
 
 Setting up: a checkout of ParityBench anywhere outside this repository; optionally scipy, scikit-learn, pandas,
@@ -20,7 +21,7 @@ Modules, in the order a run uses them: corpus (files and the public/held-out spl
 paths, standins for missing packages, the opt-in compat layer, helpers), worker and case (running one file and
 one case), report (the ParityBench layout). The scheduler (a forked worker per file, timeouts, restarts), the
 compiler table, comparing outputs, naming failures, the resumable JSONL state and scoring are shared with the
-transformers runner: ``magpy.harness``.
+transformers runner: ``magpy.measure.harness``.
 """
 from .corpus import Corpus, CorpusError, split_of
 from .runner import Options, RunError, run

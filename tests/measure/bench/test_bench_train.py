@@ -8,9 +8,9 @@ import torch
 from torch import nn
 
 from magpy import cli, zoo
-from magpy.bench import BenchOptions, run, training
-from magpy.bench.options import BenchError
-from magpy.bench.runners import BackendResult
+from magpy.measure.bench import BenchOptions, run, training
+from magpy.measure.bench.options import BenchError
+from magpy.measure.bench.runners import BackendResult
 
 
 def train(models=("toy",), backends=("magpy",), **options):
@@ -165,10 +165,10 @@ def test_cli_parses_train_and_amp(monkeypatch):
 
     def fake_run(options):
         seen["options"] = options
-        from magpy.bench import Report
+        from magpy.measure.bench import Report
         return Report(meta={}, backends=options.backends)
 
-    monkeypatch.setattr("magpy.bench.run", fake_run)
+    monkeypatch.setattr("magpy.measure.bench.run", fake_run)
     assert cli.main(["bench", "--train", "--amp", "--models", "gpt", "--no-progress"]) == 0
     assert seen["options"].train and seen["options"].amp
     assert cli.main(["bench", "--train", "--models", "gpt", "--no-progress"]) == 0

@@ -54,7 +54,7 @@ def toy_zoo(monkeypatch):
 @pytest.fixture
 def use_compiler(monkeypatch):
     """A function that makes the bench's magpy runner compile with the given class instead."""
-    from magpy.bench import runners
+    from magpy.measure.bench import runners
 
     def use(compiled_class):
         monkeypatch.setattr(runners, "magpy_api", lambda name: compiled_class if name == "compile" else (lambda: None))

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from magpy.paritybench import split_of
-from magpy.paritybench.corpus import Corpus
+from magpy.measure.paritybench import split_of
+from magpy.measure.paritybench.corpus import Corpus
 
 HEADER = """\
 import sys

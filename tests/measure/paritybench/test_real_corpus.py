@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from magpy.paritybench.corpus import Corpus
+from magpy.measure.paritybench.corpus import Corpus
 
 REAL_CORPUS = os.environ.get("MAGPY_PARITYBENCH", "/work/paritybench")
 

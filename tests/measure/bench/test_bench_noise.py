@@ -2,9 +2,9 @@
 (with its spread) leaves noisy rows out."""
 import pytest
 
-from magpy.bench.noise import NOISY_SPREAD, Speedup, geomean, paired_speedup, spread
-from magpy.bench.report import ModelRow, Report, render_legend, render_table
-from magpy.bench.runners import BackendResult
+from magpy.measure.bench.noise import NOISY_SPREAD, Speedup, geomean, paired_speedup, spread
+from magpy.measure.bench.report import ModelRow, Report, render_legend, render_table
+from magpy.measure.bench.runners import BackendResult
 
 STEADY_EAGER = [2.00, 2.02, 1.98, 2.01, 1.99, 2.00, 2.03, 1.97, 2.00]
 STEADY_MAGPY = [1.00, 1.03, 0.98, 1.02, 0.97, 1.01, 0.99, 1.04, 0.96]

@@ -16,7 +16,7 @@ from typing import Callable, Iterator, TextIO
 
 import torch
 
-from .. import zoo
+from ... import zoo
 from .log import DetailLog
 from .options import BenchError, BenchOptions
 from .plot import plot_speedups
@@ -145,7 +145,7 @@ def warm_repeats(options: BenchOptions, workload: Workload) -> Repeats:
     (its first calls take them by turns, see ``magpy.backends.choose``), so no timed call is one of those."""
     if workload.device.type != "cuda":
         return options.repeats
-    from ..backends.choose import SAMPLES
+    from ...backends.choose import SAMPLES
 
     settled = -(-(3 * SAMPLES + 1) // options.repeats.calls)     # rounds, each calling a backend `calls` times
     return dataclasses.replace(options.repeats, warmup=max(options.repeats.warmup, settled))

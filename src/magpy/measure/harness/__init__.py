@@ -1,4 +1,4 @@
-"""magpy.harness — what the corpus runners (``python -m magpy paritybench``, ``python -m magpy transformers``)
+"""magpy.measure.harness — what the corpus runners (``python -m magpy paritybench``, ``python -m magpy transformers``)
 share: the compilers they compare (compilers), forked workers with a deadline per stage (scheduler), the
 resumable JSONL state (state), comparing outputs with eager's (compare), naming failures (reasons), scoring
 files and cases (scoring) and the report's tables (report).

@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from magpy.harness import reasons
-from magpy.harness.compare import Tolerance, difference, freeze
-from magpy.paritybench.standins import StandInModule, StandInUsed, placeholder
-from magpy.harness.state import State
+from magpy.measure.harness import reasons
+from magpy.measure.harness.compare import Tolerance, difference, freeze
+from magpy.measure.paritybench.standins import StandInModule, StandInUsed, placeholder
+from magpy.measure.harness.state import State
 
 
 def test_equal_nested_outputs_have_no_difference():
@@ -117,6 +117,6 @@ class _ScriptedInner(torch.jit.ScriptModule):
 
 
 def test_a_copy_that_would_lose_the_module_class_is_refused():
-    from magpy.paritybench.case import _deep_copy
+    from magpy.measure.paritybench.case import _deep_copy
     assert _deep_copy(_ScriptedInner()) is None          # (it would be a RecursiveScriptModule: no forward)
     assert type(_deep_copy(torch.nn.Linear(2, 2))) is torch.nn.Linear

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..zoo import ModelSpec, Tolerance
+from ...zoo import ModelSpec, Tolerance
 from .timing import Repeats, timed_call
 
 OK, NOT_AVAILABLE, WRONG, SKIPPED = "ok", "n/a", "wrong", "skipped"

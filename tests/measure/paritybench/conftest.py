@@ -15,9 +15,9 @@ import pytest
 import torch
 import torch._dynamo  # noqa: F401
 
-from magpy.paritybench import Options, run
-from magpy.harness.compilers import COMPILERS, Compiler
-from magpy.paritybench.standins import PACKAGES
+from magpy.measure.paritybench import Options, run
+from magpy.measure.harness.compilers import COMPILERS, Compiler
+from magpy.measure.paritybench.standins import PACKAGES
 
 for _package in PACKAGES:
     if _package not in ("torchvision", "torchaudio", "torchtext", "tensorflow"):
