@@ -16,10 +16,7 @@ MAX_CLASS_LINES = 600
 LAZY_FOR_COST = "# lazy:"
 
 #: cycles still in the house, each with why it is still there; a cycle that is gone must leave this list
-KNOWN_CYCLES = {
-    "capture -> emit -> capture": "capture.breaks makes emit.resume's Split (the rewritten code) while it "
-                                  "captures: the break decision and the rewrite are not apart yet",
-}
+KNOWN_CYCLES = {}
 
 
 def _name(path):
