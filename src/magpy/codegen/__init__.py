@@ -3,8 +3,23 @@
 It knows nothing of the interpreter nor of the backends above it: ``magpy.backends.compile_graph`` turns
 any fx graph into aten graphs (AOTAutograd) for it.
 
-One IR and one schedule; two printers: C++/OpenMP for CPU tensors (``cpp/``), Triton for CUDA
-tensors (``triton/``; ``devices.py`` picks).
+One IR and one schedule; two printers: C++/OpenMP for CPU tensors, Triton for CUDA tensors. The rooms,
+in the order a graph goes through them:
+
+    decompositions, accumulate_scatters, batch_matmul
+                  the aten graph made ready: the decomposition table, graph rewrites before lowering
+    lowering/     the lowering table (``registry``) and its rooms by domain, each op a registered function
+    graph         GraphLowering: the fx graph -> buffers and IR nodes, in program order
+    scheduler, loop_merge
+                  IR nodes fused into kernels; a kernel's adjacent loop dims merged
+    cpp/          the C++ printer (kernels, loop nests, the ops handler, reductions, scatters)
+    triton/       the Triton printer (types, math, the ops handler, launch plans, kernels, runtime)
+    wrapper       the generated Python that runs a graph's kernels; ``devices`` picks the printer
+    compile_cache building C++ kernels with the system compiler, cached by content, loaded with ctypes
+
+    shared by them: ``ir`` (buffers, layouts, Pointwise/Reduction/ExternCall), ``ops`` (the swappable
+    handler bodies call), ``sizes`` (symbolic sizes), ``checks`` (errors kernels report),
+    ``channels_last``, ``reference`` (the torch evaluator: the test oracle)
 
 Public names:
     compile_aten_graph(gm, example_inputs, mode=None)
