@@ -3,6 +3,9 @@ import sys, copy, torch, magpy, functools
 from magpy import zoo
 from magpy.codegen import lowering as L
 import magpy.backends as B
+from magpy.codegen import lowering_scatter as LS
+import os
+LS.ON_GPU = os.environ.get("GPU_SCATTER") == "1"
 
 aten = torch.ops.aten
 SCATTERS = [aten.index_put.default, aten._unsafe_index_put.default, aten.index_add.default, aten.index_copy.default,
@@ -46,7 +49,7 @@ def nobind():
 def always_compiled():
     CH.faster_of = lambda compiled, captured, *a, **k: compiled
     B_choose = __import__("magpy.backends.choose", fromlist=["x"])
-variants = {"current": lambda: None}
+variants = {"current": lambda: None, "always compiled": always_compiled}
 for tag, apply in variants.items():
     apply()
     magpy.reset()

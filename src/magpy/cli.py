@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .backends.settings import MODES
+
 SIZES = ("small", "medium", "large")
 
 
@@ -45,6 +47,9 @@ def _bench_parser(commands) -> None:
     bench.add_argument("--compile-opt", action="store_true",
                        help="with --train: each compiler compiles the optimizer's step too (magpy.compile(opt.step), "
                             "torch.compile(opt.step))")
+    bench.add_argument("--mode", choices=tuple(MODES),
+                       help="both compilers' mode (magpy.compile and torch.compile take the same names; "
+                            "reduce-overhead replays graphs as CUDA graphs, training graphs too)")
     bench.add_argument("--amp", action="store_true",
                        help="with --train: forward and loss under torch.autocast(device, dtype=torch.bfloat16)")
     bench.add_argument("--repeat", type=int, metavar="N", help="timed calls per measurement (max)")
@@ -84,7 +89,7 @@ def _bench(args: argparse.Namespace) -> int:
             warmup=args.warmup, timeout=args.timeout, budget=args.budget, size=args.size, device=args.device,
             json_path=args.json, log_path=args.log or default_log_path(), plot_path=args.plot,
             threads=args.threads, fresh_cache=args.fresh_cache, progress=not args.no_progress,
-            verbose=args.verbose)
+            verbose=args.verbose, mode=args.mode)
         report = run(options)
     except BenchError as error:
         print(f"magpy bench: error: {error}", file=sys.stderr)

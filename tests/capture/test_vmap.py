@@ -129,6 +129,115 @@ def test_transformers_sdpa_mask_with_vmap():
     expect_one_graph(stats)
 
 
+# ---- arguments in containers (a nested in_dims), chunks ---------------------------------------------------
+
+def combine(left, right):
+    a_left, b_left = left
+    a_right, b_right = right
+    return a_left * a_right, a_right * b_left + b_right
+
+
+def pairs_in_tuples(a, b):
+    """torch's ``associative_scan`` (combine_mode="generic"): the combine function vmapped over two pairs,
+    ``in_dims=((0, 0), (0, 0))``."""
+    run = torch.vmap(combine, in_dims=((0, 0), (0, 0)), out_dims=0)
+    return run((a[:-1], b[:-1]), (a[1:], b[1:]))
+
+
+def test_a_nested_in_dims_over_pairs_in_tuples_is_one_graph():
+    stats = differential(plain(pairs_in_tuples), fresh(lambda: (t(5, 3), t(5, 3))))
+    expect_one_graph(stats)
+
+
+def test_a_nested_in_dims_traced_by_the_magpy_backend():
+    stats = differential(plain(pairs_in_tuples), fresh(lambda: (t(5, 3), t(5, 3))), backend="magpy")
+    expect_one_graph(stats)
+
+
+def dict_with_unbatched_entries(x, y, scale):
+    def body(d):
+        return {"sum": (d["x"] * d["y"]).sum() * d["scale"], "pair": [d["x"] + 1, d["x"] - d["y"]]}
+    return torch.vmap(body, in_dims=({"x": 1, "y": None, "scale": None},), out_dims={"sum": 0, "pair": 1})(
+        {"x": x, "y": y, "scale": scale})
+
+
+def test_a_dict_argument_with_unbatched_entries_and_a_nested_result():
+    stats = differential(plain(dict_with_unbatched_entries), fresh(lambda: (t(3, 4), t(3), 2.0)))
+    expect_one_graph(stats)
+
+
+def test_a_number_in_the_container_is_read_by_its_path():
+    x, y = t(3, 4), t(3)
+    stats = differential(plain(dict_with_unbatched_entries), [(x, y, 2.0), (x, y, 3.0), (x, y, 3.0)])
+    expect(stats, fallbacks=0)
+    assert stats.compiles <= 2 and stats.graph_breaks == 0, stats
+
+
+def outside_list_of_tensors(rows, weights):
+    return torch.vmap(lambda r, ws: sum(w * r for w in ws), in_dims=(0, None))(rows, weights)
+
+
+def test_a_list_argument_passed_unbatched_follows_its_tensors():
+    def make():
+        weights = [torch.arange(3.0), torch.ones(3)]
+        return (lambda rows: outside_list_of_tensors(rows, weights)), weights
+
+    def change(weights):
+        weights[1] = weights[1] * 2
+
+    x = t(4, 3)
+    stats = differential(make, [Call((x,)), Call((x,), before=change), Call((x,), before=change)],
+                         observe=lambda ws: list(ws))
+    expect(stats, compiles=1, graphs=1, cache_hits=2, fallbacks=0)
+
+
+def in_chunks(x, w):
+    return torch.vmap(lambda row: (row @ w).relu(), chunk_size=2)(x)
+
+
+def test_chunk_size_is_one_graph():
+    stats = differential(plain(in_chunks), fresh(lambda: (t(5, 3), t(3, 2))))
+    expect_one_graph(stats)
+
+
+def test_torch_associative_scan_generic_is_one_graph():
+    scan = getattr(pytest.importorskip("torch._higher_order_ops.associative_scan"), "associative_scan", None)
+    if scan is None:
+        pytest.skip("no associative_scan in this torch")
+
+    def run(a, b):
+        return scan(combine, (a, b), dim=1, combine_mode="generic")
+
+    stats = differential(plain(run), fresh(lambda: (t(2, 6, 3).sigmoid(), t(2, 6, 3))))
+    expect_one_graph(stats)
+
+
+Pair = __import__("collections").namedtuple("Pair", "a b")
+
+
+def over_a_namedtuple(x, y):
+    return torch.vmap(lambda p: p.a * p.b)(Pair(x, y))
+
+
+def test_arguments_in_a_namedtuple_are_a_graph_break_with_eager_results():
+    stats = differential(plain(over_a_namedtuple), fresh(lambda: (t(3, 2), t(3, 2))))
+    assert any("Pair" in r for r in reasons(stats)), stats.reasons
+
+
+def test_an_in_dims_that_does_not_fit_raises_as_in_eager():
+    def wrong(x, y):
+        return torch.vmap(combine, in_dims=((0, 0), 0, 0))((x, y), (x, y))
+
+    differential(plain(wrong), fresh(lambda: (t(3, 2), t(3, 2))), raises=True)
+
+
+def test_an_in_dims_list_raises_as_in_eager():
+    def listed(x, y):
+        return torch.vmap(lambda a, b: a * b, in_dims=[0, 0])(x, y)  # (torch takes an int or a tuple only)
+
+    differential(plain(listed), fresh(lambda: (t(3, 2), t(3, 2))), raises=True)
+
+
 # ---- what stays eager ------------------------------------------------------------------------------------
 
 def branches_on_data(x):

@@ -88,7 +88,10 @@ def inductor_backend(gm, example_inputs, mode=None, options=None):
         return compile_fx(gm, example_inputs, config_patches=patches or None)
 
 
-def _aten_compiler(gm, example_inputs, mode=None, compiled=None, autotune=False):
+def _aten_compiler(gm, example_inputs, mode=None, compiled=None, autotune=False, pool=None):
+    """A forward or backward graph of AOTAutograd compiled, called boxed; with a ``pool``
+    (``cudagraphs.SharedPool``: a training graph asked to replay), replayed as a CUDA graph where its
+    sizes are fixed."""
     from torch._functorch.aot_autograd import make_boxed_func
 
     from ..codegen import compile_aten_graph
@@ -98,9 +101,12 @@ def _aten_compiler(gm, example_inputs, mode=None, compiled=None, autotune=False)
         compiled.append(fn.magpy_report)
     # AOTAutograd calls compiled graphs with one list argument ("boxed"), which a generated wrapper empties
     # to free the inputs as it goes.
-    if not hasattr(fn, "boxed"):
-        return make_boxed_func(fn)
-    boxed = fn.boxed
+    boxed = fn.boxed if hasattr(fn, "boxed") else make_boxed_func(fn)
+    if pool is not None and not _sizes_vary(example_inputs, fn.magpy_report):
+        from .cudagraphs import TrainingReplay, on_cuda
+
+        if on_cuda(example_inputs):
+            boxed = TrainingReplay(boxed, gm.meta.get(SAVED_FROM), pool)
 
     def run_boxed(args):
         return boxed(args)
@@ -108,6 +114,10 @@ def _aten_compiler(gm, example_inputs, mode=None, compiled=None, autotune=False)
     run_boxed._boxed_call = True
     run_boxed.magpy_report = fn.magpy_report
     return run_boxed
+
+
+# The meta key of a forward graph saying where its outputs for the backward begin (``_partition``).
+SAVED_FROM = "magpy_saved_from"
 
 
 @register_backend("magpy")
@@ -186,6 +196,12 @@ def _sizes_vary(example_inputs, report=None) -> bool:
     return _has_symbolic_sizes(example_inputs) or bool(report is not None and report.sizes_from_data)
 
 
+def _records_autograd(example_inputs) -> bool:
+    import torch
+
+    return torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
+
+
 def _replay_candidate(fn, example_inputs, options: dict, report=None):
     """By default (``cudagraphs`` unset), ``fn`` replayed as a CUDA graph for the faster-of
     timing to weigh, for graphs that record no autograd; else None."""
@@ -193,9 +209,7 @@ def _replay_candidate(fn, example_inputs, options: dict, report=None):
 
     from .cudagraphs import wrap
 
-    records_autograd = torch.is_grad_enabled() and any(
-        isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
-    if "cudagraphs" in options or records_autograd or _sizes_vary(example_inputs, report):
+    if "cudagraphs" in options or _records_autograd(example_inputs) or _sizes_vary(example_inputs, report):
         return None
 
     replayed = wrap(fn, example_inputs, quiet=True)
@@ -210,9 +224,12 @@ def _partition(joint, joint_inputs, **kwargs):
     from torch._functorch.partitioners import default_partition, min_cut_rematerialization_partition
 
     try:
-        return min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)
+        forward, backward = min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)
     except AssertionError:
-        return default_partition(joint, joint_inputs, **kwargs)
+        forward, backward = default_partition(joint, joint_inputs, **kwargs)
+    if "num_fwd_outputs" in kwargs:
+        forward.meta[SAVED_FROM] = kwargs["num_fwd_outputs"]
+    return forward, backward
 
 
 def _compile_for_device(gm, example_inputs, options: dict):
@@ -237,9 +254,15 @@ def _compile_for_device(gm, example_inputs, options: dict):
 
     forward = []
     autotune = options.get("autotune", False)
+    pool = None
+    if options.get("cudagraphs") and _records_autograd(example_inputs):
+        # (a training graph: its forward and backward replay, each boxed inside AOTAutograd's Function)
+        from .cudagraphs import SharedPool
+
+        pool = SharedPool()
     backend = aot_autograd(
-        fw_compiler=functools.partial(_aten_compiler, mode=mode, compiled=forward, autotune=autotune),
-        bw_compiler=functools.partial(_aten_compiler, mode=mode, autotune=autotune),
+        fw_compiler=functools.partial(_aten_compiler, mode=mode, compiled=forward, autotune=autotune, pool=pool),
+        bw_compiler=functools.partial(_aten_compiler, mode=mode, autotune=autotune, pool=pool),
         decompositions=decomposition_table(mode),
         partition_fn=_partition,
     )
@@ -257,5 +280,6 @@ def _compile_for_device(gm, example_inputs, options: dict):
 
     # Replayed before it is timed: the timing's synchronisations cannot run inside a capture.
     report = forward[0] if forward else None
-    return faster_of(_replayed(compiled, example_inputs, options, report), gm.forward, example_inputs,
+    whole = compiled if pool is not None else _replayed(compiled, example_inputs, options, report)
+    return faster_of(whole, gm.forward, example_inputs,
                      report, _replay_candidate(compiled, example_inputs, options, report))

@@ -20,6 +20,7 @@ clearly faster.
 from __future__ import annotations
 
 import warnings
+import weakref
 from typing import Callable, Optional
 
 import torch
@@ -152,3 +153,158 @@ def _copy(value):
     if isinstance(value, (list, tuple)):
         return type(value)(_copy(v) for v in value)
     return value
+
+
+# Storages a forward replay reads in place (parameters) or hands out in place (saved tensors), by data_ptr ->
+# the replay: a backward replay reads what lies there where it lies too.
+_IN_PLACE: "weakref.WeakValueDictionary[int, TrainingReplay]" = weakref.WeakValueDictionary()
+_use_count = getattr(torch._C, "_storage_Use_Count", None)
+
+
+class SharedPool:
+    """The memory pool of one graph's forward replay, which its backward's capture shares: the
+    backward's temporaries take what the forward freed, as eager's do (replays come in that order:
+    a forward replays only once what it handed the backward is gone)."""
+
+    def __init__(self):
+        self.handle = None
+
+
+class TrainingReplay:
+    """One of AOTAutograd's training graphs (a forward or a backward, called boxed), replayed as a
+    CUDA graph from its second call on, as ``GraphReplay`` replays inference graphs.
+
+    Outputs are handed out in place: new tensor objects on the graph's own memory, which the next
+    replay overwrites. So a replay first checks that every tensor handed out before is gone (by the
+    use count of its storage): a forward's saved tensors once the backward ran (a backward replay reads
+    them where they are: no activation is copied), gradients once the optimizer's ``zero_grad`` dropped
+    them, the new values of buffers once AOTAutograd copied them in. Where one is still held, the call
+    runs uncaptured, on fresh memory: two forwards before a backward stay correct. An output the program
+    kept (a result, a ``.grad`` accumulated into) is copied from then on; a saved tensor never is (the
+    backward reads it in place). Inputs met at the same address with the same layout are read in place
+    (parameters; the saved tensors); others are copied into the graph's own.
+    """
+
+    def __init__(self, boxed: Callable, saved_from: Optional[int] = None, pool: Optional[SharedPool] = None):
+        self.boxed = boxed
+        self.saved_from = saved_from
+        self.pool = pool
+        self.calls = 0
+        self.graph: Optional[torch.cuda.CUDAGraph] = None
+        self.disabled: Optional[str] = None
+        self.first: list = []
+        self.arity = 0
+        self.places: list = []   # (position, data_ptr, shape, stride, dtype) of inputs read in place
+        self.copies: list = []   # (position, the graph's own copy) of inputs copied in
+        self.values: list = []   # (position, value) of inputs that are not tensors
+        self.outputs = None
+        self.copied: set = set()  # outputs handed out as copies
+        self.handed: list = []   # (storage, its use count while nothing else holds it, output positions)
+
+    def __call__(self, args: list):
+        if self.disabled or _use_count is None:
+            return self.boxed(args)
+        self.calls += 1
+        if self.calls == 1:
+            self.first = list(args)
+            versions = [a._version for a in self.first if isinstance(a, torch.Tensor)]
+            result = self.boxed(args)
+            if versions != [a._version for a in self.first if isinstance(a, torch.Tensor)]:
+                self._disable("it writes to its inputs")
+            return result
+        if self.graph is None:
+            self._capture(args)
+            if self.disabled:
+                return self.boxed(args)
+        if not self._free() or not self._load(args):
+            return self.boxed(args)
+        self.graph.replay()
+        args.clear()  # (after the replay is queued: an input read in place may be held by this list alone)
+        return self._results()
+
+    def _disable(self, reason: str) -> None:
+        self.disabled = reason
+        warnings.warn(f"magpy: cudagraphs off for a training graph: {reason}")
+        self.graph, self.outputs, self.first, self.handed = None, None, [], []
+        self.places, self.copies, self.values = [], [], []
+
+    def _capture(self, args) -> None:
+        statics = []
+        self.arity = len(args)
+        for i, a in enumerate(args):
+            if not isinstance(a, torch.Tensor):
+                self.values.append((i, a))
+                statics.append(a)
+            elif (i < len(self.first) and a is self.first[i]) or a.untyped_storage().data_ptr() in _IN_PLACE:
+                self.places.append((i, a.data_ptr(), a.shape, a.stride(), a.dtype))
+                statics.append(a)
+            else:
+                copy = a.detach().clone()
+                self.copies.append((i, copy))
+                statics.append(copy)
+        self.first = []
+        graph = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        try:
+            with torch.cuda.stream(side):
+                self.boxed(list(statics))  # warm up on the capture stream
+                side.synchronize()
+                pool = self.pool.handle if self.pool is not None else None
+                with torch.cuda.graph(graph, pool=pool, stream=side):
+                    outputs = self.boxed(list(statics))
+        except Exception as error:  # noqa: BLE001 - anything capture refuses: run uncaptured
+            self._disable(f"capture failed ({type(error).__name__}: {str(error).splitlines()[0][:120]})")
+            return
+        finally:
+            torch.cuda.current_stream().wait_stream(side)
+        # (an output on a parameter's memory is never overwritten by a replay; one on the graph's own, or
+        # on its copy of an input, is)
+        placed = {statics[i].untyped_storage().data_ptr() for i, *_ in self.places}
+        if self.saved_from is not None:
+            _IN_PLACE.update((pointer, self) for pointer in placed)
+        storages: dict = {}
+        for i, o in enumerate(outputs):
+            if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() not in placed:
+                storage = o.untyped_storage()
+                storages.setdefault(storage.data_ptr(), (storage, []))[1].append(i)
+        for pointer, (storage, positions) in storages.items():
+            self.handed.append((storage, _use_count(storage._cdata), positions))
+            if self.saved_from is not None and max(positions) >= self.saved_from:
+                _IN_PLACE[pointer] = self
+        if self.pool is not None and self.pool.handle is None:
+            self.pool.handle = graph.pool()
+        self.outputs, self.graph = outputs, graph
+
+    def _free(self) -> bool:
+        """Is every output an earlier replay handed out gone? (Those the program keeps are copies from
+        now on.)"""
+        free = True
+        for storage, count, positions in self.handed:
+            if _use_count(storage._cdata) != count:
+                free = False
+                self.copied.update(i for i in positions if self.saved_from is None or i < self.saved_from)
+        return free
+
+    def _load(self, args) -> bool:
+        if len(args) != self.arity:
+            return False
+        for i, pointer, shape, stride, dtype in self.places:
+            a = args[i]
+            if a.data_ptr() != pointer or a.stride() != stride or a.shape != shape or a.dtype != dtype:
+                return False
+        for i, value in self.values:
+            if isinstance(args[i], torch.Tensor) or args[i] != value:
+                return False
+        for i, held in self.copies:
+            a = args[i]
+            if a.shape != held.shape or a.stride() != held.stride() or a.dtype != held.dtype:
+                return False
+        for i, held in self.copies:
+            held.copy_(args[i])
+        return True
+
+    def _results(self):
+        copied = self.copied
+        return type(self.outputs)(o.clone() if i in copied else o.detach() if isinstance(o, torch.Tensor) else o
+                                  for i, o in enumerate(self.outputs))

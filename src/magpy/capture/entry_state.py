@@ -67,8 +67,20 @@ def aliasing_guard(paths, tensors, written):
     except Exception:  # noqa: BLE001 - tensors without addresses (sparse, nested): identity is all we can say
         return TruthGuard(Expr(distinct, paths), True)
 
+    # The addresses last found sharing memory as when captured: parameters and buffers stay where they are,
+    # so most calls need no sweep (sizes and strides are the tensor guards', which the entry's guard holds too).
+    last: list = []
+
     def same_aliasing(*tensors):
-        return distinct(*tensors) and overlaps(written, *tensors) == signature
+        if not distinct(*tensors):
+            return False
+        pointers = [t.data_ptr() for t in tensors]
+        if pointers == last:
+            return True
+        if overlaps(written, *tensors) != signature:
+            return False
+        last[:] = pointers
+        return True
 
     same_aliasing.spelling = "input tensors share memory as when captured (" + \
         ", ".join(f"{{{k}}}" for k in range(len(paths))) + ")"

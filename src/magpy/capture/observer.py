@@ -55,6 +55,7 @@ from .templates import Templates
 from .breaks import Breaks, StopCapture
 from .function_modes import FunctionModes
 from .vmap import Vmaps
+from . import higher_order  # noqa: F401 (its lookasides: torch's higher-order operators)
 
 
 class CaptureObserver(GraphBuilding, Containers, Lengths, Reads, Writes, Raising, Calls, CompilerContract, Replays,

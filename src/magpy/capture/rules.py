@@ -165,7 +165,8 @@ def distributed_says(obj) -> str:
 #: config modules keep their overrides): the result is re-read by the guard even when every argument
 #: is a constant
 STATE_READS = IdentitySet([contextvars.ContextVar.get,
-                           torch._C._len_torch_function_stack])   # (how many TorchFunctionModes are on)
+                           torch._C._len_torch_function_stack,    # (how many TorchFunctionModes are on)
+                           torch._C._len_torch_dispatch_stack])   # (how many TorchDispatchModes are on)
 PURE = IdentitySet([
     *STATE_READS,
     len, isinstance, issubclass, type, abs, min, max, sum, round, divmod, pow, hash, repr, str, int,

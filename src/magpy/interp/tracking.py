@@ -626,8 +626,11 @@ def _returned(vm, caller, fn, result):
         target = target.func
     elif not isinstance(target, type(_returned)) and not isinstance(target, type):
         target = getattr(type(target), "__call__", None)
+    # (``DELEGATES``: a lookaside whose result one interpreted call of its returned, also when reached as a
+    # bound method or through an instance's ``__call__``)
     if callee is not target and fn not in _PROTOCOL_BUILTINS and fn not in DELEGATES and \
-            getattr(callee, "__code__", None) not in HIDDEN_CODE:  # (the VM's own code run for the builtin)
+            target not in DELEGATES and getattr(callee, "__code__", None) not in HIDDEN_CODE:
+        # (HIDDEN_CODE: the VM's own code run for the builtin)
         return NOT_RETURNED
     return r[2]
 

@@ -131,6 +131,27 @@ def test_compile_opt_compiles_the_optimizers_step_and_trains_as_eager_does(toy_z
     assert "compiles the optimizer's step too" in capsys.readouterr().out
 
 
+def test_mode_reaches_both_compilers_and_the_legend(toy_zoo, use_compiler, monkeypatch, capsys):
+    import magpy
+
+    modes = []
+
+    def spy(fn, **options):
+        modes.append(options.get("mode"))
+        return magpy.compile(fn, **options)
+
+    def inductor(model, mode=None):
+        modes.append(("inductor", mode))
+        return model
+
+    use_compiler(spy)
+    monkeypatch.setattr(training, "compile_with_inductor", inductor)
+    report = train(backends=("magpy", "inductor"), mode="max-autotune-no-cudagraphs")
+    assert report.rows[0].results["magpy"].ok
+    assert modes[0] == "max-autotune-no-cudagraphs" and ("inductor", "max-autotune-no-cudagraphs") in modes
+    assert "Both compilers in mode 'max-autotune-no-cudagraphs'" in capsys.readouterr().out
+
+
 def test_dropout_is_off_in_training_mode():
     model = training.training_mode(nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).eval())
     assert model.training and model[1].p == 0.0
@@ -178,6 +199,8 @@ def test_cli_parses_train_and_amp(monkeypatch):
     assert cli.main(["bench", "--amp", "--models", "gpt", "--no-progress"]) == 2
     assert cli.main(["bench", "--train", "--compile-opt", "--models", "gpt", "--no-progress"]) == 0
     assert seen["options"].compile_opt
+    assert cli.main(["bench", "--train", "--mode", "reduce-overhead", "--models", "gpt", "--no-progress"]) == 0
+    assert seen["options"].mode == "reduce-overhead"
     with pytest.raises(BenchError, match="--train"):
         BenchOptions.build(models=["gpt"], compile_opt=True)
 

@@ -41,6 +41,7 @@ def describe_run(options: BenchOptions, device: torch.device) -> dict:
         "train": options.train,
         "amp": options.amp,
         "compile_opt": options.compile_opt,
+        "mode": options.mode,
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "python": platform.python_version(),
@@ -65,7 +66,8 @@ def reference_workload(name: str, options: BenchOptions, device: torch.device) -
     spec = zoo.get(name)
     model, inputs = spec.make(options.size, device)
     reference = detached_copy(model(*inputs))
-    workload = Workload(spec, options.size, device, reference, options.repeats, synchronizer(device))
+    workload = Workload(spec, options.size, device, reference, options.repeats, synchronizer(device),
+                        mode=options.mode)
     if tf32_enabled(device):
         with tf32_disabled():
             model, inputs = workload.fresh()

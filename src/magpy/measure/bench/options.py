@@ -57,6 +57,7 @@ class BenchOptions:
     train: bool = False                                   # time training steps instead of inference calls
     amp: bool = False                                     # --train: forward and loss under bf16 autocast
     compile_opt: bool = False                             # --train: the optimizer's step compiled too
+    mode: str | None = None                               # --mode: both compilers' mode (None: their default)
     repeats: Repeats = field(default_factory=Repeats)
     step_timeout_s: float | None = FULL_STEP_TIMEOUT_S    # per model and backend
     budget_s: float | None = None                         # for the whole run

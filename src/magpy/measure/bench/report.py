@@ -249,6 +249,9 @@ def training_legend(report: Report) -> str:
     compiled = report.meta.get("compile_opt")
     optimizer = ("each compiler compiles the optimizer's step too." if compiled else
                  "the optimizer step runs eagerly for every compiler.")
+    mode = report.meta.get("mode")
+    if mode:
+        optimizer += f" Both compilers in mode {mode!r}."
     return (f"step: forward and loss{amp} (mean squared error of the outputs against fixed random targets), "
             f"backward, AdamW (lr {LEARNING_RATE:g}); {optimizer} "
             f"first step: its compile of forward and backward{' and of the step' if compiled else ''} included. weights Δ: after {CHECK_STEPS} steps, "

@@ -9,6 +9,7 @@ all warm calls together.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -70,6 +71,7 @@ class Workload:
     repeats: Repeats
     sync: Callable[[], None]
     exact: Any = None    # the outputs without TF32, where eager computes in TF32 (see ``as_exact_as_eager``)
+    mode: str | None = None  # both compilers' ``mode`` (None: their default)
 
     @property
     def tolerance(self) -> Tolerance:
@@ -254,7 +256,7 @@ def compile_with_magpy(result: BackendResult, workload: Workload):
         reset()
 
     model, inputs = workload.fresh()
-    compiled = compile_fn(model)
+    compiled = with_mode(compile_fn, workload.mode)(model)
     call = lambda: compiled(*inputs)
     output, result.first_call_s = timed_call(call, workload.sync)
     if result.capture_s is not None:
@@ -263,14 +265,19 @@ def compile_with_magpy(result: BackendResult, workload: Workload):
     return checked(result, call, output, workload)
 
 
-def compile_with_inductor(model):
+def with_mode(compile_fn: Callable, mode: str | None) -> Callable:
+    """``compile_fn`` given ``mode=mode`` (as is, for the compilers' default mode)."""
+    return compile_fn if mode is None else functools.partial(compile_fn, mode=mode)
+
+
+def compile_with_inductor(model, mode: str | None = None):
     """``torch.compile(model)`` with Dynamo's caches and counters emptied, so its stats are this model's."""
     import torch._dynamo
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
     counters.clear()
-    return torch.compile(model)
+    return with_mode(torch.compile, mode)(model)
 
 
 def record_inductor_stats(result: BackendResult) -> None:
@@ -283,7 +290,7 @@ def record_inductor_stats(result: BackendResult) -> None:
 
 def prepare_inductor(result: BackendResult, workload: Workload):
     model, inputs = workload.fresh()
-    compiled = compile_with_inductor(model)
+    compiled = compile_with_inductor(model, workload.mode)
     call = lambda: compiled(*inputs)
     output, result.first_call_s = timed_call(call, workload.sync)
     result.compile_s = result.first_call_s

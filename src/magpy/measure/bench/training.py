@@ -27,6 +27,7 @@ from torch import nn
 from ... import zoo
 from . import runners
 from .runners import (WRONG, BackendResult, NotApplicable, Unavailable, compile_with_inductor, recording_warnings,
+                      with_mode,
                       record_inductor_stats, record_magpy_stats, tensors_of)
 from .timing import Repeats, synchronizer, timed_call
 
@@ -102,6 +103,7 @@ class TrainingWorkload:
     targets: list[torch.Tensor]
     reference: Reference | None = None
     compile_opt: bool = False       # each compiler compiles the optimizer's step too
+    mode: str | None = None         # both compilers' ``mode`` (None: their default)
 
     def fresh(self) -> nn.Module:
         return copy.deepcopy(self.initial)
@@ -195,7 +197,8 @@ def reference_workload(name: str, options, device: torch.device) -> TrainingWork
     generator = torch.Generator().manual_seed(TARGET_SEED)
     targets = [torch.randn(outputs[i].shape, generator=generator).to(device) for i in positions]
     workload = TrainingWorkload(spec, options.size, device, options.repeats, synchronizer(device), options.amp,
-                                model, inputs, positions, targets, compile_opt=options.compile_opt)
+                                model, inputs, positions, targets, compile_opt=options.compile_opt,
+                                mode=options.mode)
     run = train_eagerly(workload.fresh(), workload, CHECK_STEPS)
     try:
         exact = as_float64(workload)
@@ -291,7 +294,7 @@ def prepare_magpy(result: BackendResult, workload: TrainingWorkload):
         pass
     with recording_warnings(result):
         model = workload.fresh()
-        compiled = compile_fn(model)
+        compiled = with_mode(compile_fn, workload.mode)(model)
         step = checked_training(result, model, compiled, workload, compile_fn)
         record_magpy_stats(result, compiled)
         return step
@@ -299,7 +302,7 @@ def prepare_magpy(result: BackendResult, workload: TrainingWorkload):
 
 def prepare_inductor(result: BackendResult, workload: TrainingWorkload):
     model = workload.fresh()
-    compiled = compile_with_inductor(model)
+    compiled = compile_with_inductor(model, workload.mode)
     step = checked_training(result, model, compiled, workload, torch.compile)
     result.compile_s = result.first_call_s
     record_inductor_stats(result)
