@@ -3,7 +3,7 @@ import sys, copy, torch, magpy, functools
 from magpy import zoo
 from magpy.codegen import lowering as L
 import magpy.backends as B
-from magpy.codegen import lowering_scatter as LS
+from magpy.codegen.lowering import scatter as LS
 import os
 LS.ON_GPU = os.environ.get("GPU_SCATTER") == "1"
 
