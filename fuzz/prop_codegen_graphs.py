@@ -102,7 +102,7 @@ def test_random_image_graphs_match_eager(program, batch, channels, pixels, chann
        transposed=st.booleans(), dtype=st.sampled_from([torch.float32, torch.float64]))
 def test_random_graphs_match_eager_in_triton(program, rows, cols, transposed, dtype):
     pytest.importorskip("triton")
-    from magpy.codegen.triton_runtime import interpreting
+    from magpy.codegen.triton.runtime import interpreting
 
     if not interpreting():
         pytest.skip("triton was imported before TRITON_INTERPRET=1")

@@ -3,7 +3,7 @@ import sys, copy, torch, magpy, functools
 from magpy import zoo
 from magpy.codegen import lowering as L
 import magpy.backends as B
-from magpy.codegen import lowering_scatter as LS
+from magpy.codegen.lowering import scatter as LS
 import os
 LS.ON_GPU = os.environ.get("GPU_SCATTER") == "1"
 
@@ -38,7 +38,7 @@ def score(tag, st):
 
 score("eager again", ref2)
 orig_compiler = B._aten_compiler
-from magpy.codegen import triton_runtime as TR
+from magpy.codegen.triton import runtime as TR
 from magpy.backends import choose as CH
 def nobind():
     TR.TritonGraph.BIND_TRIES = 0

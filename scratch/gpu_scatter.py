@@ -1,7 +1,7 @@
 """Scatter kernels on a GPU: gradients through gathers, compiled (Triton scatter kernels) vs eager vs float64."""
 import sys, copy, torch, magpy
 import torch.nn.functional as F
-from magpy.codegen import lowering_scatter as LS
+from magpy.codegen.lowering import scatter as LS
 from magpy.backends import choose as CH
 
 LS.ON_GPU = True

@@ -2,7 +2,7 @@
 autocast), eager against itself, magpy with and without the scatter kernels."""
 import sys, copy, torch, magpy
 from magpy import zoo
-from magpy.codegen import lowering_scatter as LS
+from magpy.codegen.lowering import scatter as LS
 from magpy.backends import choose as CH
 
 CH.faster_of = lambda compiled, captured, *a, **k: compiled

@@ -1,8 +1,8 @@
 import sys, torch, magpy, inspect, torch.nn.modules.container as c
 lines = inspect.getsource(c).splitlines()
 print("\n".join(f"{i+1}: {l}" for i, l in enumerate(lines) if 376 <= i+1 <= 386))
-from magpy.transformers_runner.models import build
-from magpy.transformers_runner.inputs import input_sets, make_inputs
+from magpy.measure.transformers.models import build
+from magpy.measure.transformers.inputs import input_sets, make_inputs
 model, config = build("llama", "cuda")
 names = input_sets(model, config)[0]
 inputs = {k: v.cuda() for k, v in make_inputs(names, config, 1).items()}

@@ -9,7 +9,7 @@ def traced(self, *live):
           f"resumes={sorted(self.resumed)} -> {type(out).__name__}")
     return out
 C.Continuation.__call__ = traced
-import magpy.emit.resume as R
+import magpy.capture.resume as R
 orig_resume = R.resume_code
 def rc(code, index, layout):
     new = orig_resume(code, index, layout)

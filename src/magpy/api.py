@@ -23,7 +23,7 @@ from .capture.names import home_of, rendering_home
 from .tracing.trace import Trace, event_filter, run_traced
 from .emit import build_entry, build_eager_entry, EAGER, MISS, Raised
 from .emit.continuation import Continuation, run_eagerly
-from .emit.resume import BreakSites
+from .capture.resume import BreakSites
 from .emit.program import evaluate, failing_guards
 from .capture import rules
 from .capture.conditions import is_conditions_guard
@@ -73,7 +73,7 @@ def _with_grad(graph_fn):
 class Family:
     """What a function the user compiled shares with the resume functions made at its graph breaks (and
     theirs): the canonical resume functions (``emit.continuation``) and the break sites found in each
-    code object (``emit.resume.BreakSites``)."""
+    code object (``capture.resume.BreakSites``)."""
 
     def __init__(self):
         self.resumes = {}

@@ -74,8 +74,8 @@ def _bench_parser(commands) -> None:
 def _bench(args: argparse.Namespace) -> int:
     """Exit status 0, or 1 when a compiler's outputs differed from eager's, 2 for bad options."""
     from . import zoo
-    from .bench import BenchError, BenchOptions, run
-    from .bench.log import default_log_path
+    from .measure.bench import BenchError, BenchOptions, run
+    from .measure.bench.log import default_log_path
 
     if args.list:
         for name in zoo.names():
@@ -168,7 +168,7 @@ def _paritybench_parser(commands) -> None:
 
 
 def _paritybench(args: argparse.Namespace) -> int:
-    from .paritybench import Options, RunError, run
+    from .measure.paritybench import Options, RunError, run
 
     options = Options(args.path, compat=args.compat, sites=args.site, retry_imports=args.retry_imports,
                       **_corpus_settings(args))
@@ -199,7 +199,7 @@ def _transformers_parser(commands) -> None:
 
 
 def _transformers(args: argparse.Namespace) -> int:
-    from .transformers_runner import Options, RunError, run
+    from .measure.transformers import Options, RunError, run
 
     return _run_corpus("transformers", run, Options(device=args.device, **_corpus_settings(args)), RunError)
 

@@ -31,13 +31,13 @@ from .capture.names import rendering_home
 from .capture.observer import STOPPED
 from .capture.origins import OriginsObserver, users_guard
 from .capture.places import short_path
+from .capture.resume import BreakSites
 from .capture.user_files import is_user_file
 from .compile_lock import LOCK
 from .distributed import DistributedCall
 from .emit import build_entry
 from .emit.continuation import Continuation, run_eagerly, split_place
 from .emit.program import guard_lines, render_mock
-from .emit.resume import BreakSites
 
 #: runs of one call at most: each learns one more break found by running into it (as many as a compiled
 #: function's recompile limit lets it learn)

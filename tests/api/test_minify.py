@@ -138,10 +138,10 @@ def test_large_inputs_are_drawn_from_a_seed_and_still_show_the_fault():
 
 
 def test_a_wrong_lowering_of_our_codegen_is_found_and_its_script_passes_once_fixed(tmp_path, monkeypatch):
-    from magpy.codegen import cpp_ops
+    from magpy.codegen.cpp import handler
 
-    right = cpp_ops._SPECIAL["sigmoid"]
-    monkeypatch.setitem(cpp_ops._SPECIAL, "sigmoid", lambda d, f, a: f"({right(d, f, a)} + 0.01f)")
+    right = handler._SPECIAL["sigmoid"]
+    monkeypatch.setitem(handler._SPECIAL, "sigmoid", lambda d, f, a: f"({right(d, f, a)} + 0.01f)")
     found = magpy.minify(model, *model_inputs(), backend="magpy", out=tmp_path / "repro.py")
     assert found.verified and found.ops_after <= 3
     assert any(is_sigmoid(n) for n in ops(found.graph))

@@ -11,7 +11,7 @@ import torch.nn as nn
 import magpy
 from magpy import codegen
 from magpy.backends.settings import MODES, options_for
-from magpy.codegen.triton_plan import TUNE_MIN_ELEMENTS, candidate_configs
+from magpy.codegen.triton.plan import TUNE_MIN_ELEMENTS, candidate_configs
 
 MODE_NAMES = list(MODES)
 

@@ -1,10 +1,10 @@
-"""Arithmetic the innermost loop repeats for every element moves in front of it (``codegen/cpp_hoist.py``)."""
+"""Arithmetic the innermost loop repeats for every element moves in front of it (``codegen/cpp/hoist.py``)."""
 import torch
 import torch.nn.functional as F
 
 from magpy.backends import compile_graph
 from magpy.codegen import mark, reports
-from magpy.codegen.cpp_hoist import hoist_invariants
+from magpy.codegen.cpp.hoist import hoist_invariants
 
 
 def _hoisted(body, variable="x0"):

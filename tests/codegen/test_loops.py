@@ -203,7 +203,7 @@ def test_equal_sizes_take_the_dims_their_values_say():
 
 def test_interleaved_dims_in_triton_too():
     pytest.importorskip("triton")
-    from magpy.codegen.triton_runtime import interpreting
+    from magpy.codegen.triton.runtime import interpreting
 
     if not interpreting():
         pytest.skip("triton was imported before TRITON_INTERPRET=1")
@@ -211,7 +211,7 @@ def test_interleaved_dims_in_triton_too():
 
 
 # ----------------------------------------------------------------------------------------------
-# Rows side by side in memory: reduced a tile of rows at a time (cpp_columns.py)
+# Rows side by side in memory: reduced a tile of rows at a time (cpp/columns.py)
 
 
 @pytest.mark.parametrize("shape", [(100, 37), (7, 16), (4096, 16), (3, 5)], ids=["odd", "one-tile", "parallel", "narrow"])

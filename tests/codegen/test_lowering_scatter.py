@@ -1,4 +1,4 @@
-"""index_put, scatter_add and scatter_reduce lowered to scatter kernels (``lowering_scatter.py``), against
+"""index_put, scatter_add and scatter_reduce lowered to scatter kernels (``codegen/lowering/scatter.py``), against
 eager: through the reference evaluator, compiled C++ (one thread, and several: the atomic and the
 partitioned parallel loops) and Triton's interpreter; positions out of range raise eager's exception;
 the gradient of a bilinear ``F.interpolate`` (four gathers) is one scatter kernel.
@@ -26,7 +26,7 @@ def _triton_ready():
         import triton  # noqa: F401
     except ImportError:
         return False
-    from magpy.codegen.triton_runtime import interpreting
+    from magpy.codegen.triton.runtime import interpreting
 
     return interpreting()
 

@@ -72,7 +72,7 @@ def test_sampled_op_matches_eager(k):
 @pytest.mark.parametrize("k", range(TRITON_CELLS))
 def test_sampled_op_matches_eager_in_triton(k):
     pytest.importorskip("triton")
-    from magpy.codegen.triton_runtime import interpreting
+    from magpy.codegen.triton.runtime import interpreting
 
     if not interpreting():
         pytest.skip("triton was imported before TRITON_INTERPRET=1")

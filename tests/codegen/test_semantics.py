@@ -26,7 +26,7 @@ def _triton_ready():
         import triton  # noqa: F401
     except ImportError:
         return False
-    from magpy.codegen.triton_runtime import interpreting
+    from magpy.codegen.triton.runtime import interpreting
 
     return interpreting()
 

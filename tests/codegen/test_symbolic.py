@@ -27,7 +27,7 @@ def _triton_runs() -> bool:
         return False
     if DEVICE.type == "cuda":
         return torch.cuda.is_available()
-    from magpy.codegen.triton_runtime import interpreting
+    from magpy.codegen.triton.runtime import interpreting
 
     return interpreting()
 
@@ -148,7 +148,7 @@ def test_transpose_add(generator, dtype):
 def test_a_symbolic_transpose_is_tiled_on_triton_with_an_untiled_form_for_too_many_rows(tiles, monkeypatch):
     if not _triton_runs():
         pytest.skip("Triton cannot run here")
-    import magpy.codegen.triton_runtime as runtime
+    import magpy.codegen.triton.runtime as runtime
 
     def fn(x, y):
         return x + y.t()

@@ -19,7 +19,7 @@ from test_lowering_reduction import REDUCTIONS, _input  # noqa: E402
 triton = pytest.importorskip("triton")
 
 if DEVICE.type == "cpu":
-    from magpy.codegen.triton_runtime import interpreting  # noqa: E402
+    from magpy.codegen.triton.runtime import interpreting  # noqa: E402
 
     pytestmark = pytest.mark.skipif(not interpreting(), reason="triton was imported before TRITON_INTERPRET=1")
 else:  # MAGPY_TEST_DEVICE=cuda TRITON_INTERPRET=0: the same tests, compiled for a GPU
@@ -240,7 +240,7 @@ ALLOWED_CALL = re.compile(r"^(tl(\.math)?\.\w+|magpy_\w+|float|range|triton\.jit
 
 
 def test_kernels_call_only_tl_functions_never_libdevice():
-    from magpy.codegen.triton_kernel import PRELUDE
+    from magpy.codegen.triton.kernel import PRELUDE
 
     assert SOURCES, "run the other tests of this file first"
     for source in SOURCES + [PRELUDE]:

@@ -47,7 +47,7 @@ def test_direct_launches_pass_pointers_and_sizes_and_check_input_alignment(monke
     """After the first call, kernels launch through their DirectLaunch: pointers in parameter
     order, then sizes; the stream read once; a misaligned input goes back to the first wrapper."""
     from magpy.codegen import wrapper
-    from magpy.codegen.triton_runtime import DirectLaunch, TritonLauncher, interpreting
+    from magpy.codegen.triton.runtime import DirectLaunch, TritonLauncher, interpreting
 
     if not interpreting():
         pytest.skip("triton was imported before TRITON_INTERPRET=1")

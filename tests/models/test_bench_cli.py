@@ -11,7 +11,7 @@ import torch
 
 import magpy
 from magpy import cli
-from magpy.bench import BenchOptions, run, runners
+from magpy.measure.bench import BenchOptions, run, runners
 
 SRC = str(Path(magpy.__file__).resolve().parent.parent) if magpy.__file__ else str(
     Path(next(iter(magpy.__path__))).resolve().parent)
@@ -122,7 +122,7 @@ def test_a_magpy_fallback_is_marked_and_its_warning_noted(monkeypatch, capsys):
 
 def test_under_tf32_an_output_as_exact_as_eagers_passes_and_a_less_exact_one_does_not():
     from magpy import zoo
-    from magpy.bench.timing import Repeats
+    from magpy.measure.bench.timing import Repeats
     exact = torch.linspace(-1, 1, 64)
     eager = exact + 0.02 * torch.sign(torch.sin(37 * exact))          # eager's own TF32 error: 0.02
     workload = runners.Workload(zoo.get("lstm"), "small", torch.device("cpu"), eager, Repeats(), lambda: None,

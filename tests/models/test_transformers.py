@@ -7,11 +7,11 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 import magpy  # noqa: E402
-from magpy.harness.compare import difference  # noqa: E402
-from magpy.transformers_runner import select, split_of  # noqa: E402
-from magpy.transformers_runner.configs import shrink  # noqa: E402
-from magpy.transformers_runner.inputs import input_sets, make_inputs  # noqa: E402
-from magpy.transformers_runner.models import build  # noqa: E402
+from magpy.measure.harness.compare import difference  # noqa: E402
+from magpy.measure.transformers import select, split_of  # noqa: E402
+from magpy.measure.transformers.configs import shrink  # noqa: E402
+from magpy.measure.transformers.inputs import input_sets, make_inputs  # noqa: E402
+from magpy.measure.transformers.models import build  # noqa: E402
 
 ARCHITECTURES = ["bert", "gpt2", "llama"]
 

@@ -16,14 +16,7 @@ MAX_CLASS_LINES = 600
 LAZY_FOR_COST = "# lazy:"
 
 #: cycles still in the house, each with why it is still there; a cycle that is gone must leave this list
-KNOWN_CYCLES = {
-    "capture -> emit -> capture": "capture.breaks makes emit.resume's Split (the rewritten code) while it "
-                                  "captures: the break decision and the rewrite are not apart yet",
-    "magpy.codegen.lowering -> magpy.codegen.lowering_index -> magpy.codegen.lowering":
-        "the lowering registry loads its rooms; codegen's folders (issue 29, item 1) move them",
-    "magpy.codegen.triton -> magpy.codegen.triton_math -> magpy.codegen.triton":
-        "triton's ops handler reads MATH, whose rows use the handler's types; codegen's folders move them",
-}
+KNOWN_CYCLES = {}
 
 
 def _name(path):

@@ -18,7 +18,7 @@ from typing import Callable, Optional
 # mode -> the "magpy" backend options it stands for. "reduce-overhead": every compiled graph replayed
 # as a CUDA graph where it can be (on CPU tensors there is nothing to replay: as "default").
 # "max-autotune": Triton kernels time a wider set of block configs, every kernel whatever its size
-# (``codegen/triton_plan.py``), and graphs replay as CUDA graphs; "…-no-cudagraphs": never replayed.
+# (``codegen/triton/plan.py``), and graphs replay as CUDA graphs; "…-no-cudagraphs": never replayed.
 MODES: dict[str, dict] = {
     "default": {},
     "reduce-overhead": {"cudagraphs": True},

@@ -9,6 +9,9 @@ The house (each room one concept; a room imports only rooms above it in this lis
     values        provenance markers (UNKNOWN, Traced), shared predicates and builders, ``_event``
     user_files, places
                   which files are the user's; places in the source, shown as the user wrote them
+    resume        resume functions and break steps: bytecode rewrites of the user's code around a graph
+                  break (over ``interp.decode`` alone), made while capturing so that a break that cannot be
+                  split is found while the call still runs in the VM; ``emit.continuation`` runs them
     state         the Capture produced; contents of containers; the graph's tensors
     iteration     what an iterable yields, by provenance; unpacking
     operations    one rule per generic instruction (``OPERATIONS``): operators, builds, formatting
@@ -22,11 +25,11 @@ The house (each room one concept; a room imports only rooms above it in this lis
     graph_builder tensors in, fx nodes out; Python numbers the graph computes
     containers    containers made here; ``effective``; sets; packed and unpacked arguments
     reads / writes / exceptions / builtin_methods / calls / replays / context_vars / locks / conditions /
-    templates
+    templates / breaks
                   the VM's events by family (mixins of ``CaptureObserver``; ``builtin_methods``: built-in
                   classes' own methods reached through subclasses, ``super()``, copies, reductions;
                   ``replays``: warnings and log records made again; ``locks``: native locks taken and
-                  given back within the call)
+                  given back within the call; ``breaks``: where the root frame stops at a graph break)
     observer      the observer's shared core (failure, guards, frames) and ``capture``
     origins       whose guard it is, the user's program's or torch's machinery's (``magpy.explain``)
     names         callables and homes rendered as the user writes them (guards, reports, ``magpy.trace``)

@@ -9,12 +9,12 @@ same live values, through the same continuation its entry will use on later call
 """
 import types
 
-from ..emit.resume import Layout, Split, origin, step_shape, why_not_resumable
 from ..interp.errors import InterpreterError
 from ..errors import Unsupported
 from ..interp.frame import NULL
 from .iteration import from_outside, unfollowed_reason
 from . import rules
+from .resume import Layout, Split, origin, step_shape, why_not_resumable
 from .values import _Abandon, _holds_tensor
 
 

@@ -3,8 +3,23 @@
 It knows nothing of the interpreter nor of the backends above it: ``magpy.backends.compile_graph`` turns
 any fx graph into aten graphs (AOTAutograd) for it.
 
-One IR and one schedule; two printers: C++/OpenMP for CPU tensors (``cpp*.py``), Triton for CUDA
-tensors (``triton*.py``; ``devices.py`` picks).
+One IR and one schedule; two printers: C++/OpenMP for CPU tensors, Triton for CUDA tensors. The rooms,
+in the order a graph goes through them:
+
+    decompositions, accumulate_scatters, batch_matmul
+                  the aten graph made ready: the decomposition table, graph rewrites before lowering
+    lowering/     the lowering table (``registry``) and its rooms by domain, each op a registered function
+    graph         GraphLowering: the fx graph -> buffers and IR nodes, in program order
+    scheduler, loop_merge
+                  IR nodes fused into kernels; a kernel's adjacent loop dims merged
+    cpp/          the C++ printer (kernels, loop nests, the ops handler, reductions, scatters)
+    triton/       the Triton printer (types, math, the ops handler, launch plans, kernels, runtime)
+    wrapper       the generated Python that runs a graph's kernels; ``devices`` picks the printer
+    compile_cache building C++ kernels with the system compiler, cached by content, loaded with ctypes
+
+    shared by them: ``ir`` (buffers, layouts, Pointwise/Reduction/ExternCall), ``ops`` (the swappable
+    handler bodies call), ``sizes`` (symbolic sizes), ``checks`` (errors kernels report),
+    ``channels_last``, ``reference`` (the torch evaluator: the test oracle)
 
 Public names:
     compile_aten_graph(gm, example_inputs, mode=None)
@@ -142,7 +157,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
     ``mode`` is "cpp" (gcc-built kernels), "triton" or "reference" (the torch reference
     evaluator running the same schedule — the test oracle); None picks by the inputs' device
     (``devices.select``). ``fuse=False`` gives one kernel per buffer. ``autotune``: Triton kernels
-    time a wider set of block configs, every kernel whatever its size (``triton_plan``; mode
+    time a wider set of block configs, every kernel whatever its size (``triton.plan``; mode
     "max-autotune"); C++ kernels have no such choice. A graph we cannot compile runs eagerly
     (``report.graph_fallback`` says why).
     """
@@ -150,9 +165,9 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
     from .batch_matmul import batch_shared_matmuls
     from .devices import NotServed, select
     from .graph import GraphFallback, GraphLowering
-    from .cpp_ops import CppUnsupported
+    from .cpp.handler import CppUnsupported
     from .sizes import UnsupportedSize
-    from .triton import TritonUnsupported
+    from .triton.dtypes import TritonUnsupported
 
     started = time.perf_counter()
     report = CompileReport(graph_id=_new_graph_id(), mode=mode or "auto")
@@ -246,7 +261,7 @@ def _build(gm, lowering, report, mode, fuse, eager, started, autotune=False):
     symbolic = lowering.sizes.symbolic or lowering.sizes.shape_env is not None
     if mode != "triton" or not kernels or symbolic:
         return call  # (direct launches write the sizes into their source: static graphs only)
-    from .triton_runtime import TritonGraph
+    from .triton.runtime import TritonGraph
 
     def bind():
         """The wrapper launching kernels directly, once every kernel can be (None before)."""
@@ -275,8 +290,8 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
     """(callables, parameter buffers, sources, size symbols, names of the kernels returning an
     error code) of C++ kernels, or of the reference evaluator (which raises the error itself)."""
     from .compile_cache import WIDE_VECTORS, compile_sources, load_function
-    from .cpp import kernel_source, render_kernel
-    from .cpp_scatter import render_scatter
+    from .cpp.kernel import kernel_source, render_kernel
+    from .cpp.scatter import render_scatter
     from .reference import ReferenceKernel
     from .scheduler import ScatterKernel
     from .sizes import is_float_symbol
@@ -310,11 +325,11 @@ def _triton_kernels(kernels, lowering, autotune=False):
     wider set of block configs."""
     from .checks import ERROR_FLAG
     from .scheduler import ScatterKernel
-    from .triton_kernel import render_kernel as render_fused
-    from .triton_plan import autotuned
-    from .triton_scatter import render_scatter
-    from .triton import TritonUnsupported
-    from .triton_runtime import ALTERNATIVE, SymbolicLauncher, TritonLauncher, interpreting, load_kernel
+    from .triton.kernel import render_kernel as render_fused
+    from .triton.plan import autotuned
+    from .triton.scatter import render_scatter
+    from .triton.dtypes import TritonUnsupported
+    from .triton.runtime import ALTERNATIVE, SymbolicLauncher, TritonLauncher, interpreting, load_kernel
 
     params, bodies, callables, sizes = {}, {}, {}, {}
     interpret = interpreting()
@@ -363,11 +378,11 @@ def _dump(gm, report: CompileReport):
     (path / "graph.txt").write_text(gm.print_readable(print_output=False))
     (path / "wrapper.py").write_text(report.wrapper)
     if report.mode == "triton":
-        from .triton_kernel import PRELUDE
+        from .triton.kernel import PRELUDE
 
         (path / "kernels.py").write_text(PRELUDE + "\n\n" + "\n\n".join(report.kernel_sources.values()))
     else:
-        from .cpp_prelude import PRELUDE
+        from .cpp.prelude import PRELUDE
 
         (path / "kernels.cpp").write_text(PRELUDE + "\n" + "\n".join(report.kernel_sources.values()))
     (path / "report.txt").write_text(str(report) + "\n")

@@ -5,7 +5,7 @@ The gradient of a gather ``x[idx]`` is an ``index_put`` of the incoming gradient
 bilinear ``F.interpolate``, an embedding read twice) autograd adds those gradients up:
 ``index_put(zeros, i1, g1, True) + index_put(zeros, i2, g2, True) + ...``. Each such sum
 ``a + index_put(zeros, i, g, True)`` is ``index_put(a, i, g, True)``: the rewritten graph has one
-zero-filled buffer that every gradient adds into (and ``lowering_scatter`` joins the adds over the
+zero-filled buffer that every gradient adds into (and ``lowering.scatter`` joins the adds over the
 same indices into one kernel), instead of a buffer per gradient and the sums of them.
 
 Rewritten: ``add.Tensor(a, s)`` and ``add.Tensor(s, a)`` (no ``alpha``) where ``s`` is such an

@@ -25,7 +25,7 @@ EXTRA = (
 
 # Kept whole where torch's decompositions drop a check eager makes of positions from data:
 # index_add's and index_copy's put with index_put, which counts a negative position from the end
-# (eager raises; ``lowering_scatter`` lowers them whole), max_unpool's with ``_unsafe_index_put``
+# (eager raises; ``lowering.scatter`` lowers them whole), max_unpool's with ``_unsafe_index_put``
 # (eager raises for a position outside its plane; a library call).
 CHECKED = {"index_add", "index_add_", "index_copy", "index_copy_", "max_unpool2d", "max_unpool3d"}
 

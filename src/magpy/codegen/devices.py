@@ -76,7 +76,7 @@ def _interpret_triton() -> None:
     """Make Triton run kernels on CPU tensors: its interpreter, chosen when it is imported
     (``import torch._dynamo`` imports it)."""
     if "triton" in sys.modules:
-        from .triton_runtime import interpreting
+        from .triton.runtime import interpreting
 
         if interpreting():
             return

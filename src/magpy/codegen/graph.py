@@ -15,6 +15,8 @@ import sympy
 import torch
 import torch.fx
 
+from .channels_last import DTYPES, OPERANDS, channels_last, is_channels_last, preferred_operands, result_layout
+from .channels_last import wants_channels_last
 from .ir import (
     BufferRef,
     BufferValue,
@@ -30,11 +32,9 @@ from .ir import (
     dense_layout_like,
     index_vars,
 )
-from .channels_last import DTYPES, OPERANDS, channels_last, is_channels_last, preferred_operands, result_layout
-from .channels_last import wants_channels_last
 from .lowering import LoweringContext, Unsupported, lookup_lowering
-from .lowering_pointwise import ELEMENTWISE
-from .lowering_view import VIEW_OPS
+from .lowering.pointwise import ELEMENTWISE
+from .lowering.view import VIEW_OPS
 from .ops import body_key, count_ops
 from .sizes import SIZE_ASSERTIONS, GraphSizes, SizeRelation, made_sizes, shape_env_of
 

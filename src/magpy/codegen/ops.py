@@ -5,7 +5,7 @@ the calls *mean* depends on the handler installed with ``set_handler``:
 
 * ``DependencyHandler`` — records which buffers are read at which index, and the op names;
 * ``OpCountHandler``    — counts ops and loads (inlining heuristics);
-* ``cpp_ops.CppHandler`` — prints C++;
+* ``cpp.handler.CppHandler`` — prints C++;
 * ``reference.ReferenceHandler`` — evaluates with torch tensors (the test oracle).
 
 The op vocabulary and its dtype rules live here (``OPS``), as a table.

@@ -4,7 +4,7 @@ The wrapper is real, readable Python source (dumped by ``MAGPY_DEBUG_DIR``); ker
 and constants reach it through the namespace it is executed in. Everything it runs per call is a
 cost of every call: views are made from their layouts in one call each, library calls go through
 torch's own bindings, and on a GPU a second wrapper launches each kernel directly
-(``triton_runtime.DirectLaunch``) once the first has compiled them (static graphs only).
+(``triton.runtime.DirectLaunch``) once the first has compiled them (static graphs only).
 
 A graph with symbolic sizes reads each size symbol from the inputs first (``s0 =
 x.size(0)``), checks every input's sizes and strides and the ShapeEnv's guards over those

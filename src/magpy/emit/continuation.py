@@ -1,5 +1,5 @@
 """What a cache entry does after its graph when the call has a graph break: the breaking instruction runs
-natively (a *step*), and the rest of the call runs in a compiled resume function (``emit.resume``).
+natively (a *step*), and the rest of the call runs in a compiled resume function (``capture.resume``).
 
 A call the step makes to Python code (a submodule, a helper, a library function) is itself compiled, on
 its own: the break inside it splits that function in turn, and nothing silently runs uncompiled.
@@ -19,7 +19,7 @@ from ..interp.tracebacks import run_at
 
 
 class Continuation:
-    """Runs the breaking instruction of ``split`` (an ``emit.resume.Split`` of ``func``'s code) on the live
+    """Runs the breaking instruction of ``split`` (a ``capture.resume.Split`` of ``func``'s code) on the live
     stack, then the rest of the call in a resume function. Called by the entry's mock with
     ``(stack values..., locals...)`` (NULL stack slots left out)."""
 
@@ -108,7 +108,7 @@ def run_eagerly(func, stopped):
 
 def _resume_function(func, original, at, code, layout, compile_function, resumes):
     """The compiled resume function of ``func`` going on at VM index ``at`` of ``original`` with ``code``
-    (``emit.resume.resume_code``'s). ``resumes``: the table that makes it canonical — one per function the
+    (``capture.resume.resume_code``'s). ``resumes``: the table that makes it canonical — one per function the
     user compiled (a model instance), shared by every break that continues at the same place of the same
     code (a break inside a loop continues in one resume function, whichever iteration it was): (id(code),
     id(globals), ids of the closure's cells, index, layout) -> (code, compiled resume function, func)."""
