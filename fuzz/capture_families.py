@@ -234,6 +234,16 @@ BATCHED = (
     "with AddOne():\n    acc = torch.add(acc, x)",
     "with AddOne():\n    acc = acc + a * 2",
     "with AddOne():\n    acc = acc + torch.vmap(lambda r: torch.add(r, GT))(torch.stack([x, b])).sum(0)",
+    # arguments and results in containers (pytree in_dims), chunks (templates: braces doubled)
+    "acc = acc + torch.vmap(lambda p: p[0] * p[1] + GT, in_dims=((0, 0),))((torch.stack([x, a]), torch.stack([b, x])))"
+    ".sum(0)",
+    "acc = acc + torch.vmap(lambda d: d['u'] * d['v'] + GN, in_dims=({{'u': 0, 'v': None}},))"
+    "({{'u': torch.stack([x, b]), 'v': a}}).sum(0)",
+    "acc = acc + torch.vmap(lambda r: r.sin() * GL[0], chunk_size=1)(torch.stack([x, a])).sum(0)",
+    "acc = acc + torch.vmap(lambda r: {{'s': r * 2, 't': (r + GT,)}})(torch.stack([x, b]))['t'][0].sum(0)",
+    # torch's higher-order operators: a predicate on data, a scan over rows, both reading outside tensors
+    "acc = torch.cond(x.sum() > 0, lambda u: u + GT, lambda u: u * GN, (acc,))",
+    "acc = acc + scan(lambda c, r: (c + r * GT, c * 2), acc, torch.stack([x, a, b]))[1].sum(0)",
 )
 
 FAMILIES = {

@@ -241,6 +241,7 @@ import copy
 import heapq
 import random
 import torch
+from torch._higher_order_ops.scan import scan
 
 
 class AddOne(torch.overrides.TorchFunctionMode):

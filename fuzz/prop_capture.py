@@ -18,6 +18,8 @@ import contextlib
 import io
 import os
 import random
+import sys
+import types
 import warnings
 
 import pytest
@@ -87,6 +89,9 @@ class Call:
         self.scale = 1.0    # of x's values: larger ones reach past the ends of indices
 
 
+_HIGHER_ORDER_MODULES = []
+
+
 class World:
     """One side: its own module (globals), program and cells, state, and every input it was given
     (kept alive, so that ids stay unique)."""
@@ -99,10 +104,20 @@ class World:
             compiles.append(magpy.compile(fn, backend=case.backend))
             return compiles[-1]
 
-        self.globals = {"__name__": "fuzzed_capture", "COMPILE": compile_ if compiled else (lambda fn: fn)}
+        source = case.source()
+        self.globals = {"__name__": "fuzzed_capture"}
+        if "torch.cond(" in source or "scan(" in source:
+            # Eager compiles these operators' calls with Dynamo, which imports the module a function comes from
+            # and guards its globals through it: each such program gets a module of its own, importable, kept
+            # for the process's life (one name for all had a scan read a GT of two programs before).
+            module = types.ModuleType(f"fuzzed_capture_{len(_HIGHER_ORDER_MODULES)}")
+            sys.modules[module.__name__] = module
+            _HIGHER_ORDER_MODULES.append(module)
+            self.globals = module.__dict__
+        self.globals["COMPILE"] = compile_ if compiled else (lambda fn: fn)
         if compiled:
             magpy.reset()
-        exec(compile(case.source(), "<fuzzed capture program>", "exec"), self.globals)
+        exec(compile(source, "<fuzzed capture program>", "exec"), self.globals)
         self.program, self.cells = self.globals["make"]()
         self.compiles = compiles
         self.state = new_state(self.globals)
