@@ -199,28 +199,36 @@ class TrainingReplay:
     replay overwrites. So a replay first checks that every tensor handed out before is gone (by the
     use count of its storage): a forward's saved tensors once the backward ran (a backward replay reads
     them where they are: no activation is copied), gradients once the optimizer's ``zero_grad`` dropped
-    them, the new values of buffers once AOTAutograd copied them in. Where one is still held, the call
-    runs uncaptured, on fresh memory: two forwards before a backward stay correct. An output the program
-    kept (a result, a ``.grad`` accumulated into) is copied from then on; a saved tensor never is (the
-    backward reads it in place). Inputs met at the same address with the same layout are read in place
-    (parameters; the saved tensors); others are copied into the graph's own.
+    them, the new values of buffers once AOTAutograd copied them in. Where a saved tensor is still held
+    (two forwards before a backward) the call runs unreplayed, on fresh memory. An output the program
+    keeps (a loss kept in a list, a ``.grad`` accumulated into) is copied from then on, and the graph is
+    recorded again, leaving the memory it had to whoever holds it. Inputs met at the same address with
+    the same layout are read in place (parameters; the saved tensors); others are copied into the graph's
+    own. One read in place that moved to memory a forward replay owns (its saved tensors, recorded
+    again) has the graph recorded again too; elsewhere the call runs unreplayed. At most ``RECORDS``
+    recordings: after that, calls that cannot replay run unreplayed.
     """
+
+    RECORDS = 4
 
     def __init__(self, boxed: Callable, saved_from: Optional[int] = None, pool: Optional[SharedPool] = None):
         self.boxed = boxed
         self.saved_from = saved_from
         self.pool = pool
         self.calls = 0
+        self.records = 0
         self.graph: Optional[torch.cuda.CUDAGraph] = None
         self.disabled: Optional[str] = None
         self.first: list = []
         self.arity = 0
+        self.placed: set = set()  # positions of inputs read in place
         self.places: list = []   # (position, data_ptr, shape, stride, dtype) of inputs read in place
         self.copies: list = []   # (position, the graph's own copy) of inputs copied in
         self.values: list = []   # (position, value) of inputs that are not tensors
         self.outputs = None
         self.copied: set = set()  # outputs handed out as copies
         self.handed: list = []   # (storage, its use count while nothing else holds it, output positions)
+        self.registered: list = []  # the data_ptrs this replay put in ``_IN_PLACE``
 
     def __call__(self, args: list):
         if self.disabled or _use_count is None:
@@ -235,9 +243,19 @@ class TrainingReplay:
             return result
         if self.graph is None:
             self._capture(args)
-            if self.disabled:
+            if self.graph is None:
                 return self.boxed(args)
-        if not self._free() or not self._load(args):
+        held = self._held()
+        if held == "saved":
+            return self.boxed(args)
+        if held == "kept" or self._moved(args):
+            if self.records >= self.RECORDS:
+                return self.boxed(args)
+            self._release()
+            self._capture(args)
+            if self.graph is None:
+                return self.boxed(args)
+        if not self._load(args):
             return self.boxed(args)
         self.graph.replay()
         args.clear()  # (after the replay is queued: an input read in place may be held by this list alone)
@@ -246,7 +264,14 @@ class TrainingReplay:
     def _disable(self, reason: str) -> None:
         self.disabled = reason
         warnings.warn(f"magpy: cudagraphs off for a training graph: {reason}")
-        self.graph, self.outputs, self.first, self.handed = None, None, [], []
+        self._release()
+
+    def _release(self) -> None:
+        """Let go of the recording (what it handed out stays with whoever holds it)."""
+        for pointer in self.registered:
+            if _IN_PLACE.get(pointer) is self:
+                del _IN_PLACE[pointer]
+        self.graph, self.outputs, self.first, self.handed, self.registered = None, None, [], [], []
         self.places, self.copies, self.values = [], [], []
 
     def _capture(self, args) -> None:
@@ -256,7 +281,9 @@ class TrainingReplay:
             if not isinstance(a, torch.Tensor):
                 self.values.append((i, a))
                 statics.append(a)
-            elif (i < len(self.first) and a is self.first[i]) or a.untyped_storage().data_ptr() in _IN_PLACE:
+            elif (i < len(self.first) and a is self.first[i]) or i in self.placed or \
+                    a.untyped_storage().data_ptr() in _IN_PLACE:
+                self.placed.add(i)
                 self.places.append((i, a.data_ptr(), a.shape, a.stride(), a.dtype))
                 statics.append(a)
             else:
@@ -264,6 +291,7 @@ class TrainingReplay:
                 self.copies.append((i, copy))
                 statics.append(copy)
         self.first = []
+        self.records += 1
         try:
             graph, outputs = record(lambda: self.boxed(list(statics)), self.pool.handle if self.pool else None)
         except Exception as error:  # noqa: BLE001 - anything capture refuses: run uncaptured
@@ -273,29 +301,50 @@ class TrainingReplay:
         # on its copy of an input, is)
         placed = {statics[i].untyped_storage().data_ptr() for i, *_ in self.places}
         if self.saved_from is not None:
-            _IN_PLACE.update((pointer, self) for pointer in placed)
+            self._register(placed)
         storages: dict = {}
         for i, o in enumerate(outputs):
-            if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() not in placed:
+            if isinstance(o, torch.Tensor) and i not in self.copied and o.untyped_storage().data_ptr() not in placed:
                 storage = o.untyped_storage()
                 storages.setdefault(storage.data_ptr(), (storage, []))[1].append(i)
         for pointer, (storage, positions) in storages.items():
             self.handed.append((storage, _use_count(storage._cdata), positions))
             if self.saved_from is not None and max(positions) >= self.saved_from:
-                _IN_PLACE[pointer] = self
+                self._register([pointer])
         if self.pool is not None and self.pool.handle is None:
             self.pool.handle = graph.pool()
         self.outputs, self.graph = outputs, graph
 
-    def _free(self) -> bool:
-        """Is every output an earlier replay handed out gone? (Those the program keeps are copies from
-        now on.)"""
-        free = True
+    def _register(self, pointers) -> None:
+        for pointer in pointers:
+            _IN_PLACE[pointer] = self
+            self.registered.append(pointer)
+
+    def _saved(self, i: int) -> bool:
+        return self.saved_from is not None and i >= self.saved_from
+
+    def _held(self) -> Optional[str]:
+        """What of the outputs an earlier replay handed out is still held: "saved" (a saved tensor: the
+        backward has not run yet), "kept" (only outputs the program kept, copied from now on), or None."""
+        held = None
         for storage, count, positions in self.handed:
             if _use_count(storage._cdata) != count:
-                free = False
-                self.copied.update(i for i in positions if self.saved_from is None or i < self.saved_from)
-        return free
+                if any(self._saved(i) for i in positions):
+                    return "saved"
+                self.copied.update(positions)
+                held = "kept"
+        return held
+
+    def _moved(self, args) -> bool:
+        """Did an input read in place move to memory a forward replay owns (a recording of its own anew)?"""
+        if len(args) != self.arity:
+            return False
+        for i, pointer, shape, stride, dtype in self.places:
+            a = args[i]
+            if isinstance(a, torch.Tensor) and a.data_ptr() != pointer and \
+                    a.untyped_storage().data_ptr() in _IN_PLACE:
+                return True
+        return False
 
     def _load(self, args) -> bool:
         if len(args) != self.arity:
