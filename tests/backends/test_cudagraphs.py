@@ -125,7 +125,7 @@ def test_two_forwards_before_a_backward_and_outputs_kept_across_steps_stay_right
 
     import magpy
 
-    # (no batch norm: see NOTES, a capturing call and a compiled one before one backward)
+    # (no batch norm: its statistics' versions with a capturing call first are tests/backends/test_versions.py's)
     eager = _mlp(norm=False)
     ours = copy.deepcopy(eager)
     compiled = magpy.compile(ours, mode="reduce-overhead")

@@ -280,6 +280,9 @@ def _compile_for_device(gm, example_inputs, options: dict):
 
     # Replayed before it is timed: the timing's synchronisations cannot run inside a capture.
     report = forward[0] if forward else None
+    from .versions import batch_norm_statistics, keeping_versions
+
+    compiled = keeping_versions(compiled, batch_norm_statistics(gm))
     whole = compiled if pool is not None else _replayed(compiled, example_inputs, options, report)
     return faster_of(whole, gm.forward, example_inputs,
                      report, _replay_candidate(compiled, example_inputs, options, report))
