@@ -240,6 +240,8 @@ BATCHED = (
     "acc = acc + torch.vmap(lambda d: d['u'] * d['v'] + GN, in_dims=({{'u': 0, 'v': None}},))"
     "({{'u': torch.stack([x, b]), 'v': a}}).sum(0)",
     "acc = acc + torch.vmap(lambda r: r.sin() * GL[0], chunk_size=1)(torch.stack([x, a])).sum(0)",
+    # a list in_dims: eager raises ValueError (it had been read as a tuple: a result where eager raised)
+    "acc = acc + torch.vmap(lambda u, v: u * v + GN, in_dims=[0, None])(x.reshape(3, 1), a).sum(0)",
     "acc = acc + torch.vmap(lambda r: {{'s': r * 2, 't': (r + GT,)}})(torch.stack([x, b]))['t'][0].sum(0)",
     # torch's higher-order operators: a predicate on data, a scan over rows, both reading outside tensors
     "acc = torch.cond(x.sum() > 0, lambda u: u + GT, lambda u: u * GN, (acc,))",
