@@ -248,13 +248,16 @@ class TrainingReplay:
         held = self._held()
         if held == "saved":
             return self.boxed(args)
-        if held == "kept" or self._moved(args):
+        fit = self._fit(args)
+        if held == "kept" or fit == "moved":
             if self.records >= self.RECORDS:
                 return self.boxed(args)
             self._release()
             self._capture(args)
             if self.graph is None:
                 return self.boxed(args)
+        elif fit == "elsewhere":
+            return self.boxed(args)
         if not self._load(args):
             return self.boxed(args)
         self.graph.replay()
@@ -335,30 +338,31 @@ class TrainingReplay:
                 held = "kept"
         return held
 
-    def _moved(self, args) -> bool:
-        """Did an input read in place move to memory a forward replay owns (a recording of its own anew)?"""
+    def _fit(self, args) -> Optional[str]:
+        """Are the inputs read in place where the recording reads them? None (yes), "moved" (one moved to
+        memory a forward replay owns: its recording anew), or "elsewhere"."""
         if len(args) != self.arity:
-            return False
+            return "elsewhere"
+        fit = None
         for i, pointer, shape, stride, dtype in self.places:
             a = args[i]
-            if isinstance(a, torch.Tensor) and a.data_ptr() != pointer and \
-                    a.untyped_storage().data_ptr() in _IN_PLACE:
-                return True
-        return False
+            if not isinstance(a, torch.Tensor):
+                return "elsewhere"
+            if a.data_ptr() != pointer or a.stride() != stride or a.shape != shape or a.dtype != dtype:
+                if a.data_ptr() != pointer and a.untyped_storage().data_ptr() in _IN_PLACE:
+                    return "moved"
+                fit = "elsewhere"
+        return fit
 
     def _load(self, args) -> bool:
-        if len(args) != self.arity:
-            return False
-        for i, pointer, shape, stride, dtype in self.places:
-            a = args[i]
-            if a.data_ptr() != pointer or a.stride() != stride or a.shape != shape or a.dtype != dtype:
-                return False
+        """Copy the inputs the recording has copies of into them; False when one does not fit."""
         for i, value in self.values:
             if isinstance(args[i], torch.Tensor) or args[i] != value:
                 return False
         for i, held in self.copies:
             a = args[i]
-            if a.shape != held.shape or a.stride() != held.stride() or a.dtype != held.dtype:
+            if not isinstance(a, torch.Tensor) or a.shape != held.shape or a.stride() != held.stride() or \
+                    a.dtype != held.dtype:
                 return False
         for i, held in self.copies:
             held.copy_(args[i])
