@@ -18,7 +18,7 @@ def step():
     opt.zero_grad(set_to_none=True)
     with torch.autocast("cuda", dtype=torch.bfloat16):
         out = fwd(*inp)
-        out = out if isinstance(out, torch.Tensor) else out[0]
+        out = out if isinstance(out, torch.Tensor) else (next(iter(out.values())) if isinstance(out, dict) else out[0])
         loss = out.float().pow(2).mean()
     loss.backward()
     opt.step()
@@ -45,7 +45,7 @@ for stage, file in stages.items():
 ncomp = [v for k, v in st.stats.items() if "triton/compiler/compiler.py" in k[0] and k[2] == "compile"]
 if ncomp:
     print("triton.compile calls:", ncomp[0][1])
-st.sort_stats("cumulative").print_stats(45)
+st.sort_stats("cumulative").print_stats(70)
 st.sort_stats("tottime").print_stats(25)
 for _ in range(3):
     t = time.perf_counter(); step(); print(f"later step {1000 * (time.perf_counter() - t):.1f} ms")
