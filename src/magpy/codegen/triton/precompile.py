@@ -124,18 +124,18 @@ def precompile_graph(launchers: dict, params: dict, sizes: dict, layouts) -> Non
     from ..sizes import is_float_symbol
 
     pool = compile_pool()
-    if pool is None:
+    if pool is None or pool.broken:
         return
     for name, launcher in launchers.items():
-        pointers = stand_ins(params[name], layouts)
-        # (a static kernel's numbers are float inputs, typed fp64 in the kernel: any value will do)
-        if pointers is None or not all(is_float_symbol(s) for s in sizes[name]):
-            continue
         try:
+            pointers = stand_ins(params[name], layouts)
+            # (a static kernel's numbers are float inputs, typed fp64 in the kernel: any value will do)
+            if pointers is None or not all(is_float_symbol(s) for s in sizes[name]):
+                continue
             found = jobs(launcher, pointers, [0.5] * len(sizes[name]))
+            launcher.pending = [pool.submit(job) for job in found] or None
         except Exception:  # noqa: BLE001 - no driver, another Triton: the launch compiles as before
             continue
-        launcher.pending = [pool.submit(job) for job in found] or None
 
 
 def settle(futures) -> None:
@@ -191,8 +191,12 @@ class CompilePool:
     one queue in the order they came (threads and processes start as jobs arrive). The same job
     submitted again while it is pending shares its future."""
 
+    DEATHS = 4  # workers dying one after another (none answering between) that make the pool ``broken``
+
     def __init__(self, size: int):
         self.size = size
+        self.deaths = 0
+        self.broken = False  # (workers cannot start here: later jobs fail at once, graphs submit none)
         self.pid = os.getpid()
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.threads: list = []
@@ -223,8 +227,8 @@ class CompilePool:
             job, future = self.queue.get()
             if not future.set_running_or_notify_cancel():
                 continue
-            if self.closed:
-                future.set_exception(PrecompileFailed("the pool is closed"))
+            if self.closed or self.broken:
+                future.set_exception(PrecompileFailed(f"the pool is {'closed' if self.closed else 'broken'}"))
                 continue
             try:
                 if worker is None:
@@ -232,7 +236,10 @@ class CompilePool:
                     with self.lock:
                         self.workers.append(worker)
                 answer = worker.ask(job)
+                self.deaths = 0
             except Exception as e:  # noqa: BLE001 - the worker died (or never started): a new one next time
+                self.deaths += 1
+                self.broken = self.deaths >= self.DEATHS
                 if worker is not None:
                     worker.close()
                     worker.wait(1.0)
