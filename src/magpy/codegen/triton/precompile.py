@@ -255,7 +255,10 @@ class CompilePool:
                 future.set_exception(PrecompileFailed(answer))
 
     def close(self, timeout: float = 1.0):
-        """End the workers: each finishes the job it has (or is killed after ``timeout``)."""
+        """End the workers: each finishes the job it has (or is killed after ``timeout``). Not in a
+        forked child: the workers are its parent's."""
+        if os.getpid() != self.pid:
+            return
         with self.lock:
             self.closed = True
             workers, self.workers = self.workers, []
