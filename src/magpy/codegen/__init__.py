@@ -358,6 +358,11 @@ def _triton_kernels(kernels, lowering, autotune=False):
                         raise TritonUnsupported(f"the {kind} form of {kernel.name} takes other arguments")
                 forms[kind, wide] = load_kernel(source, kernel.name)
         callables[kernel.name] = SymbolicLauncher(forms, plan, kernel.name, sizes[kernel.name])
+    if not interpret:  # (compiled for the GPU in worker processes while we go on)
+        from .triton.precompile import precompile_graph
+
+        precompile_graph({n: c for n, c in callables.items() if isinstance(c, TritonLauncher)}, params, sizes,
+                         lowering.layouts)
     checked = {name for name, names in params.items() if ERROR_FLAG in names}
     return callables, params, bodies, sizes, checked
 

@@ -37,3 +37,16 @@ def test_a_model_left_out_of_torch_compile_says_so(toy_zoo, fake_magpy, monkeypa
     assert (result.status, result.reason) == ("skipped", "not run in --quick")
     assert report.rows[0].results["magpy"].ok
     assert "not run in --quick" in next(line for line in render_table(report).splitlines() if line.startswith("toy"))
+
+
+def test_first_calls_are_the_first_two_calls_timed_and_said_so(toy_zoo, fake_magpy, capsys):
+    report = run(BenchOptions.build(models=["toy"], backends=["eager", "magpy"], quick=True, progress=False))
+    result = report.rows[0].results["magpy"]
+    assert result.first_call_s > 0 and result.second_call_s > 0
+    assert result.first_calls_s == result.first_call_s + result.second_call_s
+    assert result.compile_s == max(result.first_calls_s - result.capture_s, 0.0)
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("model"))
+    row = next(line for line in out.splitlines() if line.startswith("toy"))
+    assert "first calls s" in header and f"{result.first_calls_s:.2f}" in row
+    assert "first calls s: the first two calls together" in out

@@ -35,16 +35,21 @@ def test_the_train_table_has_step_time_speedup_first_step_weights_and_memory(toy
     report = train(json_path=str(tmp_path / "train.json"))
     out = capsys.readouterr().out
     header, _, row, _, geomean = out.splitlines()[1:6]
-    for column in ("model", "eager ms", "magpy ×", "first step s (magpy)", "weights Δ (magpy)",
+    for column in ("model", "eager ms", "magpy ×", "first 2 steps s (magpy)", "weights Δ (magpy)",
                    "peak MiB (eager / magpy)"):
         assert column in header
     assert row.startswith("toy") and row.rstrip().endswith("n/a / n/a")      # (memory: CUDA only)
     assert geomean.startswith("geomean")
     assert "the optimizer step runs eagerly for every compiler" in out
+    assert "first 2 steps: the first two steps together" in out
     result = report.rows[0].results["magpy"]
-    assert result.ok and result.first_call_s > 0 and result.weights_rel_diff == 0.0
+    assert result.ok and result.first_call_s > 0 and result.second_call_s > 0 and result.weights_rel_diff == 0.0
+    assert result.first_calls_s == result.first_call_s + result.second_call_s
+    assert f"{result.first_calls_s:.1f}" in row
     saved = json.loads((tmp_path / "train.json").read_text())
-    assert saved["meta"]["train"] is True and saved["rows"][0]["results"]["magpy"]["weights_rel_diff"] == 0.0
+    saved_magpy = saved["rows"][0]["results"]["magpy"]
+    assert saved["meta"]["train"] is True and saved_magpy["weights_rel_diff"] == 0.0
+    assert saved_magpy["second_call_s"] == result.second_call_s
 
 
 def test_a_wrong_gradient_is_a_weights_mismatch_not_a_speedup(toy_zoo, fake_magpy, use_compiler):

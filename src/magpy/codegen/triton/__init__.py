@@ -7,6 +7,8 @@ every kernel also runs under ``TRITON_INTERPRET=1`` on CPU tensors.
     plan.py        how a kernel is launched: its shape, sizes and block configs
     kernel.py      ``render_kernel``: a scheduled ``Kernel`` as one Triton function
     scatter.py     ``render_scatter``: a ``ScatterKernel`` with atomic adds
+    compile_worker.py  a process compiling kernels into Triton's cache (run by path: no torch, no magpy)
+    precompile.py  every static kernel's block configs compiled in a pool of those, before its first launch
     runtime.py     loading kernels from the cache and launching them (tuning, direct launches)
 
 Imports point up the list. This package never stands in for Triton's own: every import here is

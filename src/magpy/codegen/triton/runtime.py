@@ -4,7 +4,8 @@ Each kernel is written, with the prelude, to ``<cache>/triton/k<hash>.py`` (the 
 of the C++ kernels, mode 0700) and imported from there: Triton reads a kernel's source from its
 file, and Triton keeps the compiled binaries in its own cache. ``TritonLauncher`` is what the
 generated wrapper calls with the kernel's tensors; on the first call on a GPU it times each of
-the plan's block configs and keeps the fastest.
+the plan's block configs and keeps the fastest. On a GPU each static kernel's configs are
+compiled ahead of that call in worker processes (``precompile``): the launcher waits for them.
 
 Once every kernel of a graph has run on a GPU, ``TritonGraph`` swaps the graph's wrapper for one
 that calls each kernel's ``DirectLaunch``: Triton's C launcher with the grid, the kernel handle
@@ -25,6 +26,7 @@ from ..compile_cache import cache_dir
 from ..ir import python_size
 from .kernel import PRELUDE
 from .plan import PERSISTENT_MAX, TILE_ROWS_MIN, LaunchPlan, candidate_configs, next_power_of_2
+from .precompile import settle
 
 _modules: dict[str, object] = {}
 # The other form a symbolic kernel of a kind is also printed in, for launches the first cannot serve.
@@ -93,6 +95,7 @@ class TritonLauncher:
         self.config = plan.configs[0] if len(plan.configs) == 1 else None
         self.compiled = None
         self.alignment = None
+        self.pending = None  # futures of this kernel's compiles in worker processes (``precompile``)
 
     def grid(self, config) -> tuple:
         xblock, rblock, _ = config
@@ -101,12 +104,20 @@ class TritonLauncher:
             return ((self.plan.rnumel + rblock - 1) // rblock, rows, 1)
         return (rows, 1, 1)
 
-    def _launch(self, config, tensors, numbers=()):
+    def _options(self, config) -> dict:
+        """The keyword arguments of a launch with ``config``: block sizes and warps."""
         xblock, rblock, warps = config
-        grid = self.grid(config)
         if self.plan.kind == "pointwise":
-            return self.fn[grid](*tensors, *numbers, *self.sizes, XBLOCK=xblock, num_warps=warps)
-        return self.fn[grid](*tensors, *numbers, *self.sizes, XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)
+            return {"XBLOCK": xblock, "num_warps": warps}
+        return {"XBLOCK": xblock, "RBLOCK": rblock, "num_warps": warps}
+
+    def _launch(self, config, tensors, numbers=()):
+        return self.fn[self.grid(config)](*tensors, *numbers, *self.sizes, **self._options(config))
+
+    def warmup(self, config, tensors, numbers=()):
+        """Triton's JIT entry for a launch with ``config``, stopping short of the launch: compiles
+        the kernel (``tensors`` may be stand-ins with a ``dtype`` and a ``data_ptr()``)."""
+        return self.fn.warmup(*tensors, *numbers, *self.sizes, grid=self.grid(config), **self._options(config))
 
     def __call__(self, *args):
         split = len(args) - self.nnumbers
@@ -120,6 +131,9 @@ class TritonLauncher:
             except TypeError:  # this Triton's launcher takes other arguments: use its JIT entry
                 self.compiled = None
                 TritonLauncher.fast = False
+        if self.pending is not None:  # (its compiles in worker processes: wait for them)
+            pending, self.pending = self.pending, None
+            settle(pending)
         if self.config is None:
             self.config = self.tune(tensors, numbers)
         kernel = self._launch(self.config, tensors, numbers)
