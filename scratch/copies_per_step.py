@@ -1,6 +1,6 @@
-"""Count the ``aten::copy_`` calls of one warm training step of a zoo model under magpy (CPU by default):
-all of them, and those into tensors shaped as the model's buffers (AOTAutograd's copies of batch norm's
-new running statistics when the graph does not store them itself).
+"""Count the ``aten::copy_`` calls of one warm training step of a zoo model under magpy (CPU by default): in
+the forward and backward (AOTAutograd's copies of batch norm's new running statistics, when the graph does not
+store them itself, are among them), and in the eager AdamW step after them.
 
     PYTHONPATH=src python scratch/copies_per_step.py resnet [small] [cpu]
 """
@@ -21,22 +21,32 @@ compiled = magpy.compile(copy.deepcopy(model))
 optimizer = torch.optim.AdamW(compiled.parameters(), lr=1e-4)
 
 
-def step():
+def forward_backward():
     optimizer.zero_grad(set_to_none=True)
     out = compiled(*inputs)
     out = out if isinstance(out, torch.Tensor) else out[0]
     out.float().pow(2).mean().backward()
-    optimizer.step()
 
 
 for _ in range(3):
-    step()
+    forward_backward()
+    optimizer.step()
 compiles = compiled.stats.compiles
 with torch.profiler.profile(record_shapes=True) as profile:
-    step()
+    with torch.profiler.record_function("forward_backward"):
+        forward_backward()
+    with torch.profiler.record_function("optimizer"):
+        optimizer.step()
 assert compiled.stats.compiles == compiles, "recompiled in the profiled step"
-shapes = {tuple(b.shape) for b in compiled.buffers()}
-copies = [e for e in profile.events() if e.name == "aten::copy_"]
-into_buffers = [e for e in copies if e.input_shapes and tuple(e.input_shapes[0]) in shapes]
-print(f"{name} ({size}, {device}): {len(copies)} aten::copy_ a step, {len(into_buffers)} of them into "
-      f"buffer-shaped tensors ({len(list(compiled.buffers()))} buffers)")
+events = profile.events()
+ranges = {e.name: (e.time_range.start, e.time_range.end) for e in events if e.name in ("forward_backward", "optimizer")}
+copies = [e for e in events if e.name == "aten::copy_"]
+
+
+def within(name):
+    start, end = ranges[name]
+    return sum(start <= e.time_range.start and e.time_range.end <= end for e in copies)
+
+
+print(f"{name} ({size}, {device}): {len(copies)} aten::copy_ a step: {within('forward_backward')} in the forward "
+      f"and backward, {within('optimizer')} in the eager AdamW step ({len(list(compiled.buffers()))} buffers)")

@@ -6,7 +6,9 @@ per-row statements. A node joins a kernel when its iteration space fits the kern
 (``fit``), every value it reads from the kernel is read at exactly the index it was stored
 (``legal``), and the fusion saves memory traffic (``score``: bytes no longer written and read
 back, or read twice). That covers pointwise→pointwise, pointwise→reduction, reduction→pointwise
-epilogues and sibling reductions over the same rows.
+epilogues and sibling reductions over the same rows. A write into a graph input (``InputWrite``)
+joins a kernel only where the graph's order holds (``input_writes``: nothing after the kernel reads
+the old values, nothing in it or before it the new ones), and always stays in memory.
 
 After grouping, ``plan_storage`` decides where each buffer lives: memory (needed outside the
 kernel), a per-row scalar, a per-row array, or a loop-local variable.
