@@ -9,9 +9,9 @@ from magpy.backends import cudagraphs
 
 
 class FakeGraph:
-    """A recording: its replay reruns the graph's function on the inputs of the call (those read in place
-    are the recorded memory, those copied equal the recorded copies) and writes the results into the
-    recorded outputs. It holds no input: a CUDA graph holds addresses, not tensors."""
+    """A recording: its replay reruns the graph's function on the recorded inputs (those read in place are
+    the call's, those copied the recording's copies, loaded with the call's values) and writes the results
+    into the recorded outputs. It holds no input between calls: a CUDA graph holds addresses, not tensors."""
 
     def __init__(self, outputs):
         self.outputs, self.replays, self.owner, self.args = outputs, 0, None, None
@@ -33,9 +33,10 @@ class FakeGraph:
 def graphs(monkeypatch):
     made = []
 
-    def record(run, pool=None):
-        run()  # (the warm-up)
-        made.append(FakeGraph(run()))
+    def record(run, pool=None, warm_up=None):
+        (warm_up or run)()  # (the warm-up)
+        # (a capture runs nothing: the fake records a run that writes no input either, the warm-up's)
+        made.append(FakeGraph((warm_up or run)()))
         return made[-1], made[-1].outputs
 
     load = cudagraphs.TrainingReplay._load
@@ -43,7 +44,10 @@ def graphs(monkeypatch):
     def loaded(self, args):
         if not load(self, args):
             return False
-        self.graph.owner, self.graph.args = self, list(args)
+        statics = list(args)
+        for i, held in self.copies:
+            statics[i] = held
+        self.graph.owner, self.graph.args = self, statics
         return True
 
     monkeypatch.setattr(cudagraphs, "record", record)
@@ -143,3 +147,47 @@ def test_the_backward_reads_the_forwards_saved_tensors_where_they_are_and_copies
     torch.testing.assert_close(g, (x * w).exp())
     torch.testing.assert_close(grads[0][0], grads[0][1])   # (not overwritten by a replay)
     assert bw.copied == {0}
+
+
+def forward_writing(args):
+    """A forward that writes a buffer (position 1), as our kernels store a running mean."""
+    w, buf, x = args
+    args.clear()
+    h = x * w
+    buf.mul_(0.5).add_(h)
+    return [h.sum(), h.exp()]
+
+
+def test_a_buffer_read_in_place_is_written_once_a_call_where_it_is(graphs):
+    w, buf = torch.randn(4), torch.zeros(4)
+    expected = buf.clone()
+    replay = cudagraphs.TrainingReplay(forward_writing, saved_from=1, writes=[1])
+    for step in range(5):
+        x = torch.randn(4)
+        loss, saved = replay([w, buf, x])
+        expected.mul_(0.5).add_(x * w)
+        torch.testing.assert_close(buf, expected)   # (the capturing call's warm-up wrote a copy)
+        torch.testing.assert_close(loss, (x * w).sum())
+        del loss, saved
+    assert not replay.disabled and graphs[0].replays == 4 and 1 in replay.placed
+
+
+def test_a_written_input_copied_in_is_copied_back_after_the_replay(graphs):
+    w = torch.randn(4)
+    replay = cudagraphs.TrainingReplay(forward_writing, saved_from=1, writes=[1])
+    for step in range(5):
+        buf, x = torch.randn(4), torch.randn(4)   # (another buffer each call: copied in)
+        expected = buf * 0.5 + x * w
+        loss, saved = replay([w, buf, x])
+        torch.testing.assert_close(buf, expected)
+        del loss, saved
+    assert not replay.disabled and graphs[0].replays == 4 and [p for p, _ in replay.copies] == [1, 2]
+
+
+def test_a_write_it_was_not_told_of_runs_it_unreplayed(graphs):
+    w, buf = torch.randn(4), torch.zeros(4)
+    replay = cudagraphs.TrainingReplay(forward_writing, saved_from=1)
+    with pytest.warns(UserWarning, match="writes to inputs it was not told of"):
+        replay([w, buf, torch.randn(4)])
+    replay([w, buf, torch.randn(4)])
+    assert replay.disabled and not graphs

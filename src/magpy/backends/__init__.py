@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import warnings
 from typing import Callable, Optional
 
 from ..compile_lock import LOCK
@@ -106,7 +107,7 @@ def _aten_compiler(gm, example_inputs, mode=None, compiled=None, autotune=False,
         from .cudagraphs import TrainingReplay, on_cuda
 
         if on_cuda(example_inputs):
-            boxed = TrainingReplay(boxed, gm.meta.get(SAVED_FROM), pool)
+            boxed = TrainingReplay(boxed, gm.meta.get(SAVED_FROM), pool, fn.magpy_report.written_inputs)
 
     def run_boxed(args):
         return boxed(args)
@@ -173,15 +174,37 @@ def compile_graph(gm, example_inputs) -> Callable:
     return call_single_output
 
 
-def _replayed(fn, example_inputs, options: dict, report=None):
+def _replayed(fn, example_inputs, options: dict, report=None, writes=()):
     """``fn``, replayed as a CUDA graph when ``options`` ask for it (``cudagraphs`` True) — never for a
     graph with symbolic sizes or, as its compile ``report`` says, sizes made from data (a replay's
-    buffers have the sizes of the call it recorded)."""
+    buffers have the sizes of the call it recorded), nor for one that writes into inputs it cannot
+    name (``writes`` None: see ``_writes``)."""
     if not options.get("cudagraphs") or _sizes_vary(example_inputs, report):
         return fn
     from .cudagraphs import wrap
 
-    return wrap(fn, example_inputs)
+    if writes is None:
+        warnings.warn("magpy: cudagraphs off for a graph: it writes into inputs it cannot name")
+        return fn
+    return wrap(fn, example_inputs, writes=writes)
+
+
+def _statistics(gm) -> tuple:
+    """The inputs the graph as captured may write without a version bump: batch norm's running
+    statistics (other writes bump versions, which a replay sees)."""
+    from .versions import batch_norm_statistics
+
+    return tuple(batch_norm_statistics(gm))
+
+
+def _writes(report, example_inputs) -> Optional[tuple]:
+    """Positions among ``example_inputs`` of the inputs the compiled graph writes into: those its
+    (forward) graph's ``report`` names, where that graph takes the inputs as they come (AOTAutograd
+    adds none: no synthetic base of aliased inputs, no effect tokens); None where it writes some and
+    does not take them so."""
+    if report is None or not report.written_inputs:
+        return ()
+    return tuple(report.written_inputs) if report.inputs == len(example_inputs) else None
 
 
 def _has_symbolic_sizes(example_inputs) -> bool:
@@ -202,17 +225,17 @@ def _records_autograd(example_inputs) -> bool:
     return torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
 
 
-def _replay_candidate(fn, example_inputs, options: dict, report=None):
+def _replay_candidate(fn, example_inputs, options: dict, report=None, writes=()):
     """By default (``cudagraphs`` unset), ``fn`` replayed as a CUDA graph for the faster-of
-    timing to weigh, for graphs that record no autograd; else None."""
-    import torch
-
+    timing to weigh, for graphs that record no autograd (and write no input they cannot name); else
+    None."""
     from .cudagraphs import wrap
 
-    if "cudagraphs" in options or _records_autograd(example_inputs) or _sizes_vary(example_inputs, report):
+    if "cudagraphs" in options or _records_autograd(example_inputs) or _sizes_vary(example_inputs, report) \
+            or writes is None:
         return None
 
-    replayed = wrap(fn, example_inputs, quiet=True)
+    replayed = wrap(fn, example_inputs, quiet=True, writes=writes)
     return replayed if replayed is not fn else None
 
 
@@ -246,7 +269,7 @@ def _compile_for_device(gm, example_inputs, options: dict):
         mode = select(example_inputs, options.get("codegen"))
     except NotServed as why:
         record_fallback(gm, str(why))
-        return _replayed(gm.forward, example_inputs, options)
+        return _replayed(gm.forward, example_inputs, options, writes=_statistics(gm))
     from torch._dynamo.backends.common import aot_autograd
 
     from ..codegen.decompositions import decomposition_table
@@ -265,12 +288,13 @@ def _compile_for_device(gm, example_inputs, options: dict):
         bw_compiler=functools.partial(_aten_compiler, mode=mode, autotune=autotune, pool=pool),
         decompositions=decomposition_table(mode),
         partition_fn=_partition,
+        keep_inference_input_mutations=True,
     )
     with LOCK, floats_kept(example_inputs):
         compiled = backend(gm, example_inputs)
     if forward and forward[0].graph_fallback:
         # The decomposed graph would run op by op: slower than the ops as captured.
-        return _replayed(gm.forward, example_inputs, options)
+        return _replayed(gm.forward, example_inputs, options, writes=_statistics(gm))
     if forward and _has_symbolic_sizes(example_inputs) and not forward[0].symbolic:
         # asked for every size, the trace came out for this one (a size it fixed without saying so, a
         # float a fake kernel read): the ops as captured serve every size and value
@@ -283,6 +307,7 @@ def _compile_for_device(gm, example_inputs, options: dict):
     from .versions import batch_norm_statistics, keeping_versions
 
     compiled = keeping_versions(compiled, batch_norm_statistics(gm))
-    whole = compiled if pool is not None else _replayed(compiled, example_inputs, options, report)
+    writes = _writes(report, example_inputs)
+    whole = compiled if pool is not None else _replayed(compiled, example_inputs, options, report, writes)
     return faster_of(whole, gm.forward, example_inputs,
-                     report, _replay_candidate(compiled, example_inputs, options, report))
+                     report, _replay_candidate(compiled, example_inputs, options, report, writes))

@@ -8,10 +8,15 @@ first two calls (parameters, buffers) are read in place, where they are: a later
 another object there, or one whose storage moved, runs uncaptured. Other inputs are copied into
 the graph's own copies on every call, so a replay follows the data it is given.
 
-The graph runs as compiled, never replayed, when it cannot be captured (a CPU synchronisation
-inside it, say), when it writes to its inputs (a replay would write to the copies), when its
-outputs share memory with its inputs or with each other (copies would not), when inputs require
-grad with grad mode on (autograd records no graph), or when its inputs are not all CUDA tensors.
+A graph that writes into its inputs (a buffer's new values, stored by its kernels) is replayed when
+its compiler says which inputs those are (``writes``): one read in place is written where it is, one
+copied in is copied back after each replay, the warm-up before a capture writes into copies of
+them (else the capturing call would apply the write twice), and the version counters the call bumps
+(as eager does: a ``num_batches_tracked.add_``; not batch norm's statistics) are bumped after each
+replay too. The graph runs as compiled, never replayed, when it cannot be captured (a CPU
+synchronisation inside it, say), when it writes to inputs it was not told of, when its outputs
+share memory with its inputs or with each other (copies would not), when inputs require grad with
+grad mode on (autograd records no graph), or when its inputs are not all CUDA tensors.
 
 ``options={"cudagraphs": True}`` replays whenever it can, and warns when it cannot; by default a
 replay is one of the candidates ``backends/choose.py`` times for inference graphs, kept only when
@@ -26,14 +31,15 @@ from typing import Callable, Optional
 import torch
 
 
-def wrap(compiled: Callable, example_inputs, quiet: bool = False) -> Callable:
+def wrap(compiled: Callable, example_inputs, quiet: bool = False, writes=()) -> Callable:
     """``compiled`` replayed as a CUDA graph where possible (see the module docstring); ``quiet``
-    keeps the reasons it cannot be to itself (``GraphReplay.disabled``)."""
+    keeps the reasons it cannot be to itself (``GraphReplay.disabled``); ``writes``: the positions of
+    the inputs it writes into."""
     if not on_cuda(example_inputs):
         if not quiet:
             warnings.warn("magpy: cudagraphs needs CUDA tensor inputs; the graph runs without it")
         return compiled
-    return GraphReplay(compiled, quiet)
+    return GraphReplay(compiled, quiet, writes)
 
 
 def on_cuda(example_inputs) -> bool:
@@ -45,9 +51,11 @@ def on_cuda(example_inputs) -> bool:
 class GraphReplay:
     """Runs ``compiled``; from its second call on, replays it as a CUDA graph."""
 
-    def __init__(self, compiled: Callable, quiet: bool = False):
+    def __init__(self, compiled: Callable, quiet: bool = False, writes=()):
         self.compiled = compiled
         self.quiet = quiet
+        self.writes = frozenset(writes)
+        self.bumps: list = []  # positions of the written inputs whose version a call bumps
         self.calls = 0
         self.graph: Optional[torch.cuda.CUDAGraph] = None
         self.static_inputs: list = []
@@ -77,13 +85,16 @@ class GraphReplay:
         if not self._load(args):
             return self.compiled(*args)
         self.graph.replay()
+        _write_back(args, self.static_inputs, self.writes, self.bumps)
         return _copy(self.static_outputs)
 
     def _first(self, args):
-        versions = [a._version for a in args if isinstance(a, torch.Tensor)]
+        versions = _versions(args)
         self.first_inputs = list(args)
         result = self.compiled(*args)
-        if versions != [a._version for a in args if isinstance(a, torch.Tensor)]:
+        moved = [i for i, v in versions.items() if args[i]._version != v]
+        self.bumps = [i for i in moved if i in self.writes]
+        if len(self.bumps) != len(moved):
             self._disable("it writes to its inputs")
         return result
 
@@ -95,7 +106,8 @@ class GraphReplay:
                               for a, keep in zip(args, kept)]
         self.pointers = [a.data_ptr() if keep else None for a, keep in zip(args, kept)]
         try:
-            graph, self.static_outputs = record(lambda: self.compiled(*self.static_inputs))
+            graph, self.static_outputs = record(lambda: self.compiled(*self.static_inputs),
+                                                warm_up=lambda: self.compiled(*_spared(self.static_inputs, self.writes)))
         except Exception as error:  # noqa: BLE001 - anything capture refuses: run uncaptured
             self._disable(f"capture failed ({type(error).__name__}: {str(error).splitlines()[0][:120]})")
             return
@@ -125,9 +137,10 @@ class GraphReplay:
 _capture_streams: dict = {}  # device index -> the one stream every capture on it runs on
 
 
-def record(run: Callable, pool=None):
-    """(a CUDA graph of ``run()``, what ``run()`` returned inside the capture): ``run`` warmed up once on
-    the capture stream, then recorded (into ``pool``, a graph's memory pool, if given).
+def record(run: Callable, pool=None, warm_up: Optional[Callable] = None):
+    """(a CUDA graph of ``run()``, what ``run()`` returned inside the capture): ``warm_up`` (by default
+    ``run``: one that writes into inputs writes into copies of them instead) run once on the capture
+    stream, then ``run`` recorded (into ``pool``, a graph's memory pool, if given).
 
     One long-lived capture stream per device, and cuBLAS's cached workspaces dropped before and after:
     a workspace made during a capture comes from the graph's pool, and kept in cuBLAS's cache (by
@@ -142,7 +155,7 @@ def record(run: Callable, pool=None):
     try:
         clear()
         with torch.cuda.stream(side):
-            run()
+            (warm_up or run)()
             side.synchronize()
             with torch.cuda.graph(graph, pool=pool, stream=side):
                 outputs = run()
@@ -150,6 +163,25 @@ def record(run: Callable, pool=None):
         clear()
         torch.cuda.current_stream().wait_stream(side)
     return graph, outputs
+
+
+def _versions(args) -> dict:
+    return {i: a._version for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
+
+
+def _spared(inputs, writes) -> list:
+    """``inputs``, those at the positions ``writes`` replaced by copies (a warm-up run writes those)."""
+    return [a.clone() if i in writes and isinstance(a, torch.Tensor) else a for i, a in enumerate(inputs)]
+
+
+def _write_back(args, statics, writes, bumps=()) -> None:
+    """After a replay: the written inputs the graph has copies of get the values written there, and
+    the versions a call of the graph bumps are bumped (a replay writes memory, not tensors)."""
+    for i in writes:
+        if statics[i] is not args[i]:
+            args[i].copy_(statics[i])
+    if bumps:
+        torch.autograd.graph.increment_version(tuple(args[i] for i in bumps))
 
 
 def _tensors(value) -> list:
@@ -199,22 +231,27 @@ class TrainingReplay:
     replay overwrites. So a replay first checks that every tensor handed out before is gone (by the
     use count of its storage): a forward's saved tensors once the backward ran (a backward replay reads
     them where they are: no activation is copied), gradients once the optimizer's ``zero_grad`` dropped
-    them, the new values of buffers once AOTAutograd copied them in. Where a saved tensor is still held
+    them. Where a saved tensor is still held
     (two forwards before a backward) the call runs unreplayed, on fresh memory. An output the program
     keeps (a loss kept in a list, a ``.grad`` accumulated into) is copied from then on, and the graph is
     recorded again, leaving the memory it had to whoever holds it. Inputs met at the same address with
     the same layout are read in place (parameters; the saved tensors); others are copied into the graph's
     own. One read in place that moved to memory a forward replay owns (its saved tensors, recorded
     again) has the graph recorded again too; elsewhere the call runs unreplayed. At most ``RECORDS``
-    recordings: after that, calls that cannot replay run unreplayed.
+    recordings: after that, calls that cannot replay run unreplayed. The inputs a forward writes
+    (``writes``: buffers, whose new values its kernels store) are written where they are when read in
+    place, copied back after the replay when copied in, and spared by the warm-up before a recording
+    (it writes into copies of them); AOTAutograd bumps their versions after the call, replayed or not.
     """
 
     RECORDS = 4
 
-    def __init__(self, boxed: Callable, saved_from: Optional[int] = None, pool: Optional[SharedPool] = None):
+    def __init__(self, boxed: Callable, saved_from: Optional[int] = None, pool: Optional[SharedPool] = None,
+                 writes=()):
         self.boxed = boxed
         self.saved_from = saved_from
         self.pool = pool
+        self.writes = frozenset(writes)  # positions of the inputs the graph writes into
         self.calls = 0
         self.records = 0
         self.graph: Optional[torch.cuda.CUDAGraph] = None
@@ -236,10 +273,10 @@ class TrainingReplay:
         self.calls += 1
         if self.calls == 1:
             self.first = list(args)
-            versions = [a._version for a in self.first if isinstance(a, torch.Tensor)]
+            versions = _versions(self.first)
             result = self.boxed(args)
-            if versions != [a._version for a in self.first if isinstance(a, torch.Tensor)]:
-                self._disable("it writes to its inputs")
+            if any(self.first[i]._version != v for i, v in versions.items() if i not in self.writes):
+                self._disable("it writes to inputs it was not told of")
             return result
         if self.graph is None:
             self._capture(args)
@@ -261,6 +298,9 @@ class TrainingReplay:
         if not self._load(args):
             return self.boxed(args)
         self.graph.replay()
+        for i, held in self.copies:
+            if i in self.writes:
+                args[i].copy_(held)  # (the graph wrote its copy)
         args.clear()  # (after the replay is queued: an input read in place may be held by this list alone)
         return self._results()
 
@@ -296,7 +336,8 @@ class TrainingReplay:
         self.first = []
         self.records += 1
         try:
-            graph, outputs = record(lambda: self.boxed(list(statics)), self.pool.handle if self.pool else None)
+            graph, outputs = record(lambda: self.boxed(list(statics)), self.pool.handle if self.pool else None,
+                                    warm_up=lambda: self.boxed(_spared(statics, self.writes)))
         except Exception as error:  # noqa: BLE001 - anything capture refuses: run uncaptured
             self._disable(f"capture failed ({type(error).__name__}: {str(error).splitlines()[0][:120]})")
             return

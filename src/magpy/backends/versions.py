@@ -1,8 +1,9 @@
 """Version counters of batch norm's running statistics, kept as eager keeps them.
 
 Eager's batch-norm kernel updates ``running_mean`` and ``running_var`` in place without bumping their
-version counters; AOTAutograd functionalizes the update and copies the new values in after the compiled
-forward (``copy_``), which bumps them. An autograd graph recorded before (the capturing call's eager batch
+version counters; AOTAutograd functionalizes the update, keeps the write in the compiled forward (our
+kernels store the new values, ``codegen/input_writes.py``) and bumps the version of every input the graph
+writes after the call, as its own ``copy_`` of them would. An autograd graph recorded before (the capturing call's eager batch
 norm saves the statistics for its backward) then fails its backward ("modified by an inplace operation")
 where eager's runs. So a compiled graph that takes them puts their versions back after each call. Only
 tensors the graph passes as a batch norm's statistics and writes no other way (``num_batches_tracked``'s

@@ -14,6 +14,8 @@ in the order a graph goes through them:
                   IR nodes fused into kernels; a kernel's adjacent loop dims merged
     cpp/          the C++ printer (kernels, loop nests, the ops handler, reductions, scatters)
     triton/       the Triton printer (types, math, the ops handler, launch plans, kernels, runtime)
+    input_writes  ``copy_`` into a graph input: a node stored into the input's memory, fused where
+                  the graph's order allows
     wrapper       the generated Python that runs a graph's kernels; ``devices`` picks the printer
     compile_cache building C++ kernels with the system compiler, cached by content, loaded with ctypes
 
@@ -29,7 +31,8 @@ Public names:
                                          A graph traced with symbolic sizes compiles once for
                                          every size its ShapeEnv's guards allow.
     reports(since=None)                  CompileReports of recent graphs (kernels, extern calls,
-                                         fallbacks, sources); ``last_report()`` the newest;
+                                         fallbacks, sources, the inputs it writes into);
+                                         ``last_report()`` the newest;
                                          ``since=mark()`` taken before: only the graphs after it.
 
 ``MAGPY_DEBUG_DIR=/some/dir`` dumps each graph, its kernels and its wrapper there.
@@ -70,6 +73,8 @@ class CompileReport:
     # (… and sizes made from data, read from the library call making them: "buf1.size(0)=u0")
     sizes_from_data: list = dataclasses.field(default_factory=list)  # their symbols: "u0"
     autotune: bool = False  # Triton kernels time the wider set of block configs (mode "max-autotune")
+    inputs: int = 0  # how many inputs the graph takes
+    written_inputs: list = dataclasses.field(default_factory=list)  # positions of the inputs it writes into
 
     @property
     def kernel_count(self) -> int:
@@ -165,6 +170,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
     from .batch_matmul import batch_shared_matmuls
     from .devices import NotServed, select
     from .graph import GraphFallback, GraphLowering
+    from .input_writes import written_placeholders
     from .cpp.handler import CppUnsupported
     from .sizes import UnsupportedSize
     from .triton.dtypes import TritonUnsupported
@@ -173,6 +179,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, mode: Optional[
     report = CompileReport(graph_id=_new_graph_id(), mode=mode or "auto")
     _REPORTS.append(report)
     eager = _eager_callable(gm)
+    report.inputs, report.written_inputs = len(example_inputs), written_placeholders(gm)
     try:
         if mode is None:
             mode = report.mode = select(example_inputs)

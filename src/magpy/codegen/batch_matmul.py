@@ -9,7 +9,8 @@ dims flattened), and each step reads its rows of the result, a view. The recurre
 Rewritten: ``mm(x_k, w)`` and ``addmm(b, x_k, w)`` over every slice ``x_k`` of a 3-d x along its first
 or second dim (``x[k]``, ``x[:, k]``, ``for x_k in x``), with the same ``w`` (the same node, or the same
 transpose of one), the same ``b``, and x's first two dims flattening into one without a copy. Graphs
-with in-place ops are left alone.
+with in-place ops are left alone, but for the copies into inputs that end them (AOTAutograd's
+writes of buffers: ``input_writes``).
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import collections
 
 import torch
 from torch import fx
+
+from .input_writes import trailing_input_writes
 
 aten = torch.ops.aten
 # (op, position of the sliced operand)
@@ -61,8 +64,11 @@ def _flattens(x: fx.Node) -> bool:
 
 
 def _mutates(gm) -> bool:
+    """Does an op of ``gm`` write a tensor before its end? (The copies into inputs ending an AOTAutograd
+    graph come after every product, wherever the rewrite puts them.)"""
+    trailing = trailing_input_writes(gm)
     return any(n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and
-               n.target._schema.is_mutable for n in gm.graph.nodes)
+               n.target._schema.is_mutable and n not in trailing for n in gm.graph.nodes)
 
 
 def batch_shared_matmuls(gm: fx.GraphModule) -> int:

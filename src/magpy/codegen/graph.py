@@ -32,6 +32,7 @@ from .ir import (
     dense_layout_like,
     index_vars,
 )
+from .input_writes import COPY, lower_input_write
 from .lowering import LoweringContext, Unsupported, lookup_lowering
 from .lowering.pointwise import ELEMENTWISE
 from .lowering.view import VIEW_OPS
@@ -64,6 +65,7 @@ class GraphLowering:
     ``nodes``    ScheduledNodes in program order
     ``layouts``  buffer name -> Layout of every buffer
     ``fallbacks`` [(op, reason)] of every counted ExternCall
+    ``written``  inputs written in place by ``InputWrite`` nodes (``copy_`` into a placeholder)
     ``relaid``   buffers laid out unlike the fx graph says (channels-last convolutions, their operands and
                  the elementwise values that follow them)
     ``device``   where every tensor of the graph lives
@@ -95,6 +97,7 @@ class GraphLowering:
         self._order: Optional[dict] = None  # fx node -> position, for ``_uses_meet``
         self._channels_last_copies: dict[str, str] = {}
         self._reductions: dict = {}  # reduction_key -> buffer
+        self.written: set[str] = set()  # inputs an ``InputWrite`` stores into (``input_writes``)
         metas = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
         self.sizes = GraphSizes(shape_env_of(metas + self.example_inputs))
 
@@ -299,6 +302,8 @@ class GraphLowering:
             call.makes_sizes = tuple(made)
             for symbol, path in made.items():
                 self.sizes.add_output_size(symbol, call.name, path)
+            return
+        if node.target is COPY and lower_input_write(self, node):
             return
         lowering = lookup_lowering(node.target)
         if lowering is None:

@@ -552,6 +552,12 @@ class ExternCall(ScheduledNode):
         return f"ExternCall({self.name} = {self.target}, reason={self.reason!r})"
 
 
+def returns_alias(target) -> bool:
+    """True unless ``target`` is an aten op whose results are fresh tensors."""
+    schema = getattr(target, "_schema", None)
+    return schema is None or any(r.alias_info is not None for r in schema.returns)
+
+
 @dataclasses.dataclass(frozen=True)
 class BufferRef:
     """A tensor argument of an ``ExternCall``: the buffer named ``name``."""

@@ -6,7 +6,9 @@ per-row statements. A node joins a kernel when its iteration space fits the kern
 (``fit``), every value it reads from the kernel is read at exactly the index it was stored
 (``legal``), and the fusion saves memory traffic (``score``: bytes no longer written and read
 back, or read twice). That covers pointwise→pointwise, pointwise→reduction, reduction→pointwise
-epilogues and sibling reductions over the same rows.
+epilogues and sibling reductions over the same rows. A write into a graph input (``InputWrite``)
+joins a kernel only where the graph's order holds (``input_writes``: nothing after the kernel reads
+the old values, nothing in it or before it the new ones), and always stays in memory.
 
 After grouping, ``plan_storage`` decides where each buffer lives: memory (needed outside the
 kernel), a per-row scalar, a per-row array, or a loop-local variable.
@@ -22,6 +24,7 @@ from typing import Optional
 
 import sympy
 
+from .input_writes import InputWrite, last_old_reader, write_fits
 from .ir import ComputedBuffer, ExternCall, ScatterBuffer, index_vars, is_static, prod
 from .ops import DependencyHandler, IndexMap, current_handler, set_handler
 from .sizes import estimate, is_float_symbol, is_size_symbol, is_unbacked
@@ -257,7 +260,8 @@ class Scheduler:
         needed = set(self.graph_outputs)
         live = []
         for node in reversed(nodes):
-            if isinstance(node, (ComputedBuffer, ScatterBuffer)) and node.name not in needed:
+            if isinstance(node, (ComputedBuffer, ScatterBuffer)) and node.name not in needed and \
+                    not isinstance(node, InputWrite):
                 continue
             live.append(node)
             needed |= node.buffer_reads()
@@ -277,13 +281,18 @@ class Scheduler:
                 self.barrier = len(self.items) - 1
             return
         best, best_score, best_fit = None, 0, None
+        # (a write into an input joins no kernel before the last reader of the old values)
+        floor, views = last_old_reader(self.items, node.name) if isinstance(node, InputWrite) else (-1, set())
         if self.fuse:
-            for k in range(len(self.items) - 1, self.barrier, -1):
+            for k in range(len(self.items) - 1, max(self.barrier, floor - 1), -1):
                 kernel = self.items[k]
                 if not isinstance(kernel, Kernel) or isinstance(kernel, ScatterKernel):
                     continue
                 for how in self._fits(kernel, node):
                     if not self._legal(kernel, k, node, how):
+                        continue
+                    if isinstance(node, InputWrite) and not write_fits(self._trial(kernel, node, how), kernel, node,
+                                                                         how[2], views):
                         continue
                     score = self._score(kernel, node)
                     if score > best_score:
@@ -299,6 +308,8 @@ class Scheduler:
             best_fit = (kernel.outer, kernel.inner, INNER if node.is_reduction else OUTER, None, None)
         self._place(self.items[best], node, best_fit)
         self.producer[node.name] = best
+        for view in views:  # (what reads the new values through a view runs after the write too)
+            self.producer[view] = max(self.producer.get(view, -1), best)
 
     def _fits(self, kernel: Kernel, node: ComputedBuffer) -> list:
         """How ``node`` may join ``kernel``: ``fit``'s way, else (a pointwise node over the rows' and
@@ -311,19 +322,27 @@ class Scheduler:
         return [(kernel.outer, kernel.inner, INNER, None, order)
                 for order in interleavings(nonone(node.data.size), kernel.outer, kernel.inner)]
 
-    def _legal(self, kernel: Kernel, k: int, node: ComputedBuffer, how) -> bool:
+    @staticmethod
+    def _trial(kernel: Kernel, node: ComputedBuffer, how) -> Kernel:
+        """``kernel`` laid out as it would be with ``node`` joined ``how``, without it."""
         outer, inner, level, existing, order = how
         trial = Kernel(outer, inner)
         trial.levels = {n: (existing or lv) for n, lv in kernel.levels.items()}
         trial.orders = dict(kernel.orders)
         if order is not None:
             trial.orders[node.name] = order
+        return trial
+
+    def _legal(self, kernel: Kernel, k: int, node: ComputedBuffer, how) -> bool:
+        outer, inner, level, existing, order = how
+        trial = self._trial(kernel, node, how)
         produced = kernel.produced()
         matched = False
         reads = trial.reads(node, level)
         for name, index, indirect in reads:
             if name in produced:
-                if indirect:
+                # (an input's new values are read after the kernel writing them)
+                if indirect or isinstance(produced[name], InputWrite):
                     return False
                 producer = produced[name]
                 if index != trial.store_index(producer):
@@ -413,7 +432,7 @@ def plan_storage(kernel: Kernel, scheduler: Scheduler) -> None:
     for node in kernel.nodes:
         name = node.name
         outside = readers.get(name, set()) - {me}
-        if name in scheduler.graph_outputs or outside:
+        if name in scheduler.graph_outputs or outside or isinstance(node, InputWrite):
             kernel.storage[name] = "memory"
         elif kernel.levels[name] == OUTER or node.is_reduction:
             kernel.storage[name] = "row_scalar"

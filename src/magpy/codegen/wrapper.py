@@ -24,7 +24,8 @@ import torch
 
 from .checks import ERROR_FLAG, error_flag, kernel_error
 from .graph import Constant
-from .ir import BufferRef, ExternCall, GetItem, WrapperView, python_size
+from .input_writes import InputWrite
+from .ir import BufferRef, ExternCall, GetItem, WrapperView, python_size, returns_alias
 from .scheduler import Kernel, ScatterKernel
 from .sizes import SizeAsFloat, SizeRelation, SizeSource, UnsupportedSize, guard_namespace, is_float_symbol, \
     render_float
@@ -82,12 +83,6 @@ def cuda_runtime():
 
 # Where a kernel argument's pointer comes from, for direct launches (see ``_pointer_roots``).
 OWN = ""  # a buffer this wrapper allocates, or a library call's fresh result: 512-byte aligned
-
-
-def _returns_alias(target) -> bool:
-    """True unless ``target`` is an aten op whose results are fresh tensors."""
-    schema = getattr(target, "_schema", None)
-    return schema is None or any(r.alias_info is not None for r in schema.returns)
 
 
 class WrapperWriter:
@@ -369,8 +364,10 @@ class WrapperWriter:
         if isinstance(kernel, ScatterKernel):
             out.append(f"    {kernel.node.name} = {kernel.node.base}  # (updated in place)")
         allocated = [] if isinstance(kernel, ScatterKernel) else kernel.nodes
+        if any(isinstance(node, InputWrite) for node in allocated):
+            self.mutated = True  # (it stores into an input's own memory)
         for node in allocated:
-            if kernel.storage[node.name] == "memory":
+            if kernel.storage[node.name] == "memory" and not isinstance(node, InputWrite):
                 lay = node.layout
                 out.append(f"    {node.name} = empty_strided({self.sizes(lay.size)}, {self.sizes(lay.stride)}, "
                            f"{lay.dtype})")
@@ -436,9 +433,10 @@ class WrapperWriter:
         roots.update((n, OWN) for n in low.constants)
         for item in self.scheduler.items:
             if isinstance(item, Kernel):
-                roots.update((node.name, OWN) for node in item.nodes if item.storage[node.name] == "memory")
+                roots.update((node.name, OWN) for node in item.nodes
+                             if item.storage[node.name] == "memory" and not isinstance(node, InputWrite))
             elif isinstance(item, ExternCall):
-                roots[item.name] = None if _returns_alias(item.target) else OWN
+                roots[item.name] = None if returns_alias(item.target) else OWN
             elif isinstance(item, (WrapperView, GetItem)):
                 roots[item.name] = roots.get(item.base)
         return roots

@@ -35,6 +35,7 @@ import torch
 
 from ..cpp.loops import PointwiseNest, linear_coefficients
 from ..cpp.reductions import accumulator_dtype
+from ..input_writes import InputWrite
 from ..ir import is_static, prod
 from ..ops import DependencyHandler, set_handler
 from ..scheduler import INNER, Kernel, KernelNames
@@ -236,7 +237,7 @@ class KernelPrinter(KernelNames):
 
     def load(self, handler: TritonHandler, name: str, index) -> TritonValue:
         node = self.produced.get(name)
-        if node is not None:
+        if node is not None and not isinstance(node, InputWrite):  # (an input's old values: from memory)
             return self._produced(handler, node)
         layout = self.layouts[name]
         index = self.rename(index)
