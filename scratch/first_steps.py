@@ -1,7 +1,7 @@
 """First, second and third bf16 training steps of zoo models under magpy.compile, cold caches, with Triton
 kernels compiled ahead in worker processes (precompile) and without (MAGPY_COMPILE_WORKERS=0).
 
-    PYTHONPATH=src python scratch/first_steps.py bert [gpt ...] [--inductor] [--timeout S]
+    PYTHONPATH=src python scratch/first_steps.py bert [gpt ...] [--inductor] [--skip-off] [--timeout S]
 
 Each (model, setting) runs in a subprocess of its own with new empty MAGPY_CACHE_DIR, TRITON_CACHE_DIR and
 TORCHINDUCTOR_CACHE_DIR (set before torch is imported). A step: AdamW (lr 1e-4) zero_grad, forward under
@@ -88,7 +88,8 @@ def main(argv) -> None:
         i = argv.index("--timeout")
         timeout = float(argv[i + 1])
         del argv[i:i + 2]
-    settings = ["precompile", "no workers"] + (["inductor"] if "--inductor" in argv else [])
+    settings = ["precompile"] + ([] if "--skip-off" in argv else ["no workers"]) + \
+        (["inductor"] if "--inductor" in argv else [])
     models = [a for a in argv if not a.startswith("--")] or ["bert"]
     import torch
     import triton
