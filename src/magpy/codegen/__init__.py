@@ -348,9 +348,10 @@ def _triton_kernels(kernels, lowering, autotune=False):
             plan = autotuned(plan, interpret)
         params[kernel.name] = kernel_params
         bodies[kernel.name] = body
+        rewrites = _rewritten(kernel, kernel_params)
         if not plan.symbolic:  # (its numbers, if any, are float inputs)
             callables[kernel.name] = TritonLauncher(load_kernel(body, kernel.name), plan, kernel.name,
-                                                    len(sizes[kernel.name]))
+                                                    len(sizes[kernel.name]), rewrites)
             continue
         # Each form the launcher may take (the same parameters): persistent where rows fit, tiled
         # where the tiles' rows fit the grid, int32 indexes where every index fits.
@@ -364,7 +365,7 @@ def _triton_kernels(kernels, lowering, autotune=False):
                     if (form_params, form_sizes) != (kernel_params, sizes[kernel.name]):
                         raise TritonUnsupported(f"the {kind} form of {kernel.name} takes other arguments")
                 forms[kind, wide] = load_kernel(source, kernel.name)
-        callables[kernel.name] = SymbolicLauncher(forms, plan, kernel.name, sizes[kernel.name])
+        callables[kernel.name] = SymbolicLauncher(forms, plan, kernel.name, sizes[kernel.name], rewrites)
     if not interpret:  # (compiled for the GPU in worker processes while we go on)
         from .triton.precompile import precompile_graph
 
@@ -372,6 +373,17 @@ def _triton_kernels(kernels, lowering, autotune=False):
                          lowering.layouts)
     checked = {name for name, names in params.items() if ERROR_FLAG in names}
     return callables, params, bodies, sizes, checked
+
+
+def _rewritten(kernel, kernel_params) -> list[int]:
+    """Positions among ``kernel``'s buffers of those it updates from their own values: a graph input it
+    writes over (a running mean), a scatter's buffer. Timing block configs runs a kernel many times:
+    these are put back after (``triton.runtime.fastest``)."""
+    from .input_writes import InputWrite
+    from .scheduler import ScatterKernel
+
+    names = {n.name for n in kernel.nodes if isinstance(n, InputWrite) or isinstance(kernel, ScatterKernel)}
+    return [i for i, name in enumerate(kernel_params) if name in names]
 
 
 def _vector_math(kernel) -> bool:

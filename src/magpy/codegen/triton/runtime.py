@@ -14,6 +14,7 @@ argument would cost the launcher a method call and a CUDA driver query each).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib.util
@@ -86,8 +87,9 @@ class TritonLauncher:
 
     fast = True  # False: always launch through Triton's JIT entry (for measuring the difference)
 
-    def __init__(self, fn, plan: LaunchPlan, name: str, nnumbers: int = 0):
+    def __init__(self, fn, plan: LaunchPlan, name: str, nnumbers: int = 0, rewrites=()):
         self.fn = fn
+        self.rewrites = tuple(rewrites)  # positions of buffers it updates in place (``fastest``'s ``keep``)
         self.plan = plan
         self.__name__ = name
         self.nnumbers = nnumbers
@@ -183,22 +185,41 @@ class TritonLauncher:
         ints = (*numbers, *self.sizes)
         return fastest(self.plan.configs,
                        lambda c: _Launch(self.fn, self.plan.kind, self.plan.xnumel, c, ints, True).trial(tensors),
-                       self.__name__)
+                       self.__name__, [tensors[i] for i in self.rewrites])
 
 
-def fastest(configs, trial, name: str):
+def fastest(configs, trial, name: str, keep=()):
     """The config of ``configs`` that runs fastest on the GPU. ``trial(config)`` launches the kernel
     once (compiling it) and returns a callable launching it again directly, or None when only
     ``trial`` can: the JIT entry costs more CPU time than a short kernel takes, and the timing would
-    measure that. (The kernel only writes buffers it owns, so running it again is harmless.)
+    measure that. Running it again is harmless for what it only writes; ``keep``, the tensors it
+    updates from their own values, are put back as they were before the first trial.
 
     Each timed launch starts with the L2 cache overwritten, as a kernel whose inputs were written
     long before finds it: back to back, a kernel reading more than L2 holds finds the tail of its
     input still there, which favours some block shapes over others."""
-    import torch
-
     if len(configs) == 1:
         return configs[0]
+    with _kept(keep):
+        return _fastest(configs, trial, name)
+
+
+@contextlib.contextmanager
+def _kept(tensors):
+    """The body may run a kernel that updates ``tensors`` from their own values (a scatter's adds, a
+    running mean) any number of times: they are put back as they were after it, so the launch that
+    follows applies its update once. (Through ``.data``: the copy back bumps no version counter.)"""
+    saved = [t.clone() for t in tensors]
+    try:
+        yield
+    finally:
+        for t, old in zip(tensors, saved):
+            t.data.copy_(old)
+
+
+def _fastest(configs, trial, name: str):
+    import torch
+
     flush = torch.empty(_l2_bytes() // 4 * 2, dtype=torch.int32, device="cuda")
     best, best_time = None, float("inf")
     for config in configs:
@@ -247,8 +268,9 @@ class SymbolicLauncher:
     ``TritonLauncher`` does.
     """
 
-    def __init__(self, kernels: dict, plan: LaunchPlan, name: str, size_params):
+    def __init__(self, kernels: dict, plan: LaunchPlan, name: str, size_params, rewrites=()):
         self.kernels = kernels
+        self.rewrites = tuple(rewrites)  # as ``TritonLauncher``'s
         self.__name__ = name
         self.tiled = plan.kind == "tiled"
         names = ", ".join(str(s) for s in size_params)
@@ -305,7 +327,8 @@ class SymbolicLauncher:
             config = self.configs.get(size_class)
             if config is None:
                 config = self.configs[size_class] = fastest(
-                    configs, lambda c: _Launch(fn, kind, xnumel, c, ints, True).trial(tensors), self.__name__)
+                    configs, lambda c: _Launch(fn, kind, xnumel, c, ints, True).trial(tensors), self.__name__,
+                    [tensors[i] for i in self.rewrites])
         else:
             config = configs[0]
         return _Launch(fn, kind, xnumel, config, ints, on_gpu and TritonLauncher.fast)
