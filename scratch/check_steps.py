@@ -5,7 +5,7 @@ from magpy.codegen import lowering as L
 import magpy.backends as B
 from magpy.codegen.lowering import scatter as LS
 import os
-LS.ON_GPU = os.environ.get("GPU_SCATTER") == "1"
+# (GPU_SCATTER: scatter kernels are always on now; the variable is kept for older notes)
 
 aten = torch.ops.aten
 SCATTERS = [aten.index_put.default, aten._unsafe_index_put.default, aten.index_add.default, aten.index_copy.default,

@@ -28,10 +28,6 @@ from .registry import Unsupported, aten, broadcast_loader, normalize_dim, regist
 # own type (no atomic add of half floats on a CPU; bools add as a logical or in eager).
 ADD_DTYPES = (torch.float32, torch.float64, torch.int32, torch.int64)
 
-# Scatter kernels on a GPU: off until the wrong bf16 training result below is explained.
-ON_GPU = False
-
-
 def _check_add(dtype: torch.dtype) -> None:
     if dtype not in ADD_DTYPES:
         raise Unsupported(f"adding into {dtype} at positions from data")
@@ -68,14 +64,6 @@ def scatter(ctx, x, size, mode: str, indexer, inner_fn, disjoint) -> BufferValue
     """``x`` with ``inner_fn(index)`` stored into (``mode`` "store") or added to (``mode`` "add") its
     element at ``indexer(index)``, for each index over ``size`` (see ``ir.Scatter``)."""
     graph = ctx.graph
-    if graph.device.type == "cuda" and not ON_GPU:
-        # On an H200 monodepth's training (bf16 autocast, 3 AdamW steps) takes weights 0.8-0.9 of eager's
-        # change away from eager's with these kernels, 0.2 with eager's index_put (eager against itself:
-        # 0.2). One step's gradients are as close to eager's either way (median relative error 2.4e-3
-        # float32, 2.4e-2 bf16; scratch/grad_check.py), and isolated gathers' gradients match float64
-        # (scratch/gpu_scatter.py): the difference appears only across optimizer steps. Until it is
-        # understood, a GPU adds and stores at positions from data as eager does (``ON_GPU``).
-        raise Unsupported("scatter kernels on a GPU (eager's index_put instead)")
     previous = _written_in_place(ctx, x)
     if previous is not None and mode == previous.data.mode == "add" and previous.data.size == tuple(size):
         # (adds commute: one loop over the indices does both — run after whatever the new values read,
