@@ -174,14 +174,20 @@ class KernelPrinter(KernelNames):
         self.axis_of = {s: "x" for s, _ in outer}
         self.axis_of.update({s: "r" for s, _ in inner})
         self.plan = plan_launch(k, self.interpret, tile, self.kind)
-        self.wide = self._needs_int64(exprs) if self.force_wide is None else self.force_wide
+        self.wide = self._needs_int64(self.buffers(collector)) if self.force_wide is None else self.force_wide
 
-    def _needs_int64(self, exprs) -> bool:
-        if self.plan.symbolic or not all(layout.is_static for layout in self.layouts.values()):
+    def buffers(self, collector) -> list:
+        """The layouts of the buffers the kernel reads (as ``collector`` saw its loads) and stores."""
+        names = dict.fromkeys([name for name, _, _ in collector.reads] + [n.name for n in self.kernel.nodes])
+        return [self.layouts[name] for name in names if name in self.layouts]
+
+    def _needs_int64(self, layouts) -> bool:
+        """Do the kernel's indexes need int64: its sizes unknown, or a buffer it reaches past int32?"""
+        if self.plan.symbolic or not all(layout.is_static for layout in layouts):
             return True  # sizes of unknown magnitude
         if self.plan.xnumel * max(self.plan.rnumel, 1) > INT32_MAX:
             return True
-        for layout in self.layouts.values():
+        for layout in layouts:
             extent = layout.offset + 1 + sum((int(s) - 1) * abs(int(st))
                                              for s, st in zip(layout.size, layout.stride) if int(s) > 0)
             if extent > INT32_MAX:

@@ -31,7 +31,7 @@ class ScatterPrinter(KernelPrinter):
         (self.x_dims, self.r_dims), self.renames = merge_dims([outer, []], exprs)
         self.axis_of = {s: "x" for s, _ in outer}
         self.plan = plan_launch(k, self.interpret, None, "pointwise")
-        self.wide = self._needs_int64(exprs) if self.force_wide is None else self.force_wide
+        self.wide = self._needs_int64(self.buffers(collector)) if self.force_wide is None else self.force_wide
 
     def _pointwise(self, lines):
         node = self.kernel.node
