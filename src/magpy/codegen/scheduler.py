@@ -244,6 +244,9 @@ class Scheduler:
         self.items: list = []
         self.producer: dict[str, int] = {}  # buffer -> index of its item
         self.barrier = -1
+        # (node, loop depths, level, order) -> what the node reads, over a trial kernel's variables: a
+        # node is tried against many kernels of the same depths (``_legal``)
+        self._reads: dict = {}
         for node in self._live(nodes):
             self._add(node)
         self.items = [it for it in self.items if not (isinstance(it, Kernel) and not it.nodes)]
@@ -338,7 +341,10 @@ class Scheduler:
         trial = self._trial(kernel, node, how)
         produced = kernel.produced()
         matched = False
-        reads = trial.reads(node, level)
+        key = (node.name, len(outer), len(inner), level, order)
+        reads = self._reads.get(key)
+        if reads is None:
+            reads = self._reads[key] = trial.reads(node, level)
         for name, index, indirect in reads:
             if name in produced:
                 # (an input's new values are read after the kernel writing them)
