@@ -161,6 +161,45 @@ class PointwiseNest:
         body(lines, inner)
         self.close(lines, inner)
 
+    def render_parts(self, printer, lines, indent: str, parts: dict, body) -> None:
+        """Emit the loops with each variable of ``parts`` looping over its parts one after the
+        other (``segments.py``), and ``body(lines, indent, ranges)`` inside each combination,
+        ``ranges`` giving every variable's range there. For static sizes without tiles only. Threads
+        share the outermost loops that are not split (collapsed), or each part of the outermost."""
+        variables = [self.variables[i] for i in self.order]
+        sizes = {v: s for v, s in zip(self.variables, self.sizes)}
+        parallel = self.parallel(printer)
+        whole = 0  # (the outer loops not split, collapsed into one parallel loop)
+        while whole < len(variables) - 1 and variables[whole] not in parts:
+            whole += 1
+
+        def pragma(level):
+            if level == len(variables) - 1:
+                if parallel and len(variables) == 1:
+                    return "omp parallel for simd schedule(static)"
+                return "omp simd"
+            if not parallel:
+                return None
+            if level == 0 and whole:
+                return "omp parallel for" + (f" collapse({whole})" if whole > 1 else "")
+            if level == 0:
+                return "omp parallel for"
+            return None
+
+        def emit(level, indent, ranges):
+            if level == len(variables):
+                body(lines, indent, ranges)
+                return
+            v = variables[level]
+            for lo, hi in parts.get(v, [(0, sizes[v])]):
+                if (p := pragma(level)) is not None:
+                    lines.append(f"{indent}#pragma {p}")
+                lines.append(f"{indent}for (int64_t {v} = {lo}; {v} < {hi}; {v}++) {{")
+                emit(level + 1, indent + "    ", {**ranges, v: (lo, hi)})
+                lines.append(f"{indent}}}")
+
+        emit(0, indent, {})
+
     def _render_split_tiles(self, printer, lines, indent, body):
         """Tiles of symbolic dims: a full tile (all but the last along each dim) loops over
         constant bounds, as a static kernel's do; the tails loop to the end of the dims."""
