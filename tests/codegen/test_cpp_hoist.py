@@ -29,21 +29,42 @@ def test_index_arithmetic_over_outer_indices_moves_with_its_wrapping_lines():
     assert inside == ["float tmp3 = in_ptr0[x0 + 8*idx2];", "float tmp4 = (tmp3 * tmp1);"]
 
 
-def test_what_the_index_loads_divides_or_assigns_under_a_condition_stays():
+def test_what_divides_or_assigns_under_a_condition_or_reads_under_a_mask_stays():
     body = [
         "int64_t tmp1 = (x1 / ks0);",                 # (a division may trap where a mask skipped it)
-        "float tmp2 = in_ptr0[x1];",                  # (a load)
-        "float tmp3 = (tmp2 + 1.0f);",                # (over a load)
         "int64_t tmp4 = (x0 + x1);",                  # (the loop's own index)
         "float masked5 = 0.0f;",
         "if (tmp4 < 3) {",
-        "    masked5 = 2.0f;",                        # (assigned under a condition)
+        "    float tmp2 = in_ptr0[x1];",              # (a load under a mask: out of range where it is false)
+        "    masked5 = tmp2;",                        # (assigned under a condition)
         "}",
         "float tmp6 = magpy_unknown(x1);",            # (a call of unknown effect)
+        "float tmp7 = out_ptr1[x1];",                 # (a buffer the body writes)
+        "out_ptr1[x0 + 8*x1] = masked5 + tmp7;",
     ]
     before, inside = _hoisted(body)
     assert before == []
-    assert inside[:5] == [b.strip() for b in body[:5]]
+    assert inside[:len(body)] == [b.strip() for b in body]
+
+
+def test_reads_at_outer_positions_move_with_their_wrapping_and_checks_where_the_loop_runs():
+    body = [
+        "int64_t tmp1 = in_ptr0[x1];",                # (a source row's position, per output row)
+        "bool tmp2 = (tmp1 < static_cast<int64_t>(4));",
+        "if (!(tmp2)) magpy_error = 1;",
+        "int64_t idx3 = static_cast<int64_t>(tmp1);",
+        "idx3 = idx3 < 0 ? 0 : (idx3 >= 4 ? 3 : idx3);",
+        "int64_t tmp4 = in_ptr1[x0];",                # (the loop's own: stays, and so do its checks)
+        "if (!((tmp4 < 8))) magpy_error = 1;",
+        "float tmp5 = in_ptr2[x0 + 8*idx3];",
+    ]
+    before, inside = _hoisted(body)
+    assert before == [b.strip() for b in body[:5]]
+    assert inside[:3] == [b.strip() for b in body[5:]]
+    lines = ["for (int64_t x1 = 0; x1 < 4; x1++) {", "    #pragma omp simd",
+             "    for (int64_t x0 = 0; x0 < ks0; x0++) {"] + [f"        {b}" for b in body]
+    hoist_invariants(lines, 3, 1, "x0", loads=False)  # (a loop that may be empty reads nothing in front)
+    assert [l.strip() for l in lines[3:3 + len(body)]] == body
 
 
 def test_a_channels_last_upsample_and_pad_match_eager():

@@ -10,15 +10,20 @@ An optimizer's step reads its step count (a 0-dim tensor) in every parameter's k
 bias corrections from it (``powf(0.9f, step)``, a square root, a reciprocal): per element, they cost
 more than the update itself.
 
+A bilinear upsample reads its source rows' positions from index tensors (``in_ptr2[x1]``), wraps
+them into range and checks them, all per output row: in front of the loop over the row's elements,
+that runs once per row.
+
 The pass works on the printed body (one ``T name = expr;`` per value, ``name = expr;`` for an index
 wrapped into range), after it is printed: a name moves when every assignment to it is arithmetic that
-cannot trap or read out of range where a mask would have skipped it — memory reads only at a constant
-position of a buffer the body does not write (a 0-dim tensor's ``in_ptr3[0]``), divisions only of
-floats (an integer's may trap), calls only to casts, ``magpy_min``/``magpy_max`` and math functions
-(compiled with ``-fno-math-errno -fno-trapping-math``) — over values that do not depend on the
-innermost index, and whose assignments are one run of lines (a declaration, then an index wrapped into
-range). They move, in their order, out of any masked block: evaluating them where the mask is false is
-harmless by that rule.
+cannot trap — divisions only of floats (an integer's may trap), calls only to casts,
+``magpy_min``/``magpy_max`` and math functions (compiled with ``-fno-math-errno -fno-trapping-math``)
+— or a memory read of a buffer the body does not write, outside any masked block, where the loop
+cannot be empty (a read at a position that depends on no inner index reads in range when the first
+iteration would have); over values that do not depend on the innermost index, and whose assignments
+are one run of lines (a declaration, then an index wrapped into range). Arithmetic moves, in its
+order, out of any masked block: evaluating it where the mask is false is harmless by that rule. A
+bounds check (``if (!(ok)) magpy_error = 1;``) outside masked blocks moves with what it checks.
 """
 from __future__ import annotations
 
@@ -33,12 +38,18 @@ _PURE_CALLS = frozenset({"static_cast", "magpy_min", "magpy_max"} | {f for name 
                                                                       for f in (name, name + "f")})
 _LOAD = re.compile(r"([A-Za-z_]\w*)\[([^\]]*)\]")
 _STORE = re.compile(r"([A-Za-z_]\w*)\[[^\]]*\]\s*=[^=]")
+_CHECK = re.compile(r"^\s*if \(!\((.*)\)\) magpy_error = \d+;$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def _pure(declared: str, expr: str, written: set, loads_allowed: bool) -> bool:
+    """Whether ``expr`` may be evaluated where the body would not have (its loads aside: see
+    ``hoist_invariants``)."""
     loads = _LOAD.findall(expr)
-    if loads and not loads_allowed or \
-            any(not position.strip().isdigit() or buffer in written for buffer, position in loads):
+    if loads and not loads_allowed or any(buffer in written for buffer, _ in loads):
         return False
     floating = declared.strip() in ("float", "double")
     return ("/" not in expr or floating) and "%" not in expr and \
@@ -61,9 +72,10 @@ def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str
     # (a name assigned again moves only with its assignments in a row — an index wrapped into range —
     # never one assigned apart, under a condition: ``masked = 0; if (m) { masked = v; }``)
     written = {m.group(1) for line in body for m in _STORE.finditer(line)}
+    top = _indent(body[0])  # (deeper lines are under a mask)
     movable = {name for name, where in assignments.items()
-               if all(_pure(_ASSIGN.match(body[k]).group(2), _ASSIGN.match(body[k]).group(4), written, loads)
-                      for k in where)
+               if all(_pure(_ASSIGN.match(body[k]).group(2), _ASSIGN.match(body[k]).group(4), written,
+                            loads and _indent(body[k]) == top) for k in where)
                and where == list(range(where[0], where[0] + len(where)))}
     changed = True
     while changed:  # (a name depending on one that stays, or on the loop's index, stays)
@@ -77,11 +89,15 @@ def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str
                     break
     if not movable:
         return
+    # (a check of what moved reports the same from in front of the loop — where the loop runs)
+    checks = {k for k, line in enumerate(body) if loads and _indent(line) == top and (m := _CHECK.match(line))
+              and all(name in movable or name not in assignments and name != variable
+                      for name in _NAME.findall(m.group(1)))}
     indent = re.match(r"\s*", lines[loop_line]).group(0)
     moved, kept = [], []
-    for line in body:
+    for k, line in enumerate(body):
         m = _ASSIGN.match(line)
-        if m and m.group(3) in movable:
+        if m and m.group(3) in movable or k in checks:
             moved.append(indent + line.lstrip())
         else:
             kept.append(line)
