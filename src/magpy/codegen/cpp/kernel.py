@@ -151,7 +151,7 @@ class KernelPrinter(KernelNames):
 
     def _render_pointwise(self, lines):
         k = self.kernel
-        nest = PointwiseNest.plan(k, self.produced)
+        nest = PointwiseNest.plan(k, self.produced, self.layouts)
         parts = self._plan_parts(nest)
 
         def body(lines, indent, ranges=None):

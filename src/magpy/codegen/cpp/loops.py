@@ -103,9 +103,9 @@ class PointwiseNest:
         return printer.at_least(prod(self.sizes), POINTWISE_PARALLEL_MIN_WORK)
 
     @staticmethod
-    def plan(kernel, produced: set[str]) -> "PointwiseNest":
+    def plan(kernel, produced: set[str], layouts=None) -> "PointwiseNest":
         variables, sizes = kernel.outer_vars, list(kernel.outer)
-        nest = PointwiseNest(variables, sizes, loop_order(kernel, produced))
+        nest = PointwiseNest(variables, sizes, loop_order(kernel, produced, layouts))
         if len(variables) >= 2:
             nest._plan_tile(kernel, produced)
         return nest
@@ -345,11 +345,18 @@ class PointwiseNest:
         return scalar, call
 
 
-def loop_order(kernel, produced=()) -> list[int]:
+def loop_order(kernel, produced=(), layouts=None) -> list[int]:
     """The kernel's dims, outermost first: by decreasing stride of its first stored buffer.
 
     When that leaves a short dim innermost (the 3 channels of a channels-last image), a dim
-    that some load walks contiguously and that is long enough to vectorize goes innermost.
+    that some load walks contiguously and that is long enough to vectorize goes innermost. When
+    the kernel's reads and writes together cost clearly less walking another dim innermost
+    (``_walk_cost``), that one goes innermost: a channels-last max pool over an NCHW input walked
+    channels innermost, reading each of its 9 window elements 1024 floats apart; a batch norm's
+    ELU over a channels-last convolution, padded and stored in both layouts, walked the NCHW rows
+    (a strided read and a strided store: gcc left the loop scalar, ``expm1f`` and all).
+    That last choice is made only given the buffers' ``layouts`` (C++ kernels; Triton's blocks
+    keep the store's order).
     """
     variables = kernel.outer_vars
     natural = list(range(len(variables)))
@@ -365,7 +372,7 @@ def loop_order(kernel, produced=()) -> list[int]:
         break
     sizes = kernel.outer
     if at_least(sizes[order[-1]], TILE) is not False:
-        return order
+        return order if layouts is None else _cheaper_innermost(kernel, produced, order, layouts)
     for node in kernel.nodes:
         for name, index in direct_reads(kernel, node):
             coeffs = None if name in produced else linear_coefficients(index, variables)
@@ -375,3 +382,72 @@ def loop_order(kernel, produced=()) -> list[int]:
                 if coeffs[i] == 1 and at_least(sizes[i], TILE) is not False:
                     return [d for d in order if d != i] + [i]
     return order
+
+
+# Elements of 4 bytes in a vector register (AVX2): a dim this long fills one.
+VECTOR_FLOATS = 8
+VECTOR_BYTES = 32
+CACHE_LINE = 64
+# Another walk is taken when it costs less than this fraction of the current one.
+CHEAPER = 0.9
+
+
+def _cheaper_innermost(kernel, produced, order: list[int], layouts) -> list[int]:
+    """``order`` with the innermost dim replaced by one at least a vector long whose walk costs
+    clearly less (``_walk_cost``), or ``order`` as it is."""
+    sizes = kernel.outer
+    accesses = _accesses(kernel, produced, layouts)
+    if not accesses:
+        return order
+    inner = order[-1]
+    current = _walk_cost(accesses, inner, sizes)
+    candidates = [d for d in order[:-1] if at_least(sizes[d], VECTOR_FLOATS) is not False]
+    if not candidates:
+        return order
+    best = min(candidates, key=lambda d: _walk_cost(accesses, d, sizes))
+    if _walk_cost(accesses, best, sizes) >= CHEAPER * current:
+        return order
+    return [d for d in order if d != best] + [best]
+
+
+def _accesses(kernel, produced, layouts) -> list[tuple[list, int, bool]]:
+    """(coefficients of the loop variables, element size, whether a tile could stage it) of every
+    store to memory and every direct read of a buffer the kernel does not produce, masked ones
+    included (a read's element size from ``layouts``, 4 bytes where it is not there)."""
+    variables = kernel.outer_vars
+    accesses = []
+    for node in kernel.nodes:
+        if kernel.storage.get(node.name) == "memory":
+            coeffs = linear_coefficients(kernel.store_index(node), variables)
+            if coeffs is not None:
+                accesses.append((coeffs, node.layout.dtype.itemsize, False))
+        handler = DependencyHandler()
+        with set_handler(handler):
+            kernel.evaluate(node)
+        for name, index, indirect in handler.reads:
+            if indirect or name in produced:
+                continue
+            coeffs = linear_coefficients(sympy.expand(index), variables)
+            if coeffs is not None:
+                itemsize = layouts[name].dtype.itemsize if name in layouts else 4
+                accesses.append((coeffs, itemsize, (name, index) in handler.unmasked))
+    return accesses
+
+
+def _walk_cost(accesses, d: int, sizes) -> float:
+    """What walking dim ``d`` innermost costs per element, summed over the accesses: nothing for
+    one that does not move, a vector's share for a contiguous one, and for a strided one an
+    element's own load or store (gcc builds such vectors element by element, when it vectorizes
+    the loop at all) plus the share of a cache line it crosses. A read that steps along ``d``
+    while another long dim walks it contiguously is counted as contiguous: a tile stages it."""
+    total = 0.0
+    for coeffs, itemsize, stageable in accesses:
+        step = abs(estimate(coeffs[d]))
+        if step > 1 and stageable and any(coeffs[e] == 1 and e != d and at_least(sizes[e], TILE) is not False
+                                          for e in range(len(coeffs))):
+            step = 1
+        if step == 1:
+            total += itemsize / VECTOR_BYTES
+        elif step:
+            total += 1 + min(step * itemsize, CACHE_LINE) / CACHE_LINE
+    return total
