@@ -37,7 +37,7 @@ _MATH = "sqrt pow fabs exp exp2 expm1 log log2 log10 log1p sin cos tan tanh sinh
 _PURE_CALLS = frozenset({"static_cast", "magpy_min", "magpy_max"} | {f for name in _MATH.split()
                                                                       for f in (name, name + "f")})
 _LOAD = re.compile(r"([A-Za-z_]\w*)\[([^\]]*)\]")
-_STORE = re.compile(r"([A-Za-z_]\w*)\[[^\]]*\]\s*=[^=]")
+_STORE = re.compile(r"([A-Za-z_]\w*)\[[^\]]*\]\s*[-+*/]?=[^=]")  # (a scatter's ``+=`` too)
 _CHECK = re.compile(r"^\s*if \(!\((.*)\)\) magpy_error = \d+;$")
 
 
@@ -56,11 +56,13 @@ def _pure(declared: str, expr: str, written: set, loads_allowed: bool) -> bool:
         all(name in _PURE_CALLS for name in _CALL.findall(expr))
 
 
-def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str, loads: bool = True) -> None:
-    """Move what the body ``lines[body_start:]`` computes without ``variable`` (the innermost loop's,
-    opened at ``lines[loop_line]``, its pragmas included) to just before that loop. ``loads``: whether
-    reads at a constant position may move (not where the loop may run no iteration: the buffer may be
-    empty)."""
+def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str, loads: bool = True,
+                     nested_loops: bool = False) -> int:
+    """Move what the body ``lines[body_start:]`` computes without ``variable`` (the loop's, opened at
+    ``lines[loop_line]``, its pragmas included) to just before that loop; returns how many lines
+    moved. ``loads``: whether reads may move (not where the loop may run no iteration: the buffer
+    may be empty). ``nested_loops``: the body holds loops (an outer loop's body, its statements in
+    front of the inner loops): only its own statements move, nothing from inside its blocks."""
     body = lines[body_start:]
     assignments: dict[str, list[int]] = {}
     for k, line in enumerate(body):
@@ -68,7 +70,7 @@ def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str
         if m:
             assignments.setdefault(m.group(3), []).append(k)
     if not assignments:
-        return
+        return 0
     # (a name assigned again moves only with its assignments in a row — an index wrapped into range —
     # never one assigned apart, under a condition: ``masked = 0; if (m) { masked = v; }``)
     written = {m.group(1) for line in body for m in _STORE.finditer(line)}
@@ -76,7 +78,8 @@ def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str
     movable = {name for name, where in assignments.items()
                if all(_pure(_ASSIGN.match(body[k]).group(2), _ASSIGN.match(body[k]).group(4), written,
                             loads and _indent(body[k]) == top) for k in where)
-               and where == list(range(where[0], where[0] + len(where)))}
+               and where == list(range(where[0], where[0] + len(where)))
+               and not (nested_loops and any(_indent(body[k]) != top for k in where))}
     changed = True
     while changed:  # (a name depending on one that stays, or on the loop's index, stays)
         changed = False
@@ -88,7 +91,7 @@ def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str
                     changed = True
                     break
     if not movable:
-        return
+        return 0
     # (a check of what moved reports the same from in front of the loop — where the loop runs)
     checks = {k for k, line in enumerate(body) if loads and _indent(line) == top and (m := _CHECK.match(line))
               and all(name in movable or name not in assignments and name != variable
@@ -103,3 +106,85 @@ def hoist_invariants(lines: list, body_start: int, loop_line: int, variable: str
             kept.append(line)
     lines[body_start:] = kept
     lines[loop_line:loop_line] = moved
+    return len(moved)
+
+
+# ----------------------------------------------------------------------------------------------
+# Columns: what depends on the innermost index alone, once per kernel
+
+# Elements of a column array at most (and bytes of all of a loop's together): on the stack.
+MAX_COLUMN = 4096
+MAX_COLUMN_BYTES = 64 * 1024
+_LITERAL = re.compile(r"(?<![\w.])(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFlLuU]*")
+_CALLED = re.compile(r"[A-Za-z_]\w*(?=\(|<[\w:, ]*>|::)")  # (calls, casts, templates, std::)
+_SAME_EVERYWHERE = re.compile(r"^(?:ks\d+|kf\d+|in_ptr\d+|true|false|float|double|bool|u?int(?:8|16|32|64)_t|_Float16)$")
+_BYTES = {"float": 4, "double": 8, "bool": 1, "int64_t": 8, "int32_t": 4, "int16_t": 2, "uint16_t": 2,
+          "int8_t": 1, "uint8_t": 1, "_Float16": 2}
+
+
+def _free_names(expr: str) -> set:
+    """The variables an expression reads (numbers, called functions, casts' types left out)."""
+    expr = _CALLED.sub(" ", _LITERAL.sub(" ", expr))
+    return {name for name in _NAME.findall(expr) if not _SAME_EVERYWHERE.match(name)}
+
+
+def hoist_columns(lines: list, body_start: int, variable: str, start: int, end: int, prologue: list,
+                  indent: str = "    ") -> None:
+    """Move what the body ``lines[body_start:]`` of the innermost loop over ``variable`` (from
+    ``start`` to ``end``, static) computes from ``variable`` alone into ``prologue``: one loop over
+    the same range in front of every loop of the kernel, storing the values the body still needs in
+    arrays (``col_tmp5[x2 - 1]``) that the body reads instead.
+
+    A bilinear upsample computes each output column's source columns and weight (float products,
+    clamps, int conversions, wrapping and checks of the positions) for every row and channel; its
+    rows' go in front of the innermost loop (``hoist_invariants``), its columns' once per kernel.
+
+    Only where every loop around the body runs (it then computes all of it for every ``variable``
+    of the range): statements outside masked blocks, reads of buffers the body does not write,
+    checks of what moves. Nothing moves unless it saves work: more lines move than arrays are read.
+    """
+    body = lines[body_start:]
+    if not body or end - start > MAX_COLUMN or end <= start:
+        return
+    top = _indent(body[0])
+    assignments: dict[str, list[int]] = {}
+    for k, line in enumerate(body):
+        if m := _ASSIGN.match(line):
+            assignments.setdefault(m.group(3), []).append(k)
+    written = {m.group(1) for line in body for m in _STORE.finditer(line)}
+    column = {name for name, where in assignments.items()
+              if where == list(range(where[0], where[0] + len(where)))
+              and all(_indent(body[k]) == top for k in where)
+              and all(not any(b in written for b, _ in _LOAD.findall(_ASSIGN.match(body[k]).group(4)))
+                      for k in where)
+              and all(_ASSIGN.match(body[k]).group(2).strip() in _BYTES for k in where[:1])}
+    changed = True
+    while changed:  # (a name that reads one that stays, or an outer loop's value, stays)
+        changed = False
+        for name in list(column):
+            for k in assignments[name]:
+                used = _free_names(_ASSIGN.match(body[k]).group(4))
+                if any(u != variable and u not in column for u in used):
+                    column.discard(name)
+                    changed = True
+                    break
+    if not column:
+        return
+    moved = {k for name in column for k in assignments[name]}
+    moved |= {k for k, line in enumerate(body) if _indent(line) == top and (m := _CHECK.match(line))
+              and all(u == variable or u in column for u in _free_names(m.group(1)))}
+    kept = [line for k, line in enumerate(body) if k not in moved]
+    needed = sorted((name for name in column if any(name in _free_names(line) for line in kept)),
+                    key=lambda name: assignments[name][0])
+    types = {name: _ASSIGN.match(body[assignments[name][0]]).group(2).strip() for name in needed}
+    if len(moved) <= len(needed) or \
+            (end - start) * sum(_BYTES[t] for t in types.values()) > MAX_COLUMN_BYTES:
+        return
+    offset = f" - {start}" if start else ""
+    prologue += [f"{indent}{types[n]} col_{n}[{end - start}];" for n in needed]
+    prologue.append(f"{indent}for (int64_t {variable} = {start}; {variable} < {end}; {variable}++) {{")
+    prologue += [f"{indent}    {body[k].strip()}" for k in sorted(moved)]
+    prologue += [f"{indent}    col_{n}[{variable}{offset}] = {n};" for n in needed]
+    prologue.append(f"{indent}}}")
+    reads = [f"{' ' * top}{types[n]} {n} = col_{n}[{variable}{offset}];" for n in needed]
+    lines[body_start:] = reads + kept

@@ -26,7 +26,7 @@ from ..scheduler import OUTER, ROW_BUFFER_MAX_BYTES, Kernel, KernelNames
 from ..sizes import at_least, is_float_symbol
 from .columns import render_columns, wants_columns
 from .handler import CppHandler, CppValue, cpp_constant, ctype, print_index
-from .hoist import hoist_invariants
+from .hoist import hoist_columns, hoist_invariants
 from .loops import PARALLEL_MIN_WORK, PointwiseNest, both, negate
 from .prelude import PRELUDE
 from .reductions import LONG_SUM, REDUCTION_COMBINE, accumulator_dtype, reduction_init
@@ -153,6 +153,7 @@ class KernelPrinter(KernelNames):
         k = self.kernel
         nest = PointwiseNest.plan(k, self.produced, self.layouts)
         parts = self._plan_parts(nest)
+        first, prologue = len(lines), []  # (column arrays, filled in front of every loop)
 
         def body(lines, indent, ranges=None):
             start = len(lines)
@@ -167,16 +168,30 @@ class KernelPrinter(KernelNames):
                 while loop > 0 and lines[loop - 1].strip().startswith("#pragma"):
                     loop -= 1
                 # (a 0-dim input read in front of a loop that may run no iteration: only where none is empty)
+                inner = nest.variables[nest.order[-1]]
                 if ranges is None:
                     nonempty = all(isinstance(size, int) and size > 0 for size in nest.sizes)
                 else:
                     nonempty = all(hi > lo for lo, hi in ranges.values())
-                hoist_invariants(lines, start, loop, str(nest.variables[nest.order[-1]]), loads=nonempty)
+                start += hoist_invariants(lines, start, loop, str(inner), loads=nonempty)
+                if ranges is not None and nonempty and \
+                        prod(hi - lo for v, (lo, hi) in ranges.items() if v != inner) > 1:
+                    hoist_columns(lines, start, str(inner), *ranges[inner], prologue)
+
+        def after(lines, loop_line, start, variable, ranges, in_front, inside):
+            # (the same one loop up: in front of a loop around the innermost, or in a column array)
+            nonempty = all(hi > lo for lo, hi in ranges.values())
+            if in_front:
+                start += hoist_invariants(lines, start, loop_line, str(variable), loads=nonempty,
+                                          nested_loops=True)
+            if inside and nonempty and prod(hi - lo for v, (lo, hi) in ranges.items() if v != variable) > 1:
+                hoist_columns(lines, start, str(variable), *ranges[variable], prologue)
 
         if parts is None:
             nest.render(self, lines, "    ", body)
         else:
-            nest.render_parts(self, lines, "    ", parts, body)
+            nest.render_parts(self, lines, "    ", parts, body, after)
+        lines[first:first] = prologue
 
     def _plan_parts(self, nest):
         """Where to split the loops of a pointwise kernel (``segments.py``): variable -> its parts

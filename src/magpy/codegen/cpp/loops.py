@@ -161,11 +161,17 @@ class PointwiseNest:
         body(lines, inner)
         self.close(lines, inner)
 
-    def render_parts(self, printer, lines, indent: str, parts: dict, body) -> None:
+    def render_parts(self, printer, lines, indent: str, parts: dict, body, after=None) -> None:
         """Emit the loops with each variable of ``parts`` looping over its parts one after the
         other (``segments.py``), and ``body(lines, indent, ranges)`` inside each combination,
         ``ranges`` giving every variable's range there. For static sizes without tiles only. Threads
-        share the outermost loops that are not split (collapsed), or each part of the outermost."""
+        share the outermost loops that are not split (collapsed), or each part of the outermost.
+
+        ``after(lines, loop_line, body_start, variable, ranges, lines_in_front, lines_inside)``
+        runs once each loop around the innermost is printed but for its closing brace (its body
+        ``lines[body_start:]``, opened at ``lines[loop_line]``, ``ranges`` those of it and the
+        loops around it); ``lines_in_front``/``lines_inside``: whether lines may go in front of the
+        loop or at the start of its body (not between loops OpenMP collapses)."""
         variables = [self.variables[i] for i in self.order]
         sizes = {v: s for v, s in zip(self.variables, self.sizes)}
         parallel = self.parallel(printer)
@@ -191,11 +197,16 @@ class PointwiseNest:
                 body(lines, indent, ranges)
                 return
             v = variables[level]
+            collapsed = whole if parallel and whole > 1 else 0
             for lo, hi in parts.get(v, [(0, sizes[v])]):
+                loop_line = len(lines)
                 if (p := pragma(level)) is not None:
                     lines.append(f"{indent}#pragma {p}")
                 lines.append(f"{indent}for (int64_t {v} = {lo}; {v} < {hi}; {v}++) {{")
                 emit(level + 1, indent + "    ", {**ranges, v: (lo, hi)})
+                if after is not None and level < len(variables) - 1:
+                    after(lines, loop_line, loop_line + 1 + (p is not None), v, {**ranges, v: (lo, hi)},
+                          level == 0 or level >= collapsed, level >= collapsed - 1)
                 lines.append(f"{indent}}}")
 
         emit(0, indent, {})
