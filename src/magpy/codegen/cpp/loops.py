@@ -357,17 +357,20 @@ class PointwiseNest:
 
 
 def loop_order(kernel, produced=(), layouts=None) -> list[int]:
-    """The kernel's dims, outermost first: by decreasing stride of its first stored buffer.
+    """The kernel's dims, outermost first: by decreasing stride of its first stored buffer, then
+    the innermost chosen by what the walk costs.
 
-    When that leaves a short dim innermost (the 3 channels of a channels-last image), a dim
-    that some load walks contiguously and that is long enough to vectorize goes innermost. When
-    the kernel's reads and writes together cost clearly less walking another dim innermost
-    (``_walk_cost``), that one goes innermost: a channels-last max pool over an NCHW input walked
-    channels innermost, reading each of its 9 window elements 1024 floats apart; a batch norm's
-    ELU over a channels-last convolution, padded and stored in both layouts, walked the NCHW rows
-    (a strided read and a strided store: gcc left the loop scalar, ``expm1f`` and all).
-    That last choice is made only given the buffers' ``layouts`` (C++ kernels; Triton's blocks
-    keep the store's order).
+    Given the buffers' ``layouts`` (C++ kernels), the innermost is the dim along which the
+    kernel's reads and writes together cost clearly least (``_walk_cost``), if any does: a
+    channels-last max pool over an NCHW input walked channels innermost, reading each of its 9
+    window elements 1024 floats apart; a batch norm's ELU over a channels-last convolution, padded
+    and stored in both layouts, walked the NCHW rows (a strided read and a strided store: gcc
+    left the loop scalar, ``expm1f`` and all); a bilinear gradient over 8 channels walked the rows,
+    because a read of its row positions walks them.
+
+    Without (Triton's blocks): when the store's order leaves a short dim innermost (the 3 channels
+    of a channels-last image), a dim that some load walks contiguously and that is long enough to
+    vectorize goes innermost.
     """
     variables = kernel.outer_vars
     natural = list(range(len(variables)))
@@ -381,9 +384,11 @@ def loop_order(kernel, produced=(), layouts=None) -> list[int]:
         if coeffs is not None:
             order = sorted(natural, key=lambda i: (-abs(estimate(coeffs[i])), i))
         break
+    if layouts is not None:
+        return _cheapest_innermost(kernel, produced, order, layouts)
     sizes = kernel.outer
     if at_least(sizes[order[-1]], TILE) is not False:
-        return order if layouts is None else _cheaper_innermost(kernel, produced, order, layouts)
+        return order
     for node in kernel.nodes:
         for name, index in direct_reads(kernel, node):
             coeffs = None if name in produced else linear_coefficients(index, variables)
@@ -403,9 +408,10 @@ CACHE_LINE = 64
 CHEAPER = 0.9
 
 
-def _cheaper_innermost(kernel, produced, order: list[int], layouts) -> list[int]:
-    """``order`` with the innermost dim replaced by one at least a vector long whose walk costs
-    clearly less (``_walk_cost``), or ``order`` as it is."""
+def _cheapest_innermost(kernel, produced, order: list[int], layouts) -> list[int]:
+    """``order`` with the innermost dim replaced by the one, at least a vector long, whose walk
+    costs clearly less (``_walk_cost``; a shorter dim's walk, which does not vectorize, costs as
+    scalar code), or ``order`` as it is."""
     sizes = kernel.outer
     accesses = _accesses(kernel, produced, layouts)
     if not accesses:
@@ -447,10 +453,12 @@ def _accesses(kernel, produced, layouts) -> list[tuple[list, int, bool]]:
 
 def _walk_cost(accesses, d: int, sizes) -> float:
     """What walking dim ``d`` innermost costs per element, summed over the accesses: nothing for
-    one that does not move, a vector's share for a contiguous one, and for a strided one an
-    element's own load or store (gcc builds such vectors element by element, when it vectorizes
-    the loop at all) plus the share of a cache line it crosses. A read that steps along ``d``
-    while another long dim walks it contiguously is counted as contiguous: a tile stages it."""
+    one that does not move, a vector's share for a contiguous one (a whole element where ``d`` is
+    shorter than a vector), and for a strided one an element's own load or store (gcc builds such
+    vectors element by element, when it vectorizes the loop at all) plus the share of a cache line
+    it crosses. A read that steps along ``d`` while another long dim walks it contiguously is
+    counted as contiguous: a tile stages it."""
+    vector = VECTOR_BYTES if at_least(sizes[d], VECTOR_FLOATS) is not False else 0
     total = 0.0
     for coeffs, itemsize, stageable in accesses:
         step = abs(estimate(coeffs[d]))
@@ -458,7 +466,7 @@ def _walk_cost(accesses, d: int, sizes) -> float:
                                           for e in range(len(coeffs))):
             step = 1
         if step == 1:
-            total += itemsize / VECTOR_BYTES
+            total += itemsize / vector if vector else 1
         elif step:
             total += 1 + min(step * itemsize, CACHE_LINE) / CACHE_LINE
     return total
