@@ -34,8 +34,8 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 _CALL = re.compile(r"([A-Za-z_][\w:]*)(?:<[\w:, ]*>)?\(")  # (calls are printed as name( and cast<T>()
 _MATH = "sqrt pow fabs exp exp2 expm1 log log2 log10 log1p sin cos tan tanh sinh cosh asin acos atan atan2 erf " \
         "erfc floor ceil trunc round nearbyint rint fmod copysign hypot"
-_PURE_CALLS = frozenset({"static_cast", "magpy_min", "magpy_max"} | {f for name in _MATH.split()
-                                                                      for f in (name, name + "f")})
+_PURE_CALLS = frozenset({"static_cast", "magpy_min", "magpy_max", "infinity", "quiet_NaN"} |
+                        {f for name in _MATH.split() for f in (name, name + "f")})  # (std::numeric_limits<T>::)
 _LOAD = re.compile(r"([A-Za-z_]\w*)\[([^\]]*)\]")
 _STORE = re.compile(r"([A-Za-z_]\w*)\[[^\]]*\]\s*[-+*/]?=[^=]")  # (a scatter's ``+=`` too)
 _CHECK = re.compile(r"^\s*if \(!\((.*)\)\) magpy_error = \d+;$")
@@ -168,9 +168,22 @@ def hoist_columns(lines: list, body_start: int, variable: str, start: int, end: 
                     column.discard(name)
                     changed = True
                     break
+    # (what depends on nothing stays for the loops in front to compute, and is computed again in front of
+    # the column loop where a column needs it)
+    constant = set(column)
+    changed = True
+    while changed:
+        changed = False
+        for name in list(constant):
+            if any(u == variable or u in column and u not in constant
+                   for k in assignments[name] for u in _free_names(_ASSIGN.match(body[k]).group(4))):
+                constant.discard(name)
+                changed = True
+    column -= constant
     if not column:
         return
     moved = {k for name in column for k in assignments[name]}
+    copied = sorted(k for name in constant for k in assignments[name])
     moved |= {k for k, line in enumerate(body) if _indent(line) == top and (m := _CHECK.match(line))
               and all(u == variable or u in column for u in _free_names(m.group(1)))}
     kept = [line for k, line in enumerate(body) if k not in moved]
@@ -182,9 +195,15 @@ def hoist_columns(lines: list, body_start: int, variable: str, start: int, end: 
         return
     offset = f" - {start}" if start else ""
     prologue += [f"{indent}{types[n]} col_{n}[{end - start}];" for n in needed]
+    if copied:  # (in a block of their own: the same names may be hoisted in front of the loops too)
+        prologue.append(f"{indent}{{")
+        indent += "    "
+        prologue += [f"{indent}{body[k].strip()}" for k in copied]
     prologue.append(f"{indent}for (int64_t {variable} = {start}; {variable} < {end}; {variable}++) {{")
     prologue += [f"{indent}    {body[k].strip()}" for k in sorted(moved)]
     prologue += [f"{indent}    col_{n}[{variable}{offset}] = {n};" for n in needed]
     prologue.append(f"{indent}}}")
+    if copied:
+        prologue.append(f"{indent[:-4]}}}")
     reads = [f"{' ' * top}{types[n]} {n} = col_{n}[{variable}{offset}];" for n in needed]
     lines[body_start:] = reads + kept
