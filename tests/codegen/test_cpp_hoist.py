@@ -1,7 +1,11 @@
 """Arithmetic the innermost loop repeats for every element moves in front of it (``codegen/cpp/hoist.py``)."""
+import re
+
+import pytest
 import torch
 import torch.nn.functional as F
 
+import magpy
 from magpy.backends import compile_graph
 from magpy.codegen import mark, reports
 from magpy.codegen.cpp.hoist import hoist_invariants
@@ -112,3 +116,80 @@ def test_an_update_scaled_by_a_0_dim_tensors_power_matches_eager_and_computes_th
         torch.testing.assert_close(compiled(*args), fn(*args))
     (source,) = [s for r in reports(since=since) for s in r.kernel_sources.values() if "powf" in s]
     assert source.rindex("powf") < source.index("#pragma omp simd"), source
+
+
+# ----------------------------------------------------------------------------------------------
+# Upsampling: rows' positions in front of the inner loop, columns' once per kernel, eager's values
+
+UPSAMPLES = [
+    dict(mode="bilinear", align_corners=True, scale_factor=2),
+    dict(mode="bilinear", align_corners=False, scale_factor=1.7),
+    dict(mode="bilinear", align_corners=True, size=(9, 13)),
+    dict(mode="bilinear", align_corners=False, size=(4, 3)),
+    dict(mode="nearest", scale_factor=2),
+    dict(mode="nearest", size=(11, 7)),
+]
+
+
+def _upsample_case(case):
+    return "-".join(f"{k}={v}" for k, v in case.items())
+
+
+def _trained(fn, x):
+    """The compiled ``fn``'s output and gradient against eager's, for two random gradients; the
+    reports of the graphs compiled."""
+    magpy.reset()
+    since = mark()
+    compiled = magpy.compile(fn, options={"codegen": "cpp"})
+    for _ in range(2):
+        expected = fn(x)
+        grad = torch.randn_like(expected)
+        got = compiled(x)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(torch.autograd.grad(got, x, grad)[0], torch.autograd.grad(expected, x, grad)[0],
+                                   rtol=1e-5, atol=1e-5)
+    found = reports(since=since)
+    assert len(found) == 2 and all(r.graph_fallback is None for r in found), [str(r) for r in found]
+    return found
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+@pytest.mark.parametrize("case", UPSAMPLES, ids=_upsample_case)
+def test_an_upsample_and_its_gradient_match_eager_at_odd_sizes(case, channels_last):
+    x = torch.randn(2, 3, 5, 7)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    x.requires_grad_()
+    _trained(lambda x: F.interpolate(x, **case) * 2, x)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+def test_an_upsample_then_pad_matches_eager(channels_last):
+    x = torch.randn(1, 8, 6, 10)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    x.requires_grad_()
+    _trained(lambda x: F.pad(F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True), (1, 1, 1, 1)), x)
+
+
+def _main_nest(source: str) -> int:
+    """Where the loops over the output begin: the first loop at the function's level after the
+    last column array is filled."""
+    fills = [m.end() for m in re.finditer(r"col_\w+\[x\d+( - \d+)?\] = ", source)]
+    return source.index("\n    for (int64_t x", max(fills, default=0))
+
+
+def test_an_upsample_computes_its_columns_once_and_its_rows_outside_the_inner_loop():
+    x = torch.randn(1, 8, 6, 10, requires_grad=True)
+    forward, backward = _trained(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True), x)
+    for report in (forward, backward):
+        # (the kernel that gathers — or, in the backward, scatters — through the positions)
+        (source,) = [s for s in report.kernel_sources.values() if "idx" in s]
+        # Each output column's source positions and weight, checked, fill arrays in front of the loops
+        # over the output...
+        assert "col_" in source and source.index("magpy_error = 1") < _main_nest(source), source
+        # ... that the innermost loop reads; nothing there checks a position (the rows' are found
+        # outside it, once per row or once per kernel).
+        inner = re.findall(r"for \(int64_t (x\d) = \d+; \1 < \d+; \1\+\+\) \{", source)[-1]
+        body = source[source.rindex(f"for (int64_t {inner} = "):]
+        assert re.search(rf"= col_\w+\[{inner}\];", body) and "magpy_error" not in body.split("}")[0], source
