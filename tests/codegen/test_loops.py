@@ -285,3 +285,15 @@ def test_a_read_of_row_positions_does_not_put_rows_innermost():
     (source,) = report.kernel_sources.values()
     (inner,) = innermost_variables(source)
     assert f"out_ptr0[({inner} + " in source, source
+
+
+@pytest.mark.parametrize("shape", [(2, 8, 4, 4), (3, 5, 7)])
+def test_a_relu_mask_reads_and_writes_bytes_as_eager(shape):
+    # (gcc leaves a loop loading a C++ bool unvectorized; the same loop over uint8_t vectorizes)
+    x, g = torch.randn(shape), torch.randn(shape)
+    report = check(lambda x, g: (torch.where(x <= 0, 0.0, g).sum(0), x > 0), x, g)
+    source = sources(report)
+    assert "bool*" not in source and "uint8_t* __restrict__ out_ptr" in source, source
+    m = torch.rand(shape) > 0.5
+    report = check(lambda m, g: torch.where(m, 0.0, g * 2).sum(-1), m, g)
+    assert "const uint8_t* __restrict__" in sources(report), sources(report)
