@@ -1,5 +1,6 @@
-"""Arithmetic the innermost loop of a pointwise kernel repeats for every element it does not depend on,
-moved in front of that loop.
+"""What a loop of a kernel repeats for every element it does not depend on, moved in front of that loop
+(``hoist_invariants``: the innermost loop's body, then each loop's around it); and what a loop's index
+alone computes, computed once per kernel into arrays (``hoist_columns``, at the end).
 
 A channels-last kernel walks channels innermost; an upsample or a pad computes its source position from
 the spatial indices (float products, clamps, int conversions), the same for every channel. Inside the
