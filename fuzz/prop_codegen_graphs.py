@@ -79,6 +79,11 @@ IMAGE_UNARY = {
     "pad_width": lambda x: torch.nn.functional.pad(x, (1, -1)),
     "pad_channels": lambda x: torch.nn.functional.pad(x, (0, 0, 0, 0, 1, -1)),
     "flip_height": lambda x: x.flip(2),
+    # (loops split where a mask changes, positions hoisted out of loops: same-shape forms of a pooling
+    # window over padding, a concatenation, a bilinear upsample)
+    "max_pool_padded": lambda x: torch.nn.functional.max_pool2d(x, 3, 1, 1),
+    "rotate_channels": lambda x: torch.cat((x[:, 1:], x[:, :1]), 1),
+    "upsample_crop": lambda x: torch.nn.functional.interpolate(x, scale_factor=2, mode="bilinear")[..., 1::2, ::2],
 }
 
 image_steps = programs(IMAGE_UNARY, 6)

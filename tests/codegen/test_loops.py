@@ -241,3 +241,59 @@ def test_channels_last_batch_norm_backward_by_tiles_of_channels():
     assert "x0_tile" in sources(report)
     inputs = batch_norm_backward_inputs((3, 20, 5, 6), dtype=torch.float64, channels_last=True)
     check(batch_norm_backward, *inputs, mode="cpp")
+
+
+# ----------------------------------------------------------------------------------------------
+# Which dim is walked innermost (``cpp/loops.py``: ``loop_order``)
+
+
+def innermost_variables(source) -> set[str]:
+    return set(re.findall(r"#pragma omp[\w ()]*simd[^\n]*\n\s*for \(int64_t (x\d+) =", source))
+
+
+def test_a_pool_stored_channels_last_from_nchw_walks_its_rows_not_its_channels():
+    # (channels innermost read the 9 window elements a whole channel apart, 1024 floats)
+    x = torch.randn(2, 16, 32, 32)
+    report = check(lambda x: F.max_pool2d(x, 3, 2, 1).contiguous(memory_format=torch.channels_last), x)
+    (source,) = report.kernel_sources.values()
+    (inner,) = innermost_variables(source)
+    assert f"(2*{inner})" in source, source
+
+
+def test_a_padded_elu_of_a_channels_last_input_stored_in_both_layouts_walks_channels():
+    # (a batch norm's ELU before a convolution: NCHW for the backward, channels-last for the
+    # convolution; rows innermost read and wrote 16 floats apart, channels innermost writes one
+    # of the two apart)
+    x = torch.randn(1, 16, 32, 64).contiguous(memory_format=torch.channels_last)
+
+    def fn(x):
+        y = F.pad(F.elu(x * 1.5), (2, 2, 2, 2)).contiguous()
+        return y, y.contiguous(memory_format=torch.channels_last)
+
+    report = check(fn, x)
+    (source,) = report.kernel_sources.values()
+    for inner in innermost_variables(source):
+        assert re.search(rf"in_ptr\d+\[\(-?\d* ?\+? ?{inner} \+", source), source
+
+
+def test_a_read_of_row_positions_does_not_put_rows_innermost():
+    # (8 channels, channels-last: the bilinear gradient's pointwise part once walked its 64 rows
+    # innermost because it reads each row's position from a tensor of 64)
+    x = torch.randn(1, 8, 64, 128).contiguous(memory_format=torch.channels_last)
+    rows = torch.rand(64, 1)
+    report = check(lambda x, r: (x * r).contiguous(memory_format=torch.channels_last), x, rows)
+    (source,) = report.kernel_sources.values()
+    (inner,) = innermost_variables(source)
+    assert f"out_ptr0[({inner} + " in source, source
+
+
+@pytest.mark.parametrize("shape", [(2, 8, 4, 4), (3, 5, 7)])
+def test_a_relu_mask_reads_and_writes_bytes_as_eager(shape):
+    # (gcc leaves a loop loading a C++ bool unvectorized; the same loop over uint8_t vectorizes)
+    x, g = torch.randn(shape), torch.randn(shape)
+    report = check(lambda x, g: (torch.where(x <= 0, 0.0, g).sum(0), x > 0), x, g)
+    source = sources(report)
+    assert "bool*" not in source and "uint8_t* __restrict__ out_ptr" in source, source
+    m = torch.rand(shape) > 0.5
+    report = check(lambda m, g: torch.where(m, 0.0, g * 2).sum(-1), m, g)
+    assert "const uint8_t* __restrict__" in sources(report), sources(report)

@@ -7,6 +7,7 @@ index expressions and math (tables, then the handler).
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import sympy
 import torch
@@ -14,19 +15,22 @@ import torch
 from ..ir import FloorDiv, is_nonnegative, render_index
 from ..ops import result_dtype, set_handler
 
+# (bools are stored as the bytes they are, read as ``uint8_t``: gcc leaves a loop that loads a C++
+# ``bool`` and selects floats by it unvectorized — a batch norm's backward after a ReLU mask ran 5x
+# slower — and vectorizes the same loop reading bytes)
 STORAGE_TYPES = {
     torch.float32: "float",
     torch.float64: "double",
     torch.float16: "_Float16",
     torch.bfloat16: "uint16_t",
-    torch.bool: "bool",
+    torch.bool: "uint8_t",
     torch.int8: "int8_t",
     torch.uint8: "uint8_t",
     torch.int16: "int16_t",
     torch.int32: "int32_t",
     torch.int64: "int64_t",
 }
-COMPUTE_TYPES = {**STORAGE_TYPES, torch.float16: "float", torch.bfloat16: "float"}
+COMPUTE_TYPES = {**STORAGE_TYPES, torch.float16: "float", torch.bfloat16: "float", torch.bool: "bool"}
 
 
 
@@ -67,11 +71,15 @@ def print_index(expr) -> str:
 
 
 class CppValue:
-    __slots__ = ("text", "dtype")
+    """A printed value; ``index``: the sympy expression of an int64 index value (a constant or an
+    ``index_expr``), which comparisons decided by the loop ranges read."""
 
-    def __init__(self, text: str, dtype: torch.dtype):
+    __slots__ = ("text", "dtype", "index")
+
+    def __init__(self, text: str, dtype: torch.dtype, index=None):
         self.text = text
         self.dtype = dtype
+        self.index = index
 
     def __str__(self):
         return self.text
@@ -121,12 +129,17 @@ def _fn(name: str, dtype: torch.dtype) -> str:
 
 
 class CppHandler:
-    """Prints a loop body: every op becomes ``T tmpN = ...;`` (shared when repeated)."""
+    """Prints a loop body: every op becomes ``T tmpN = ...;`` (shared when repeated).
 
-    def __init__(self, kernel_printer, lines: list[str], indent: str):
+    ``ranges`` (``segments.LoopRanges``, optional): the ranges of the loop variables in the part of
+    the loops printed; comparisons of index values they decide print as ``true``/``false``, and
+    ``masked``, ``where`` and the logical ops fold such constants away."""
+
+    def __init__(self, kernel_printer, lines: list[str], indent: str, ranges=None):
         self.printer = kernel_printer
         self.lines = lines
         self.indent = indent
+        self.ranges = ranges
         self.cse: dict[str, CppValue] = {}
 
     # -- helpers --
@@ -147,10 +160,13 @@ class CppHandler:
         return self.printer.load(self, name, sympy.expand(index))
 
     def constant(self, value, dtype) -> CppValue:
-        return CppValue(cpp_constant(value, dtype), dtype)
+        index = sympy.Integer(int(value)) if dtype == torch.int64 and float(value).is_integer() else None
+        return CppValue(cpp_constant(value, dtype), dtype, index)
 
     def index_expr(self, expr, dtype) -> CppValue:
-        return self._emit(f"static_cast<{ctype(dtype)}>({self.printer.index(sympy.expand(expr))})", dtype)
+        expr = sympy.expand(expr)
+        value = self._emit(f"static_cast<{ctype(dtype)}>({self.printer.index(expr)})", dtype)
+        return CppValue(value.text, dtype, expr) if dtype == torch.int64 else value
 
     def to_dtype(self, x: CppValue, dtype) -> CppValue:
         if x.dtype == dtype:
@@ -172,6 +188,10 @@ class CppHandler:
 
     def where(self, cond, a, b) -> CppValue:
         dtype = torch.promote_types(a.dtype, b.dtype)
+        known = _truth(cond)
+        if known is not None:
+            chosen = a if known else b
+            return chosen if chosen.dtype == dtype else CppValue(self._as(chosen, dtype), dtype)
         return self._emit(f"({cond} ? {self._as(a, dtype)} : {self._as(b, dtype)})", dtype)
 
     def _as(self, x, dtype) -> str:
@@ -180,12 +200,17 @@ class CppHandler:
         return f"static_cast<{ctype(dtype)}>({x})"
 
     def masked(self, mask, body, other) -> CppValue:
+        known = _truth(mask)
+        if known:  # (a mask the loop ranges decide: the body is plain code here...)
+            return body()
         # The body runs only where the mask holds, so it never loads out of bounds.
         inner_lines: list[str] = []
-        child = CppHandler(self.printer, inner_lines, self.indent + "    ")
+        child = CppHandler(self.printer, inner_lines, self.indent + "    ", self.ranges)
         child.cse = dict(self.cse)
         with set_handler(child):
             value = body()
+        if known is False:  # (... or never runs: only its dtype was wanted)
+            return CppValue(cpp_constant(other, value.dtype), value.dtype)
         name = self.printer.new_var("masked")
         t = ctype(value.dtype)
         self.lines.append(f"{self.indent}{t} {name} = {cpp_constant(other, value.dtype)};")
@@ -225,6 +250,10 @@ class CppHandler:
         raise AttributeError(name)
 
     def _math(self, name, *args) -> CppValue:
+        if self.ranges is not None:
+            folded = self._fold(name, args)
+            if folded is not None:
+                return folded
         dtype = result_dtype(name, [a.dtype for a in args])
         operand = result_dtype("add", [a.dtype for a in args])
         a = [self._as(x, operand) for x in args]
@@ -234,6 +263,25 @@ class CppHandler:
             # hoists the reciprocal), then products — as eager's softmax does.
             return self._emit(f"({a[0]} * ({_float_one(operand)} / {a[1]}))", dtype)
         return self._emit(self._math_text(name, operand, a), dtype)
+
+    def _fold(self, name, args) -> Optional[CppValue]:
+        """The value of a comparison of index values the loop ranges decide, or of a logical op
+        over such constants; None where nothing folds."""
+        if name in _COMPARISONS and all(a.index is not None for a in args):
+            known = self.ranges.compare(name, args[0].index, args[1].index)
+            return None if known is None else _literal(known)
+        if name not in ("logical_and", "logical_or", "logical_not"):
+            return None
+        known = [_truth(a) for a in args]
+        if name == "logical_not":
+            return None if known[0] is None else _literal(not known[0])
+        absorbing = name == "logical_or"  # (true absorbs an or, false an and)
+        if absorbing in known:
+            return _literal(absorbing)
+        for k, a in zip(known, reversed(args)):
+            if k is not None:  # (the other operand decides)
+                return self.to_dtype(a, torch.bool)
+        return None
 
     def _math_text(self, name, dtype, a) -> str:
         floating = dtype.is_floating_point
@@ -250,6 +298,20 @@ class CppHandler:
                 raise CppUnsupported(f"{name} on {dtype}")
             return f"{_fn(FLOAT_FUNCTIONS[name], dtype)}({a[0]})"
         return _SPECIAL[name](dtype, floating, a)
+
+
+_COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+def _literal(value: bool) -> CppValue:
+    return CppValue("true" if value else "false", torch.bool)
+
+
+def _truth(value: CppValue) -> Optional[bool]:
+    """True or False for a bool literal, else None."""
+    if value.dtype == torch.bool and value.text in ("true", "false"):
+        return value.text == "true"
+    return None
 
 
 def _float_one(dtype):

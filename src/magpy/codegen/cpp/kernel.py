@@ -14,6 +14,7 @@ behind an ``if``, tail handling, or a row array on the heap once per thread.
 from __future__ import annotations
 
 import os
+import re
 
 import sympy
 import torch
@@ -25,10 +26,11 @@ from ..scheduler import OUTER, ROW_BUFFER_MAX_BYTES, Kernel, KernelNames
 from ..sizes import at_least, is_float_symbol
 from .columns import render_columns, wants_columns
 from .handler import CppHandler, CppValue, cpp_constant, ctype, print_index
-from .hoist import hoist_invariants
+from .hoist import hoist_columns, hoist_invariants
 from .loops import PARALLEL_MIN_WORK, PointwiseNest, both, negate
 from .prelude import PRELUDE
 from .reductions import LONG_SUM, REDUCTION_COMBINE, accumulator_dtype, reduction_init
+from .segments import LoopRanges
 
 THREADS = os.cpu_count() or 1
 
@@ -149,23 +151,64 @@ class KernelPrinter(KernelNames):
 
     def _render_pointwise(self, lines):
         k = self.kernel
-        nest = PointwiseNest.plan(k, self.produced)
+        nest = PointwiseNest.plan(k, self.produced, self.layouts)
+        parts = self._plan_parts(nest)
+        first, prologue = len(lines), []  # (column arrays, filled in front of every loop)
 
-        def body(lines, indent):
+        def body(lines, indent, ranges=None):
             start = len(lines)
-            handler = CppHandler(self, lines, indent)
+            handler = CppHandler(self, lines, indent, None if ranges is None else LoopRanges(ranges))
             for stage in k.stages:
                 for node in stage.nodes:
                     self._pointwise_node(handler, node, indent, lines)
+            if ranges is not None:
+                _drop_unused(lines, start)
             if nest.variables:  # (in front of the innermost loop, inside the others)
                 loop = start - 1
                 while loop > 0 and lines[loop - 1].strip().startswith("#pragma"):
                     loop -= 1
                 # (a 0-dim input read in front of a loop that may run no iteration: only where none is empty)
-                nonempty = all(isinstance(size, int) and size > 0 for size in nest.sizes)
-                hoist_invariants(lines, start, loop, str(nest.variables[nest.order[-1]]), loads=nonempty)
+                inner = nest.variables[nest.order[-1]]
+                if ranges is None:
+                    nonempty = all(isinstance(size, int) and size > 0 for size in nest.sizes)
+                else:
+                    nonempty = all(hi > lo for lo, hi in ranges.values())
+                start += hoist_invariants(lines, start, loop, str(inner), loads=nonempty)
+                if ranges is not None and nonempty and \
+                        prod(hi - lo for v, (lo, hi) in ranges.items() if v != inner) > 1:
+                    hoist_columns(lines, start, str(inner), *ranges[inner], prologue)
 
-        nest.render(self, lines, "    ", body)
+        def after(lines, loop_line, start, variable, ranges, in_front, inside):
+            # (the same one loop up: in front of a loop around the innermost, or in a column array)
+            nonempty = all(hi > lo for lo, hi in ranges.values())
+            if in_front:
+                start += hoist_invariants(lines, start, loop_line, str(variable), loads=nonempty,
+                                          nested_loops=True)
+            if inside and nonempty and prod(hi - lo for v, (lo, hi) in ranges.items() if v != variable) > 1:
+                hoist_columns(lines, start, str(variable), *ranges[variable], prologue)
+
+        if parts is None:
+            nest.render(self, lines, "    ", body)
+        else:
+            nest.render_parts(self, lines, "    ", parts, body, after)
+        lines[first:first] = prologue
+
+    def _plan_parts(self, nest):
+        """Where to split the loops of a pointwise kernel (``segments.py``): variable -> its parts
+        (none: the loops whole, their bodies still knowing the ranges), or None for a nest with
+        symbolic sizes or tiles, printed as before. The body is printed once, into nothing, to find
+        where its comparisons of indices change."""
+        if nest.tile is not None or not nest.variables or not is_static(nest.sizes):
+            return None
+        ranges = LoopRanges({v: (0, size) for v, size in zip(nest.variables, nest.sizes)}, planning=True)
+        handler = CppHandler(self, [], "", ranges)
+        for stage in self.kernel.stages:
+            for node in stage.nodes:
+                with set_handler(handler):
+                    value = self.kernel.evaluate(node)
+                self.stage_locals[node.name] = value.text
+        self.stage_locals = {}
+        return ranges.split([nest.variables[i] for i in nest.order])
 
     def _pointwise_node(self, handler, node, indent, lines):
         with set_handler(handler):
@@ -375,6 +418,27 @@ class KernelPrinter(KernelNames):
             f"{indent}    {acc}_index = {self.inner_linear()};",
             f"{indent}}}",
         ]
+
+
+_DECLARATION = re.compile(r"^\s*[A-Za-z_][\w:]*(?:<[\w:, ]*>)?\s+([A-Za-z_]\w*) = .*;$")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _drop_unused(lines: list, start: int) -> None:
+    """Drop the declarations of ``lines[start:]`` (a loop body: every statement is a declaration
+    of a value, a store or a masked block) whose names nothing else there uses: the index
+    arithmetic of comparisons the loop ranges decided."""
+    while True:
+        counts: dict[str, int] = {}
+        for line in lines[start:]:
+            for name in _NAME.findall(line):
+                counts[name] = counts.get(name, 0) + 1
+        unused = [k for k in range(start, len(lines))
+                  if (m := _DECLARATION.match(lines[k])) and counts.get(m.group(1)) == 1]
+        if not unused:
+            return
+        for k in reversed(unused):
+            del lines[k]
 
 
 def _parallel_pragma(pragma: str, parallel):

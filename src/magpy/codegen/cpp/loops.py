@@ -103,9 +103,9 @@ class PointwiseNest:
         return printer.at_least(prod(self.sizes), POINTWISE_PARALLEL_MIN_WORK)
 
     @staticmethod
-    def plan(kernel, produced: set[str]) -> "PointwiseNest":
+    def plan(kernel, produced: set[str], layouts=None) -> "PointwiseNest":
         variables, sizes = kernel.outer_vars, list(kernel.outer)
-        nest = PointwiseNest(variables, sizes, loop_order(kernel, produced))
+        nest = PointwiseNest(variables, sizes, loop_order(kernel, produced, layouts))
         if len(variables) >= 2:
             nest._plan_tile(kernel, produced)
         return nest
@@ -160,6 +160,56 @@ class PointwiseNest:
         inner = self.open(printer, lines, indent)
         body(lines, inner)
         self.close(lines, inner)
+
+    def render_parts(self, printer, lines, indent: str, parts: dict, body, after=None) -> None:
+        """Emit the loops with each variable of ``parts`` looping over its parts one after the
+        other (``segments.py``), and ``body(lines, indent, ranges)`` inside each combination,
+        ``ranges`` giving every variable's range there. For static sizes without tiles only. Threads
+        share the outermost loops that are not split (collapsed), or each part of the outermost.
+
+        ``after(lines, loop_line, body_start, variable, ranges, lines_in_front, lines_inside)``
+        runs once each loop around the innermost is printed but for its closing brace (its body
+        ``lines[body_start:]``, opened at ``lines[loop_line]``, ``ranges`` those of it and the
+        loops around it); ``lines_in_front``/``lines_inside``: whether lines may go in front of the
+        loop or at the start of its body (not between loops OpenMP collapses)."""
+        variables = [self.variables[i] for i in self.order]
+        sizes = {v: s for v, s in zip(self.variables, self.sizes)}
+        parallel = self.parallel(printer)
+        whole = 0  # (the outer loops not split, collapsed into one parallel loop)
+        while whole < len(variables) - 1 and variables[whole] not in parts:
+            whole += 1
+
+        def pragma(level):
+            if level == len(variables) - 1:
+                if parallel and len(variables) == 1:
+                    return "omp parallel for simd schedule(static)"
+                return "omp simd"
+            if not parallel:
+                return None
+            if level == 0 and whole:
+                return "omp parallel for" + (f" collapse({whole})" if whole > 1 else "")
+            if level == 0:
+                return "omp parallel for"
+            return None
+
+        def emit(level, indent, ranges):
+            if level == len(variables):
+                body(lines, indent, ranges)
+                return
+            v = variables[level]
+            collapsed = whole if parallel and whole > 1 else 0
+            for lo, hi in parts.get(v, [(0, sizes[v])]):
+                loop_line = len(lines)
+                if (p := pragma(level)) is not None:
+                    lines.append(f"{indent}#pragma {p}")
+                lines.append(f"{indent}for (int64_t {v} = {lo}; {v} < {hi}; {v}++) {{")
+                emit(level + 1, indent + "    ", {**ranges, v: (lo, hi)})
+                if after is not None and level < len(variables) - 1:
+                    after(lines, loop_line, loop_line + 1 + (p is not None), v, {**ranges, v: (lo, hi)},
+                          level == 0 or level >= collapsed, level >= collapsed - 1)
+                lines.append(f"{indent}}}")
+
+        emit(0, indent, {})
 
     def _render_split_tiles(self, printer, lines, indent, body):
         """Tiles of symbolic dims: a full tile (all but the last along each dim) loops over
@@ -306,11 +356,21 @@ class PointwiseNest:
         return scalar, call
 
 
-def loop_order(kernel, produced=()) -> list[int]:
-    """The kernel's dims, outermost first: by decreasing stride of its first stored buffer.
+def loop_order(kernel, produced=(), layouts=None) -> list[int]:
+    """The kernel's dims, outermost first: by decreasing stride of its first stored buffer, then
+    the innermost chosen by what the walk costs.
 
-    When that leaves a short dim innermost (the 3 channels of a channels-last image), a dim
-    that some load walks contiguously and that is long enough to vectorize goes innermost.
+    Given the buffers' ``layouts`` (C++ kernels), the innermost is the dim along which the
+    kernel's reads and writes together cost clearly least (``_walk_cost``), if any does: a
+    channels-last max pool over an NCHW input walked channels innermost, reading each of its 9
+    window elements 1024 floats apart; a batch norm's ELU over a channels-last convolution, padded
+    and stored in both layouts, walked the NCHW rows (a strided read and a strided store: gcc
+    left the loop scalar, ``expm1f`` and all); a bilinear gradient over 8 channels walked the rows,
+    because a read of its row positions walks them.
+
+    Without (Triton's blocks): when the store's order leaves a short dim innermost (the 3 channels
+    of a channels-last image), a dim that some load walks contiguously and that is long enough to
+    vectorize goes innermost.
     """
     variables = kernel.outer_vars
     natural = list(range(len(variables)))
@@ -324,6 +384,8 @@ def loop_order(kernel, produced=()) -> list[int]:
         if coeffs is not None:
             order = sorted(natural, key=lambda i: (-abs(estimate(coeffs[i])), i))
         break
+    if layouts is not None:
+        return _cheapest_innermost(kernel, produced, order, layouts)
     sizes = kernel.outer
     if at_least(sizes[order[-1]], TILE) is not False:
         return order
@@ -336,3 +398,75 @@ def loop_order(kernel, produced=()) -> list[int]:
                 if coeffs[i] == 1 and at_least(sizes[i], TILE) is not False:
                     return [d for d in order if d != i] + [i]
     return order
+
+
+# Elements of 4 bytes in a vector register (AVX2): a dim this long fills one.
+VECTOR_FLOATS = 8
+VECTOR_BYTES = 32
+CACHE_LINE = 64
+# Another walk is taken when it costs less than this fraction of the current one.
+CHEAPER = 0.9
+
+
+def _cheapest_innermost(kernel, produced, order: list[int], layouts) -> list[int]:
+    """``order`` with the innermost dim replaced by the one, at least a vector long, whose walk
+    costs clearly less (``_walk_cost``; a shorter dim's walk, which does not vectorize, costs as
+    scalar code), or ``order`` as it is."""
+    sizes = kernel.outer
+    accesses = _accesses(kernel, produced, layouts)
+    if not accesses:
+        return order
+    inner = order[-1]
+    current = _walk_cost(accesses, inner, sizes)
+    candidates = [d for d in order[:-1] if at_least(sizes[d], VECTOR_FLOATS) is not False]
+    if not candidates:
+        return order
+    best = min(candidates, key=lambda d: _walk_cost(accesses, d, sizes))
+    if _walk_cost(accesses, best, sizes) >= CHEAPER * current:
+        return order
+    return [d for d in order if d != best] + [best]
+
+
+def _accesses(kernel, produced, layouts) -> list[tuple[list, int, bool]]:
+    """(coefficients of the loop variables, element size, whether a tile could stage it) of every
+    store to memory and every direct read of a buffer the kernel does not produce, masked ones
+    included (a read's element size from ``layouts``, 4 bytes where it is not there)."""
+    variables = kernel.outer_vars
+    accesses = []
+    for node in kernel.nodes:
+        if kernel.storage.get(node.name) == "memory":
+            coeffs = linear_coefficients(kernel.store_index(node), variables)
+            if coeffs is not None:
+                accesses.append((coeffs, node.layout.dtype.itemsize, False))
+        handler = DependencyHandler()
+        with set_handler(handler):
+            kernel.evaluate(node)
+        for name, index, indirect in handler.reads:
+            if indirect or name in produced:
+                continue
+            coeffs = linear_coefficients(sympy.expand(index), variables)
+            if coeffs is not None:
+                itemsize = layouts[name].dtype.itemsize if name in layouts else 4
+                accesses.append((coeffs, itemsize, (name, index) in handler.unmasked))
+    return accesses
+
+
+def _walk_cost(accesses, d: int, sizes) -> float:
+    """What walking dim ``d`` innermost costs per element, summed over the accesses: nothing for
+    one that does not move, a vector's share for a contiguous one (a whole element where ``d`` is
+    shorter than a vector), and for a strided one an element's own load or store (gcc builds such
+    vectors element by element, when it vectorizes the loop at all) plus the share of a cache line
+    it crosses. A read that steps along ``d`` while another long dim walks it contiguously is
+    counted as contiguous: a tile stages it."""
+    vector = VECTOR_BYTES if at_least(sizes[d], VECTOR_FLOATS) is not False else 0
+    total = 0.0
+    for coeffs, itemsize, stageable in accesses:
+        step = abs(estimate(coeffs[d]))
+        if step > 1 and stageable and any(coeffs[e] == 1 and e != d and at_least(sizes[e], TILE) is not False
+                                          for e in range(len(coeffs))):
+            step = 1
+        if step == 1:
+            total += itemsize / vector if vector else 1
+        elif step:
+            total += 1 + min(step * itemsize, CACHE_LINE) / CACHE_LINE
+    return total

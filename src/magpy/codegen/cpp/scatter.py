@@ -21,10 +21,11 @@ its iterations then update distinct elements.
 """
 from __future__ import annotations
 
-from ..ir import prod
+from ..ir import is_static, prod
 from ..ops import set_handler
 from ..scheduler import ScatterKernel
 from .handler import CppHandler
+from .hoist import hoist_columns, hoist_invariants
 from .kernel import KernelPrinter
 from .loops import PARALLEL_MIN_WORK, both
 
@@ -38,6 +39,12 @@ class ScatterPrinter(KernelPrinter):
         return "#include <omp.h>\n" + super().render(name)
 
     def _render_pointwise(self, lines):
+        first = len(lines)
+        self.prologue = []
+        self._render_nests(lines)
+        lines[first:first] = self.prologue
+
+    def _render_nests(self, lines):
         k = self.kernel
         disjoint = k.disjoint()
         lead = next((i for i, d in enumerate(disjoint) if not d), len(disjoint))
@@ -66,7 +73,9 @@ class ScatterPrinter(KernelPrinter):
         single = vector and parallel == len(variables) == 1  # (one loop: parallel and vectorized)
         if vector and parallel == len(variables) > 1:
             parallel -= 1  # (the innermost loop is the vectorized one)
+        loop = len(lines)
         for depth, (v, s) in enumerate(zip(variables, sizes)):
+            loop = len(lines)
             if depth == 0 and parallel:
                 pragma = "omp parallel for simd" if single else \
                     "omp parallel for" + (f" collapse({parallel})" if parallel > 1 else "")
@@ -77,7 +86,14 @@ class ScatterPrinter(KernelPrinter):
                 lines.append(f"{indent}#pragma omp simd")
             lines.append(f"{indent}for (int64_t {v} = 0; {v} < {self.size(s)}; {v}++) {{")
             indent += "    "
+        start = len(lines)
         self._updates(lines, indent, atomic)
+        if len(variables) > 1 and is_static(sizes) and all(s > 0 for s in sizes):
+            # (a bilinear gradient's source rows in front of the loop over columns, when that loop
+            # is not one OpenMP collapses; its columns' positions and weights once per kernel)
+            if parallel < len(variables):
+                start += hoist_invariants(lines, start, loop, str(variables[-1]))
+            hoist_columns(lines, start, str(variables[-1]), 0, sizes[-1], self.prologue)
         self._close(lines, len(variables), indent)
 
     def _updates(self, lines, indent, atomic: bool):

@@ -1,0 +1,73 @@
+"""Time every generated C++ kernel of a zoo model's CPU training step (1 thread): per-kernel totals per step.
+
+Usage: scratch/kernel_times_cpu.py MODEL [STEPS] [TOP]
+Patches ``WrapperWriter.write`` so each kernel callable is wrapped by a timer (adds ~1 us a call).
+"""
+import collections
+import copy
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import magpy
+from magpy import zoo
+from magpy.codegen import wrapper
+from magpy.measure.bench.runners import tensors_of
+
+torch.set_num_threads(1)
+name = sys.argv[1]
+steps = int(sys.argv[2]) if len(sys.argv) > 2 else 50
+top = int(sys.argv[3]) if len(sys.argv) > 3 else 40
+TIMES = collections.Counter()
+CALLS = collections.Counter()
+ON = [False]
+original = wrapper.WrapperWriter.write
+
+
+def timed(kname, fn):
+    def call(*args):
+        if not ON[0]:
+            return fn(*args)
+        t0 = time.perf_counter_ns()
+        r = fn(*args)
+        TIMES[kname] += time.perf_counter_ns() - t0
+        CALLS[kname] += 1
+        return r
+    return call
+
+
+def write(self, kernels, eager, general=None):
+    kernels = {k: timed(k, v) for k, v in kernels.items()}
+    return original(self, kernels, eager, general)
+
+
+wrapper.WrapperWriter.write = write
+m, inp = zoo.get(name).make("small", "cpu")
+m.train()
+outs = [t for t in tensors_of(copy.deepcopy(m)(*inp)) if t.requires_grad]
+targets = [torch.randn_like(t) for t in outs]
+fwd = magpy.compile(m)
+opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+
+
+def step():
+    opt.zero_grad(set_to_none=True)
+    out = [t for t in tensors_of(fwd(*inp)) if t.requires_grad]
+    loss = sum(F.mse_loss(o, t) for o, t in zip(out, targets))
+    loss.backward()
+    opt.step()
+
+
+for _ in range(5):
+    step()
+ON[0] = True
+t0 = time.perf_counter()
+for _ in range(steps):
+    step()
+total = (time.perf_counter() - t0) / steps * 1e3
+kern = sum(TIMES.values()) / steps / 1e6
+print(f"{name}: {total:.2f} ms/step, kernels {kern:.2f} ms/step ({len(TIMES)} kernels)")
+for k, v in TIMES.most_common(top):
+    print(f"  {v / steps / 1e3:8.1f} us  x{CALLS[k] // steps}  {k}")
