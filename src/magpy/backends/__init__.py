@@ -189,14 +189,6 @@ def _replayed(fn, example_inputs, options: dict, report=None, writes=()):
     return wrap(fn, example_inputs, writes=writes)
 
 
-def _statistics(gm) -> tuple:
-    """The inputs the graph as captured may write without a version bump: batch norm's running
-    statistics (other writes bump versions, which a replay sees)."""
-    from .versions import batch_norm_statistics
-
-    return tuple(batch_norm_statistics(gm))
-
-
 def _writes(report, example_inputs) -> Optional[tuple]:
     """Positions among ``example_inputs`` of the inputs the compiled graph writes into: those its
     (forward) graph's ``report`` names, where that graph takes the inputs as they come (AOTAutograd
@@ -260,16 +252,20 @@ def _compile_for_device(gm, example_inputs, options: dict):
     from ..codegen.devices import NotServed, select
     from .attention import fuse_attention
     from .scalar_tensors import tensor_values_as_arithmetic
+    from .versions import batch_norm_statistics, keeping_versions
 
     tensor_values_as_arithmetic(gm)
     fuse_attention(gm, example_inputs)
+    # (inputs the graph as captured writes without a version bump, which a replay must be told of; the
+    # compiled graph keeps their versions as eager does)
+    statistics = tuple(batch_norm_statistics(gm))
     try:
         # (before Dynamo is imported, which imports triton: Triton on CPU tensors needs its
         # interpreter chosen before that)
         mode = select(example_inputs, options.get("codegen"))
     except NotServed as why:
         record_fallback(gm, str(why))
-        return _replayed(gm.forward, example_inputs, options, writes=_statistics(gm))
+        return _replayed(gm.forward, example_inputs, options, writes=statistics)
     from torch._dynamo.backends.common import aot_autograd
 
     from ..codegen.decompositions import decomposition_table
@@ -294,7 +290,7 @@ def _compile_for_device(gm, example_inputs, options: dict):
         compiled = backend(gm, example_inputs)
     if forward and forward[0].graph_fallback:
         # The decomposed graph would run op by op: slower than the ops as captured.
-        return _replayed(gm.forward, example_inputs, options, writes=_statistics(gm))
+        return _replayed(gm.forward, example_inputs, options, writes=statistics)
     if forward and _has_symbolic_sizes(example_inputs) and not forward[0].symbolic:
         # asked for every size, the trace came out for this one (a size it fixed without saying so, a
         # float a fake kernel read): the ops as captured serve every size and value
@@ -304,9 +300,7 @@ def _compile_for_device(gm, example_inputs, options: dict):
 
     # Replayed before it is timed: the timing's synchronisations cannot run inside a capture.
     report = forward[0] if forward else None
-    from .versions import batch_norm_statistics, keeping_versions
-
-    compiled = keeping_versions(compiled, batch_norm_statistics(gm))
+    compiled = keeping_versions(compiled, statistics)
     writes = _writes(report, example_inputs)
     whole = compiled if pool is not None else _replayed(compiled, example_inputs, options, report, writes)
     return faster_of(whole, gm.forward, example_inputs,
