@@ -294,6 +294,11 @@ FOUND = [
     # a Python int past int64 taken by the graph as an input
     Case(["acc = acc + torch.tensor(1 << (21 * st.n)).float()", "acc = acc * (1 << (30 * st.n))"],
          ["pass", "pass", "st.n += 1", "pass"], backend="magpy"),
+    # one element of an input view written: the C++ loops split at that index, and the second part read the
+    # first part's stored value for the input's old elements (a replayed call filled the whole view)
+    Case(["b += 2", "a.add_(x)", "acc = acc + a * b", "a.sub_(b)", "acc = acc + a * b", "b[0] = acc[0]"],
+         ["call.views = 'same_region'", "call.views = 'disjoint'", "call.views = 'same'", "call.views = 'disjoint'"],
+         backend="magpy"),
     # an expanded view (elements sharing memory) written in place
     Case(["b.mul_(1)", "a[0] = acc[0]", "acc = acc + a * b", "b.clamp_(min=0)"],
          ["call.views = 'separate'", "call.views = 'same_region'", "call.views = 'expanded'", "pass"],

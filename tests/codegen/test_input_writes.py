@@ -216,6 +216,22 @@ def test_a_read_after_the_write_sees_the_new_values(mode):
     run_both(f, [torch.randn(33), torch.randn(33)], mode)
 
 
+@pytest.mark.parametrize("write", [
+    lambda x, y: x.__setitem__(0, y[0]),
+    lambda x, y: x.__setitem__(slice(2, 5), y[:3]),
+    lambda x, y: x[1:-1].add_(y[1:-1]),
+    lambda x, y: x[::3].mul_(2),
+], ids=["one element", "a slice", "all but the ends", "every third"])
+def test_a_write_of_some_elements_keeps_the_others(mode, write):
+    # (the value is a select of the new and the old elements by index: the C++ loops split where the
+    # answer changes, and each part reads the input's old elements itself)
+    def f(x, y):
+        write(x, y)
+        return y + 1
+
+    run_both(f, [torch.randn(9), torch.randn(9)], mode, graph=functional, calls=3)
+
+
 def test_a_value_computed_from_the_old_values_and_used_after_the_write_keeps_them(mode):
     def f(x, y):
         old = x + 1   # (lazy until its use after the write)

@@ -156,6 +156,9 @@ class KernelPrinter(KernelNames):
         first, prologue = len(lines), []  # (column arrays, filled in front of every loop)
 
         def body(lines, indent, ranges=None):
+            # (each part of split loops prints the body anew: a value stored in one part is no local of
+            # the next, where an input written in place still holds its old values)
+            self.stage_locals = {}
             start = len(lines)
             handler = CppHandler(self, lines, indent, None if ranges is None else LoopRanges(ranges))
             for stage in k.stages:
