@@ -115,3 +115,50 @@ def test_random_graphs_match_eager_in_triton(program, rows, cols, transposed, dt
     x = torch.randn(rows, cols, dtype=dtype)
     y = torch.randn(cols, rows, dtype=dtype).t() if transposed else torch.randn(rows, cols, dtype=dtype)
     check(build(program), x, y, mode="triton")
+
+
+# In-place writes into an input of some of its elements, after a random program, compiled as a user's
+# function is (AOTAutograd keeps the write in the graph as a ``copy_`` of a select of new and old elements by
+# index: ``input_writes.py``; the C++ loops split where that answer changes). Each call's inputs are fresh.
+def _write_one_element(x, v):
+    x[0, 0] = v[0, 0]
+
+
+def _write_first_column(x, v):
+    x[:, 0] = v[:, 0]
+
+
+WRITES = {
+    "one element": _write_one_element,
+    "first row": lambda x, v: x[:1].copy_(v[:1]),
+    "first column": _write_first_column,
+    "inner block": lambda x, v: x[1:-1, 1:-1].add_(v[1:-1, 1:-1]),
+    "every other row": lambda x, v: x[::2].mul_(v[::2]),
+    "last column": lambda x, v: x[:, -1:].sub_(v[:, -1:]),
+    "whole": lambda x, v: x.copy_(v),
+}
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=steps, write=st.sampled_from(sorted(WRITES)), reads_x=st.booleans(), rows=st.sampled_from([1, 3, 8]),
+       cols=st.sampled_from([1, 5, 17]), dtype=st.sampled_from([torch.float32, torch.float64]))
+def test_random_writes_into_an_input_match_eager(program, write, reads_x, rows, cols, dtype):
+    # (reads_x: the value is computed from the written input's old elements too, else only from the other
+    # input, so that the write's kernel is the one computing it)
+    import magpy
+
+    def fn(x, y):
+        values = build(program)(x.clone() if reads_x else y.flip(0), y)
+        WRITES[write](x, torch.broadcast_to(values[-1], x.shape))
+        return values
+
+    magpy.reset()
+    compiled = magpy.compile(fn, backend="magpy")
+    for call in range(3):
+        torch.manual_seed(call)
+        x, y = torch.randn(rows, cols, dtype=dtype), torch.randn(rows, cols, dtype=dtype)
+        ours, theirs = x.clone(), x.clone()
+        expected, actual = fn(theirs, y), compiled(ours, y)
+        torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"call {call}: {m}")
+        torch.testing.assert_close(ours, theirs, equal_nan=True, msg=lambda m: f"the input after call {call}: {m}")
+    assert compiled.stats.graphs >= 1 and compiled.stats.eager_calls == 0, compiled.stats
