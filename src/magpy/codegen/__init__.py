@@ -296,7 +296,7 @@ def _exec_wrapper(source: str, namespace: dict, report: CompileReport) -> Callab
 def _cpp_kernels(kernels, lowering, outputs, mode):
     """(callables, parameter buffers, sources, size symbols, names of the kernels returning an
     error code) of C++ kernels, or of the reference evaluator (which raises the error itself)."""
-    from .compile_cache import WIDE_VECTORS, compile_sources, load_function
+    from .compile_cache import WIDE_VECTORS, compile_kernels, load_function
     from .cpp.kernel import kernel_source, render_kernel
     from .cpp.scatter import render_scatter
     from .reference import ReferenceKernel
@@ -312,11 +312,10 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
         if checks:
             checked.add(kernel.name)
     if mode == "cpp":
-        sources = [kernel_source(bodies[k.name]) for k in kernels]
-        extra = [WIDE_VECTORS if _vector_math(k) else () for k in kernels]
-        paths = compile_sources(sources, extra_flags=extra)
-        for kernel, path in zip(kernels, paths):
-            callables[kernel.name] = load_function(path, kernel.name, len(params[kernel.name]),
+        paths = compile_kernels([(k.name, bodies[k.name], WIDE_VECTORS if _vector_math(k) else ()) for k in kernels],
+                                kernel_source)
+        for kernel in kernels:
+            callables[kernel.name] = load_function(paths[kernel.name], kernel.name, len(params[kernel.name]),
                                                    [float if is_float_symbol(s) else int for s in sizes[kernel.name]],
                                                    kernel.name in checked)
     else:

@@ -1,0 +1,61 @@
+"""Cold first two CPU training steps of zoo models (fresh caches, 1 thread for the steps): seconds per
+step, and how many of them gcc took (kernels compiled, gcc processes, their wall seconds).
+
+Usage: scratch/first_cpu.py MODEL [MODEL ...] [--profile]"""
+import copy, cProfile, os, pstats, sys, tempfile, time
+root = tempfile.mkdtemp()
+for var in ("MAGPY_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
+    os.environ[var] = os.path.join(root, var.lower())
+import torch
+import torch.nn.functional as F
+import magpy
+from magpy import zoo
+from magpy.codegen import compile_cache
+from magpy.measure.bench.runners import tensors_of
+
+torch.set_num_threads(1)
+gcc = {"seconds": 0.0, "calls": 0, "sources": 0}
+_orig = compile_cache.compile_sources
+
+
+def timed(sources, *a, **k):
+    t = time.perf_counter()
+    try:
+        return _orig(sources, *a, **k)
+    finally:
+        gcc["seconds"] += time.perf_counter() - t
+        gcc["calls"] += 1
+        gcc["sources"] += len(sources)
+
+
+compile_cache.compile_sources = timed
+profile = "--profile" in sys.argv
+for name in [a for a in sys.argv[1:] if not a.startswith("--")]:
+    magpy.reset()
+    m, inp = zoo.get(name).make("small", "cpu")
+    m.train()
+    outs = [t for t in tensors_of(copy.deepcopy(m)(*inp)) if t.requires_grad]
+    targets = [torch.randn_like(t) for t in outs]
+    fwd = magpy.compile(m)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        out = [t for t in tensors_of(fwd(*inp)) if t.requires_grad]
+        loss = sum(F.mse_loss(o, t) for o, t in zip(out, targets))
+        loss.backward()
+        opt.step()
+
+    prof = cProfile.Profile() if profile else None
+    times = []
+    for i in range(3):
+        if prof and i < 2:
+            prof.enable()
+        t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
+        if prof and i < 2:
+            prof.disable()
+    print(f"{name}: steps {' '.join(f'{s:.2f}' for s in times)} s; first two {sum(times[:2]):.1f} s; "
+          f"gcc {gcc['seconds']:.1f} s over {gcc['sources']} kernels in {gcc['calls']} graphs", flush=True)
+    gcc.update(seconds=0.0, calls=0, sources=0)
+    if prof:
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
