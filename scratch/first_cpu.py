@@ -29,7 +29,8 @@ def timed(sources, *a, **k):
 
 
 compile_cache.compile_sources = timed
-profile = "--profile" in sys.argv
+profile = "--profile" in sys.argv or "--profile2" in sys.argv
+only_second = "--profile2" in sys.argv
 for name in [a for a in sys.argv[1:] if not a.startswith("--")]:
     magpy.reset()
     m, inp = zoo.get(name).make("small", "cpu")
@@ -49,7 +50,7 @@ for name in [a for a in sys.argv[1:] if not a.startswith("--")]:
     prof = cProfile.Profile() if profile else None
     times = []
     for i in range(3):
-        if prof and i < 2:
+        if prof and i < 2 and (i == 1 or not only_second):
             prof.enable()
         t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
         if prof and i < 2:
