@@ -40,13 +40,26 @@ def test_small_kernels_share_one_object_and_each_is_found_by_its_name(objects):
     assert [call(paths[f"k{i}"], f"k{i}", 100) for i in range(6)] == [100 + i for i in range(6)]
 
 
-def test_large_sources_are_split_over_the_cores_evenly(objects):
-    kernels = [(f"k{i}", adder(f"k{i}", i, padding=compile_cache.CHUNK_MIN_CHARS // 2), ()) for i in range(8)]
-    paths = compile_cache.compile_kernels(kernels, kernel_source, jobs=3)
-    assert len(objects) == 3
-    sizes = sorted(sum(1 for p in paths.values() if p == path) for path in set(paths.values()))
-    assert sizes == [2, 3, 3]
+def test_an_object_starts_compiling_once_its_kernels_fill_it_and_the_rest_is_split_over_the_cores(objects):
+    build = compile_cache.KernelBuild(kernel_source, jobs=3)
+    quarter = compile_cache.CHUNK_CHARS // 4
+    for i in range(4):
+        assert objects == []
+        build.add(f"k{i}", adder(f"k{i}", i, padding=quarter + 80))
+    assert len(objects) == 1  # (gcc runs while the graph's later kernels are printed)
+    for i in range(4, 6):
+        build.add(f"k{i}", adder(f"k{i}", i, padding=compile_cache.CHUNK_MIN_CHARS))
+    paths = build.finish()
+    assert len(objects) == 3  # (the two left: one object each, on cores of their own)
+    assert len({paths[f"k{i}"] for i in range(4)}) == 1 and paths["k4"] != paths["k5"]
     assert all(call(paths[name], name, 0) == int(name[1:]) for name in paths)
+
+
+def test_a_kernel_gcc_rejects_fails_the_build_naming_the_error(objects):
+    with pytest.raises(compile_cache.CompileError, match="undeclared|not declared"):
+        compile_cache.compile_kernels([("good", adder("good", 1), ()),
+                                       ("bad", 'extern "C" void bad(int64_t* out) { out[0] = missing; }', ())],
+                                      kernel_source)
 
 
 def test_kernels_wanting_other_flags_get_an_object_of_their_own(objects):

@@ -296,7 +296,7 @@ def _exec_wrapper(source: str, namespace: dict, report: CompileReport) -> Callab
 def _cpp_kernels(kernels, lowering, outputs, mode):
     """(callables, parameter buffers, sources, size symbols, names of the kernels returning an
     error code) of C++ kernels, or of the reference evaluator (which raises the error itself)."""
-    from .compile_cache import WIDE_VECTORS, compile_kernels, load_function
+    from .compile_cache import WIDE_VECTORS, KernelBuild, load_function
     from .cpp.kernel import kernel_source, render_kernel
     from .cpp.scatter import render_scatter
     from .reference import ReferenceKernel
@@ -304,6 +304,7 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
     from .sizes import is_float_symbol
 
     params, bodies, callables, sizes, checked = {}, {}, {}, {}, set()
+    build = KernelBuild(kernel_source) if mode == "cpp" else None  # (gcc starts while later kernels print)
     for kernel in kernels:
         render = render_scatter if isinstance(kernel, ScatterKernel) else render_kernel
         body, kernel_params, sizes[kernel.name], checks = render(kernel, lowering.layouts, outputs)
@@ -311,9 +312,10 @@ def _cpp_kernels(kernels, lowering, outputs, mode):
         bodies[kernel.name] = body
         if checks:
             checked.add(kernel.name)
-    if mode == "cpp":
-        paths = compile_kernels([(k.name, bodies[k.name], WIDE_VECTORS if _vector_math(k) else ()) for k in kernels],
-                                kernel_source)
+        if build is not None:
+            build.add(kernel.name, body, WIDE_VECTORS if _vector_math(kernel) else ())
+    if build is not None:
+        paths = build.finish()
         for kernel in kernels:
             callables[kernel.name] = load_function(paths[kernel.name], kernel.name, len(params[kernel.name]),
                                                    [float if is_float_symbol(s) else int for s in sizes[kernel.name]],

@@ -86,65 +86,86 @@ def library_path(source: str, extra: Sequence[str] = ()) -> Path:
     return cache_dir() / f"k{source_key(source, extra)}.so"
 
 
-def compile_sources(sources: Sequence[str], jobs: int | None = None,
-                    extra_flags: Sequence[Sequence[str]] | None = None) -> list[Path]:
-    """Shared objects for ``sources`` (compiled in parallel where not cached); ``extra_flags``
-    gives each source's flags beyond the common ones."""
-    extra_flags = extra_flags or [()] * len(sources)
-    paths = [library_path(s, e) for s, e in zip(sources, extra_flags)]
-    todo = {}
-    for source, extra, path in zip(sources, extra_flags, paths):
-        if not path.exists():
-            todo[path] = (source, extra)
-    jobs = jobs or max(os.cpu_count() or 1, 1)
-    pending = list(todo.items())
-    running = []
-    errors = []
-    while pending or running:
-        while pending and len(running) < jobs:
-            path, (source, extra) = pending.pop()
-            running.append(_start(path, source, extra))
-        proc, path, tmp_so, tmp_cpp = running.pop(0)
-        _, err = proc.communicate()
-        if proc.returncode != 0:
-            errors.append(f"{path.name}: {err.decode(errors='replace')[-4000:]}")
-            _unlink(tmp_so)
-        else:
-            os.replace(tmp_so, path)
-        _unlink(tmp_cpp)
-    if errors:
-        raise CompileError("C++ compilation failed:\n" + "\n".join(errors))
-    return paths
-
-
-#: Source characters of kernels worth a shared object of their own: gcc pays about 0.2 s per object to parse
-#: the prelude's headers, and about as much again per 10,000 characters of kernels at -O3; a graph's kernels
-#: share objects (one per core at most, none smaller than this), not one each (hf_gpt2's 48 kernels:
-#: 10.4 s of gcc apart, 1.8 s in two objects).
+#: A graph's kernels share shared objects, not one each: gcc pays about 0.2 s per object to parse the
+#: prelude's headers, and about 0.15 s per 10,000 characters of kernels at -O3 (hf_gpt2's 48 kernels: 10.4 s of
+#: gcc apart, 1.8 s in two objects). ``CHUNK_CHARS`` of one set of flags make an object that starts compiling
+#: while the rest of the graph is printed; what is left at the end is split over the cores, in objects of at
+#: least ``CHUNK_MIN_CHARS``.
+CHUNK_CHARS = 48_000
 CHUNK_MIN_CHARS = 16_000
 
 
+class KernelBuild:
+    """The shared objects of one graph's kernels, compiled while the rest are printed: ``add`` queues a
+    kernel's function (its name, its source, its flags beyond the common ones); ``finish`` compiles what is
+    left and returns kernel name -> shared object. ``wrap`` makes a source file of functions joined; at most
+    ``jobs`` (one per core) gcc processes run at once."""
+
+    def __init__(self, wrap, jobs: int | None = None):
+        self.wrap = wrap
+        self.jobs = jobs or max(os.cpu_count() or 1, 1)
+        self.queued: dict[tuple, list[tuple[str, str]]] = {}
+        self.running: list[tuple[tuple, list[str]]] = []
+        self.paths: dict[str, Path] = {}
+        self.errors: list[str] = []
+
+    def add(self, name: str, body: str, extra: Sequence[str] = ()) -> None:
+        group = self.queued.setdefault(tuple(extra), [])
+        group.append((name, body))
+        if sum(len(text) for _, text in group) >= CHUNK_CHARS:
+            self._compile(tuple(extra), group)
+            self.queued[tuple(extra)] = []
+
+    def finish(self) -> dict[str, Path]:
+        for extra, members in self.queued.items():
+            total = sum(len(text) for _, text in members)
+            for chunk in _balanced(members, max(1, min(self.jobs, len(members), total // CHUNK_MIN_CHARS))):
+                self._compile(extra, chunk)
+        self.queued = {}
+        while self.running:
+            self._wait_oldest()
+        if self.errors:
+            raise CompileError("C++ compilation failed:\n" + "\n".join(self.errors))
+        return self.paths
+
+    def _compile(self, extra: tuple, members: list[tuple[str, str]]) -> None:
+        if not members:
+            return
+        source = self.wrap("\n".join(text for _, text in members))
+        path = library_path(source, extra)
+        names = [name for name, _ in members]
+        if path.exists():
+            self.paths.update(dict.fromkeys(names, path))
+            return
+        while len(self.running) >= self.jobs:
+            self._wait_oldest()
+        self.running.append((_start(path, source, extra), names))
+
+    def _wait_oldest(self) -> None:
+        job, names = self.running.pop(0)
+        error = _finish(job)
+        if error:
+            self.errors.append(error)
+        else:
+            self.paths.update(dict.fromkeys(names, job[1]))
+
+
+def _balanced(members: list, count: int) -> list[list]:
+    """``members`` (name, source) in ``count`` lists of about the same source length, each in their order."""
+    loads, bins = [0] * count, [[] for _ in range(count)]
+    for k in sorted(range(len(members)), key=lambda k: -len(members[k][1])):  # (largest to the lightest)
+        i = loads.index(min(loads))
+        loads[i] += len(members[k][1])
+        bins[i].append(k)
+    return [[members[k] for k in sorted(b)] for b in bins]
+
+
 def compile_kernels(kernels: Sequence[tuple[str, str, Sequence[str]]], wrap, jobs: int | None = None) -> dict[str, Path]:
-    """Kernel name -> the shared object holding it, for ``kernels`` (name, source of its function, its extra
-    flags): those of the same flags compiled together, ``wrap`` making a file of their joined sources, in as
-    many objects as ``jobs`` (one per core) and ``CHUNK_MIN_CHARS`` allow, compiled in parallel."""
-    jobs = jobs or max(os.cpu_count() or 1, 1)
-    groups: dict[tuple, list] = {}
+    """``KernelBuild`` of ``kernels`` (name, source, extra flags) all at once."""
+    build = KernelBuild(wrap, jobs)
     for name, body, extra in kernels:
-        groups.setdefault(tuple(extra), []).append((name, body))
-    chunks = []
-    for extra, members in groups.items():
-        total = sum(len(body) for _, body in members)
-        count = max(1, min(jobs, len(members), total // CHUNK_MIN_CHARS))
-        loads, bins = [0] * count, [[] for _ in range(count)]
-        for k in sorted(range(len(members)), key=lambda k: -len(members[k][1])):  # (largest to the lightest)
-            i = loads.index(min(loads))
-            loads[i] += len(members[k][1])
-            bins[i].append(k)
-        chunks += [(extra, [members[k] for k in sorted(b)]) for b in bins]
-    paths = compile_sources([wrap("\n".join(body for _, body in chunk)) for _, chunk in chunks], jobs,
-                            [extra for extra, _ in chunks])
-    return {name: path for (_, chunk), path in zip(chunks, paths) for name, _ in chunk}
+        build.add(name, body, extra)
+    return build.finish()
 
 
 def _start(path: Path, source: str, extra: Sequence[str]):
@@ -155,6 +176,18 @@ def _start(path: Path, source: str, extra: Sequence[str]):
     cmd = [compiler(), *flags(extra), tmp_cpp, "-o", tmp_so, *LIBS]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return proc, path, tmp_so, tmp_cpp
+
+
+def _finish(job) -> str | None:
+    """Wait for a compile ``_start`` began; its error, or None once the object is in place."""
+    proc, path, tmp_so, tmp_cpp = job
+    _, err = proc.communicate()
+    _unlink(tmp_cpp)
+    if proc.returncode != 0:
+        _unlink(tmp_so)
+        return f"{path.name}: {err.decode(errors='replace')[-4000:]}"
+    os.replace(tmp_so, path)
+    return None
 
 
 def _unlink(p):
