@@ -136,6 +136,7 @@ WRITES = {
     "every other row": lambda x, v: x[::2].mul_(v[::2]),
     "last column": lambda x, v: x[:, -1:].sub_(v[:, -1:]),
     "whole": lambda x, v: x.copy_(v),
+    "rows added at repeated indices": lambda x, v: x.index_add_(0, torch.zeros(3, dtype=torch.long), v[:1].expand(3, -1)),
 }
 
 
@@ -145,6 +146,32 @@ WRITES = {
 def test_random_writes_into_an_input_match_eager(program, write, reads_x, rows, cols, dtype):
     # (reads_x: the value is computed from the written input's old elements too, else only from the other
     # input, so that the write's kernel is the one computing it)
+    check_writes(program, write, reads_x, rows, cols, dtype, "cpp")
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(program=programs(UNARY, 3), write=st.sampled_from(sorted(WRITES)), reads_x=st.booleans(),
+       rows=st.sampled_from([1, 3]), cols=st.sampled_from([1, 5]))
+def test_random_writes_into_an_input_match_eager_in_triton_with_tuning_trials(program, write, reads_x, rows, cols):
+    # (each kernel launched with two block configs, a few times each, before the call's own launch, as tuning
+    # does on a GPU: a kernel adding into its input must find it as it was, ``runtime._kept``)
+    pytest.importorskip("triton")
+    from magpy.codegen.triton.runtime import interpreting
+
+    if not interpreting():
+        pytest.skip("triton was imported before TRITON_INTERPRET=1")
+    previous = os.environ.get("MAGPY_TRITON_TRIALS")
+    os.environ["MAGPY_TRITON_TRIALS"] = "1"
+    try:
+        check_writes(program, write, reads_x, rows, cols, torch.float32, "triton")
+    finally:
+        if previous is None:
+            del os.environ["MAGPY_TRITON_TRIALS"]
+        else:
+            os.environ["MAGPY_TRITON_TRIALS"] = previous
+
+
+def check_writes(program, write, reads_x, rows, cols, dtype, codegen):
     import magpy
 
     def fn(x, y):
@@ -153,7 +180,7 @@ def test_random_writes_into_an_input_match_eager(program, write, reads_x, rows, 
         return values
 
     magpy.reset()
-    compiled = magpy.compile(fn, backend="magpy")
+    compiled = magpy.compile(fn, backend="magpy", options={"codegen": codegen})
     for call in range(3):
         torch.manual_seed(call)
         x, y = torch.randn(rows, cols, dtype=dtype), torch.randn(rows, cols, dtype=dtype)

@@ -25,6 +25,7 @@ def test_fastest_puts_back_what_the_trials_update_in_place(monkeypatch):
         return configs[-1]
 
     monkeypatch.setattr(runtime, "_fastest", trials)
+    monkeypatch.setattr(runtime, "interpreting", lambda: False)  # (as on a GPU)
     chosen = runtime.fastest(["a", "b", "c"], lambda c: (tried.append(c), running.mul_(0.9).add_(1)), "k",
                              keep=[running])
     assert chosen == "c" and tried == ["a", "b", "c"]
@@ -67,3 +68,23 @@ def test_the_kernels_writing_running_statistics_and_scatters_are_marked(monkeypa
         scatter(torch.zeros(5), torch.tensor([0, 1, 1]), torch.ones(3))
     assert any(k.rewrites for k in made), "the scatter's kernel"
     assert not all(k.rewrites for k in made), "a kernel that only writes is not marked"
+
+
+@pytest.mark.skipif(not _triton_interpreting(), reason="Triton's interpreter is not on")
+def test_with_interpreted_trials_tuning_launches_every_config_and_buffers_end_as_eager_leaves_them(monkeypatch):
+    monkeypatch.setenv("MAGPY_TRITON_TRIALS", "1")
+    launches = []
+    launch = runtime._Launch.__call__
+    monkeypatch.setattr(runtime._Launch, "__call__", lambda self, tensors: launches.append(self.blocks) or
+                        launch(self, tensors))
+    torch.manual_seed(0)
+    ours, theirs = nn.BatchNorm1d(6).train(), nn.BatchNorm1d(6).train()
+    compiled = magpy.compile(ours, options={"codegen": "triton"})
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(40, 6)
+            torch.testing.assert_close(compiled(x), theirs(x))
+    assert len({tuple(blocks.items()) for blocks in launches}) >= 2, "two block configs tried"
+    torch.testing.assert_close(ours.running_mean, theirs.running_mean)
+    torch.testing.assert_close(ours.running_var, theirs.running_var)
+    assert ours.num_batches_tracked.item() == theirs.num_batches_tracked.item() == 3

@@ -63,3 +63,19 @@ def test_geomean_of_only_noisy_rows_is_none():
 
 def test_spread_is_half_the_interquartile_range_over_the_median():
     assert spread([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx((4.0 - 2.0) / (2 * 3.0))
+
+
+def test_every_compilers_geomean_is_over_the_rows_none_of_them_is_noisy_in():
+    def result(backend, times):
+        return BackendResult(backend, ms=sorted(times)[len(times) // 2], times_ms=list(times), samples=len(times))
+
+    rows = [ModelRow("both steady", "small", {"eager": result("eager", STEADY_EAGER),
+                                              "magpy": result("magpy", STEADY_MAGPY),
+                                              "inductor": result("inductor", STEADY_MAGPY)}),
+            ModelRow("magpy jumpy", "small", {"eager": result("eager", STEADY_EAGER),
+                                              "magpy": result("magpy", JUMPY_MAGPY),
+                                              "inductor": result("inductor", [0.5] * 9)})]
+    report = Report(meta={}, backends=["eager", "magpy", "inductor"], rows=rows)
+    for backend in ("magpy", "inductor"):   # (inductor's 4x on the second row is left out with magpy's noise)
+        summary = report.geomean(backend)
+        assert summary.value == pytest.approx(2.0, rel=2e-2) and (summary.used, summary.noisy) == (1, 1)

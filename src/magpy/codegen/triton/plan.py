@@ -5,6 +5,7 @@ launch's sizes when they are symbolic (``launch_configs``).
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from ..ir import is_static, prod
 from ..scheduler import Kernel
@@ -68,7 +69,8 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int, interpret: bool, auto
     size (those with blocks larger than the kernel left out), the same best guess first."""
     xnumel, rnumel = max(xnumel, 1), max(rnumel, 1)
     if interpret:  # (one config: the interpreter is timed by no one)
-        return [_interpreted_config(kind, xnumel, rnumel)]
+        config = _interpreted_config(kind, xnumel, rnumel)
+        return [config, *_halved(kind, config)] if interpreted_trials() else [config]
     configs = _default_configs(kind, xnumel, rnumel)
     if autotune:
         return _widened(kind, xnumel, rnumel, configs)
@@ -136,6 +138,26 @@ def _interpreted_config(kind: str, xnumel: int, rnumel: int) -> tuple:
     if kind == "persistent":
         return (max(1, min(16384 // rblock, rows)), rblock, 4)
     return (min(rows, 8), 4096, 4)
+
+
+def interpreted_trials() -> bool:
+    """``MAGPY_TRITON_TRIALS=1`` (tests and fuzzers): under the interpreter, kernels get a second block config
+    and are launched with each before one is kept, as tuning launches them on a GPU (``runtime.fastest``), so
+    that what tuning does to a kernel's buffers is checked without one."""
+    return os.environ.get("MAGPY_TRITON_TRIALS", "0") not in ("", "0")
+
+
+def _halved(kind: str, config: tuple) -> list:
+    """A second config for ``interpreted_trials``: the block that may shrink halved (a persistent kernel's
+    row and a tile's least rows stay), or none."""
+    xblock, rblock, warps = config
+    if kind in ("pointwise", "persistent") and xblock > 1:
+        return [(xblock // 2, rblock, warps)]
+    if kind == "looped" and rblock > 1:
+        return [(xblock, rblock // 2, warps)]
+    if kind == "tiled" and rblock > 1:
+        return [(xblock, rblock // 2, warps)]
+    return []
 
 
 def autotuned(plan: LaunchPlan, interpret: bool) -> LaunchPlan:

@@ -180,11 +180,12 @@ class TritonLauncher:
 
     def tune(self, tensors, numbers=()):
         """The fastest of the plan's configs on these tensors."""
-        if interpreting() or not tensors or tensors[0].device.type != "cuda":
+        if len(self.plan.configs) == 1 or not tensors or \
+                (tensors[0].device.type != "cuda" and not interpreting()):
             return self.plan.configs[0]
-        ints = (*numbers, *self.sizes)
+        ints, direct = (*numbers, *self.sizes), not interpreting()
         return fastest(self.plan.configs,
-                       lambda c: _Launch(self.fn, self.plan.kind, self.plan.xnumel, c, ints, True).trial(tensors),
+                       lambda c: _Launch(self.fn, self.plan.kind, self.plan.xnumel, c, ints, direct).trial(tensors),
                        self.__name__, [tensors[i] for i in self.rewrites])
 
 
@@ -201,7 +202,17 @@ def fastest(configs, trial, name: str, keep=()):
     if len(configs) == 1:
         return configs[0]
     with _kept(keep):
-        return _fastest(configs, trial, name)
+        return _tried(configs, trial) if interpreting() else _fastest(configs, trial, name)
+
+
+def _tried(configs, trial):
+    """Under the interpreter (``plan.interpreted_trials``): each config launched as ``_fastest`` launches it,
+    a few times, untimed; the last is kept (a config other than the first: its launches are checked too)."""
+    for config in configs:
+        again = trial(config) or (lambda: trial(config))
+        for _ in range(2):
+            again()
+    return configs[-1]
 
 
 @contextlib.contextmanager
@@ -322,12 +333,12 @@ class SymbolicLauncher:
         fn = self.kernels[kind, wide]
         ints = sizes + ((xnumel,) if kind == "pointwise" else (xnumel, rnumel))
         configs = candidate_configs(kind, xnumel, rnumel, self.interpret, self.autotune)
-        if on_gpu and len(configs) > 1:
+        if (on_gpu or self.interpret) and len(configs) > 1:
             size_class = (kind, wide, next_power_of_2(xnumel), next_power_of_2(rnumel))
             config = self.configs.get(size_class)
             if config is None:
                 config = self.configs[size_class] = fastest(
-                    configs, lambda c: _Launch(fn, kind, xnumel, c, ints, True).trial(tensors), self.__name__,
+                    configs, lambda c: _Launch(fn, kind, xnumel, c, ints, on_gpu).trial(tensors), self.__name__,
                     [tensors[i] for i in self.rewrites])
         else:
             config = configs[0]

@@ -84,11 +84,12 @@ class Geomean:
     noisy: int               # speedups left out as noisy
 
 
-def geomean(speedups: Sequence[Speedup]) -> Geomean:
+def geomean(speedups: Sequence[Speedup], left_out: int = 0) -> Geomean:
     """The geometric mean of the speedups not marked noisy, with its spread: each resample draws every row's
-    rounds again (with replacement) and takes the geomean of their medians."""
+    rounds again (with replacement) and takes the geomean of their medians. ``left_out``: speedups the caller
+    left out already (counted with the noisy ones)."""
     trusted = [s for s in speedups if s.noisy is None]
-    left_out = len(speedups) - len(trusted)
+    left_out += len(speedups) - len(trusted)
     if not trusted:
         return Geomean(None, math.inf, 0, left_out)
 

@@ -58,9 +58,20 @@ class Report:
         return [b for b in self.backends if b != "eager"]
 
     def geomean(self, backend: str) -> Geomean:
-        """``backend``'s geometric-mean speedup over the rows where it ran and is not marked noisy."""
-        speedups = [s for s in (row.speedup_stats(backend) for row in self.rows) if s is not None]
-        return geomean(speedups)
+        """``backend``'s geometric-mean speedup over the rows where it ran and no compiler's speedup is marked
+        noisy: the compilers' geomeans are over the same rows (one left out for its noise alone made another
+        compiler's geomean look lower or higher beside it)."""
+        speedups, left_out = [], 0
+        for row in self.rows:
+            own = row.speedup_stats(backend)
+            if own is None:
+                continue
+            others = (row.speedup_stats(c) for c in self.compilers() if c != backend)
+            if own.noisy is None and any(s is not None and s.noisy is not None for s in others):
+                left_out += 1
+                continue
+            speedups.append(own)
+        return geomean(speedups, left_out)
 
     def wrong(self) -> list[tuple[str, BackendResult]]:
         """(model, result) of every compiler whose outputs differed from eager's."""
@@ -277,7 +288,8 @@ def render_legend(report: Report) -> str:
     speedups = (f"×: median over interleaved rounds of eager's time / the compiler's in the same round; ±: half "
                 f"the interquartile range of those ratios. {NOISY_MARK}: too noisy to tell (±{NOISY_SPREAD:.0%} or "
                 f"more, or fewer than {NOISY_MIN_ROUNDS} rounds), left out of the geomean, whose ± comes from "
-                f"resampling rounds; (k/n): the geomean is over k of the n rows timed.")
+                f"resampling rounds; (k/n): the geomean is over k of the n rows timed, those no compiler's "
+                f"speedup is too noisy in (every compiler's geomean over the same rows).")
     if report.meta.get("train"):
         return training_legend(report) + "\n" + speedups
     return FIRST_CALLS_LEGEND + "\n" + speedups
