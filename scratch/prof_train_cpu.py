@@ -21,9 +21,9 @@ m, inp = zoo.get(name).make(size, "cpu")
 m.train()
 outs = [t for t in tensors_of(copy.deepcopy(m)(*inp)) if t.requires_grad]
 targets = [torch.randn_like(t) for t in outs]
-for mode in ("eager", "magpy"):
+for mode in sys.argv[4].split(",") if len(sys.argv) > 4 else ("eager", "magpy"):
     model = copy.deepcopy(m)
-    fwd = magpy.compile(model) if mode == "magpy" else model
+    fwd = {"magpy": magpy.compile, "inductor": torch.compile}.get(mode, lambda x: x)(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def step():

@@ -331,3 +331,34 @@ def test_a_module_compiled_by_torch_compile_is_followed_as_its_original():
     stats = differential(twins(WithCompiledPart()), fresh(lambda: (t(2, 4),)),
                          observe=lambda m: dict(m.state_dict()))
     expect_one_graph(stats)
+
+
+# ---- an item of a tensor written by calling ``__setitem__`` ----------------------------------------
+
+def writes_by_calling_setitem(x, v):
+    x.__setitem__((slice(None), 0), v[:, 0])
+    torch.Tensor.__setitem__(x, (0, 1), v[0, 1] * 2)
+    return x + 1
+
+
+def test_setitem_called_as_a_method_is_the_subscript_write_in_one_graph():
+    import magpy
+
+    for backend in ("eager", "magpy"):
+        magpy.reset()
+        compiled = magpy.compile(writes_by_calling_setitem, backend=backend)
+        for _ in range(3):
+            x, v = t(3, 4), t(3, 4)
+            ours, theirs = x.clone(), x.clone()
+            assert torch.equal(compiled(ours, v), writes_by_calling_setitem(theirs, v))
+            assert torch.equal(ours, theirs), backend
+        expect_one_graph(compiled.stats)
+
+
+def test_setitem_of_a_list_called_as_a_method_is_still_the_lists():
+    def f(xs, x):
+        xs.__setitem__(0, x * 2)
+        return xs[0] + 1
+
+    stats = differential(plain(f), fresh(lambda: ([t(), t()], t())))
+    no_internal_errors(stats)

@@ -136,6 +136,13 @@ class Calls(BuiltinMethods):
             return self.stack_result(fn, result)
         if fn is _vmap_impl:
             return None  # (its lookaside recorded the node computing the result: ``vmap``)
+        if getattr(fn, "__name__", "") == "__setitem__" and not kwargs and self.dispatched is None:
+            # ``t.__setitem__(k, v)`` or ``Tensor.__setitem__(t, k, v)``: ``t[k] = v`` spelled as a call
+            bound = _bound_self(fn)
+            item = ((bound, None), *zip(args, arg_provs)) if bound is not None else tuple(zip(args, arg_provs))
+            if len(item) == 3 and _is_tensor(item[0][0]) and (bound is not None or fn is torch.Tensor.__setitem__):
+                (obj, obj_prov), (key, key_prov), (value, prov) = item
+                return self.tensor_setitem(obj, obj_prov, key, key_prov, value, prov)
         prov = self.contract_call(fn, args, arg_provs, kwargs, kw_provs, result)
         if prov is not _NOT_WRITTEN:  # (a function marked for torch's compiler, a memoized one)
             return prov

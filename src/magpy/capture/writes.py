@@ -78,6 +78,12 @@ class Writes:
         elif obj_prov is UNKNOWN:
             self.unsupported(f"attribute {name!r} set on an object of unknown origin")
 
+    def tensor_setitem(self, obj, obj_prov, key, key_prov, value, prov):
+        """``obj[key] = value`` into a tensor, however it was spelled: a graph op."""
+        if not _is_tensor(key) and type(key_prov) is not Traced and not self.holds_traced(key):
+            self.need(key, key_prov)  # (bounds the graph computes go in as its nodes)
+        self.record(operator.setitem, (obj, key, value), (obj_prov, key_prov, prov), None, None, None)
+
     @_event(None)
     def write_item(self, obj, obj_prov, key, key_prov, value, prov):
         if self.dispatched is not None and _is_tensor(obj):
@@ -90,10 +96,7 @@ class Writes:
             self.need(key, key_prov)  # ``obj.__dict__[name] = v`` of a new object: an attribute set
             return self.write_attr(owner, None, key, value, prov)
         if _is_tensor(obj):
-            if not _is_tensor(key) and type(key_prov) is not Traced and not self.holds_traced(key):
-                self.need(key, key_prov)  # (bounds the graph computes go in as its nodes)
-            self.record(operator.setitem, (obj, key, value), (obj_prov, key_prov, prov), None, None, None)
-            return
+            return self.tensor_setitem(obj, obj_prov, key, key_prov, value, prov)
         if isinstance(obj, np.ndarray):
             if type(obj_prov) is Traced:
                 self.unsupported("writing into an array of tensor data (graph break)")
