@@ -256,3 +256,38 @@ def test_transposed_pointwise_kernels_use_2d_tiles():
     report = run(lambda x, y: (x + y.t()).sin(), x, y)
     source = report.kernel_sources[report.kernels[0]]
     assert "tl.program_id(1)" in source
+
+
+def test_a_kernel_with_no_element_to_write_is_never_launched(monkeypatch):
+    # (a static size 0: the plan's grid is one block over xnumel 1, and the kernel masks by that xnumel —
+    # launched, it stored one element past the empty buffer: a crash under the interpreter, an illegal
+    # address on a GPU)
+    from magpy.codegen.triton import runtime
+
+    launched = []
+    launch = runtime.TritonLauncher._launch
+    monkeypatch.setattr(runtime.TritonLauncher, "_launch",
+                        lambda self, config, tensors, numbers=(): launched.append(self.__name__) or
+                        launch(self, config, tensors, numbers))
+
+    def f(x, y):
+        return (x[:, 1:-1] + y[:, 1:-1]).exp(), x * 2
+
+    report = run(f, on_device(torch.randn(3, 1)), on_device(torch.randn(3, 1)))
+    assert len(report.kernels) == 2 and len(launched) == 1, (report.kernels, launched)
+
+
+def test_an_empty_block_of_an_input_written_in_place_writes_nothing():
+    import magpy
+
+    def f(x, y):
+        v = torch.relu(y)
+        x[1:-1, 1:-1].add_(v[1:-1, 1:-1])
+        return v
+
+    compiled = magpy.compile(f, options={"codegen": "triton"})
+    for _ in range(3):
+        x, y = on_device(torch.randn(3, 1)), on_device(torch.randn(3, 1))
+        ours, theirs = x.clone(), x.clone()
+        torch.testing.assert_close(compiled(ours, y), f(theirs, y))
+        torch.testing.assert_close(ours, theirs)

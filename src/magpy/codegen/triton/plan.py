@@ -33,6 +33,9 @@ class LaunchPlan:
     rnumel: object
     configs: list
     autotune: bool = False  # the wider set of configs (mode "max-autotune"): ``autotuned``
+    # No element to write (a static size 0 among the outputs' dims): never launched. (``xnumel`` is at least 1
+    # for the grid's sake, and the kernel masks by it: launched, it stored one element past an empty buffer.)
+    empty: bool = False
 
     @property
     def symbolic(self) -> bool:
@@ -52,13 +55,14 @@ def plan_launch(kernel: Kernel, interpret: bool, tile=None, kind=None) -> Launch
         if tile is not None:
             return LaunchPlan("tiled", prod(tile[0]), prod(tile[1]), [])
         return LaunchPlan((kind or "looped") if kernel.inner else "pointwise", xnumel, rnumel, [])
+    empty = xnumel == 0 or (tile is not None and 0 in (prod(t) for t in tile))
     xnumel = max(xnumel, 1)
     if tile is not None:
         kind, (xnumel, rnumel) = "tiled", (max(prod(t), 1) for t in tile)
     else:
         kind = "pointwise" if not kernel.inner else \
             "persistent" if next_power_of_2(rnumel) <= PERSISTENT_MAX else "looped"
-    return LaunchPlan(kind, xnumel, rnumel, candidate_configs(kind, xnumel, rnumel, interpret))
+    return LaunchPlan(kind, xnumel, rnumel, candidate_configs(kind, xnumel, rnumel, interpret), empty=empty)
 
 
 def candidate_configs(kind: str, xnumel: int, rnumel: int, interpret: bool, autotune: bool = False) -> list:

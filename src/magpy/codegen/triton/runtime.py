@@ -122,6 +122,8 @@ class TritonLauncher:
         return self.fn.warmup(*tensors, *numbers, *self.sizes, grid=self.grid(config), **self._options(config))
 
     def __call__(self, *args):
+        if self.plan.empty:
+            return
         split = len(args) - self.nnumbers
         tensors, numbers = args[:split], args[split:]
         compiled = self.compiled
