@@ -158,6 +158,15 @@ def between(change, world):
     exec(change, {"st": world.state, "g": world.globals, "torch": torch, "call": world.how})
 
 
+def applied(change, world):
+    """``between``; the exception the change raised, or None."""
+    try:
+        between(change, world)
+    except Exception as exc:  # noqa: BLE001 - compared across the two sides
+        return exc
+    return None
+
+
 #: torch's process-wide state a program or a change between calls may set: (name, read, write)
 GLOBAL_STATE = (
     ("default dtype", torch.get_default_dtype, torch.set_default_dtype),
@@ -207,8 +216,11 @@ def check(case):
     with global_state_kept():
         eager, compiled = World(case, False), World(case, True)
         for k, change in enumerate(case.changes):
-            between(change, eager)
-            between(change, compiled)
+            # (a drawn change may not apply: an item of a list an earlier change emptied; it fails alike on
+            # both sides, and the calls go on)
+            refused = [applied(change, eager), applied(change, compiled)]
+            if refused != [None, None]:
+                same_error(*refused, f"the change before call {k + 1}")
             before = global_state()
             want = eager.call(k)
             want_global = global_state()
