@@ -2,16 +2,15 @@
 step, and how many of them gcc took (kernels compiled, gcc processes, their wall seconds).
 
 Usage: scratch/first_cpu.py MODEL [MODEL ...] [--profile]"""
-import copy, cProfile, os, pstats, sys, tempfile, time
+import cProfile, os, pstats, sys, tempfile, time
 root = tempfile.mkdtemp()
 for var in ("MAGPY_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
     os.environ[var] = os.path.join(root, var.lower())
 import torch
-import torch.nn.functional as F
 import magpy
+from cpu_step import training_step
 from magpy import zoo
 from magpy.codegen import compile_cache
-from magpy.measure.bench.runners import tensors_of
 
 torch.set_num_threads(1)
 gcc = {"seconds": 0.0, "calls": 0, "sources": 0}
@@ -33,18 +32,7 @@ only_second = "--profile2" in sys.argv
 for name in [a for a in sys.argv[1:] if not a.startswith("--")]:
     magpy.reset()
     m, inp = zoo.get(name).make("small", "cpu")
-    m.train()
-    outs = [t for t in tensors_of(copy.deepcopy(m)(*inp)) if t.requires_grad]
-    targets = [torch.randn_like(t) for t in outs]
-    fwd = magpy.compile(m)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        out = [t for t in tensors_of(fwd(*inp)) if t.requires_grad]
-        loss = sum(F.mse_loss(o, t) for o, t in zip(out, targets))
-        loss.backward()
-        opt.step()
+    step = training_step(m, inp, magpy.compile(m))
 
     prof = cProfile.Profile() if profile else None
     times = []

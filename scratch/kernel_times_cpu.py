@@ -4,17 +4,15 @@ Usage: scratch/kernel_times_cpu.py MODEL [STEPS] [TOP]
 Patches ``WrapperWriter.write`` so each kernel callable is wrapped by a timer (adds ~1 us a call).
 """
 import collections
-import copy
 import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
 import magpy
+from cpu_step import training_step
 from magpy import zoo
 from magpy.codegen import wrapper
-from magpy.measure.bench.runners import tensors_of
 
 torch.set_num_threads(1)
 name = sys.argv[1]
@@ -45,19 +43,7 @@ def write(self, kernels, eager, general=None):
 
 wrapper.WrapperWriter.write = write
 m, inp = zoo.get(name).make("small", "cpu")
-m.train()
-outs = [t for t in tensors_of(copy.deepcopy(m)(*inp)) if t.requires_grad]
-targets = [torch.randn_like(t) for t in outs]
-fwd = magpy.compile(m)
-opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-
-
-def step():
-    opt.zero_grad(set_to_none=True)
-    out = [t for t in tensors_of(fwd(*inp)) if t.requires_grad]
-    loss = sum(F.mse_loss(o, t) for o, t in zip(out, targets))
-    loss.backward()
-    opt.step()
+step = training_step(m, inp, magpy.compile(m))
 
 
 for _ in range(5):

@@ -6,32 +6,21 @@ import copy
 import sys
 
 import torch
-import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 import magpy
+from cpu_step import training_step
 from magpy import zoo
-from magpy.measure.bench.runners import tensors_of
 
 torch.set_num_threads(1)
 name = sys.argv[1]
 size = sys.argv[2] if len(sys.argv) > 2 else "small"
 rows = int(sys.argv[3]) if len(sys.argv) > 3 else 30
 m, inp = zoo.get(name).make(size, "cpu")
-m.train()
-outs = [t for t in tensors_of(copy.deepcopy(m)(*inp)) if t.requires_grad]
-targets = [torch.randn_like(t) for t in outs]
 for mode in sys.argv[4].split(",") if len(sys.argv) > 4 else ("eager", "magpy"):
+    torch.manual_seed(0)  # (the same targets for each mode)
     model = copy.deepcopy(m)
-    fwd = {"magpy": magpy.compile, "inductor": torch.compile}.get(mode, lambda x: x)(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        out = [t for t in tensors_of(fwd(*inp)) if t.requires_grad]
-        loss = sum(F.mse_loss(o, t) for o, t in zip(out, targets))
-        loss.backward()
-        opt.step()
+    step = training_step(model, inp, {"magpy": magpy.compile, "inductor": torch.compile}.get(mode, lambda x: x)(model))
     for _ in range(5):
         step()
     with profile(activities=[ProfilerActivity.CPU]) as p:
