@@ -23,6 +23,7 @@ import bisect
 import collections
 import heapq
 import operator
+import weakref
 
 from ..interp.identity import IdentitySet
 from .guards import TruthGuard
@@ -117,7 +118,7 @@ class OutsideState:
     """The outside containers one capture saw and changed (an attribute of the capture observer)."""
 
     def __init__(self, observer):
-        self.obs = observer
+        self.obs = weakref.proxy(observer)  # (no cycle: see ``_Contents``)
         self.paths = {}     # id -> (object, the paths the program reached it by), for objects from outside
         self.entry = {}     # id -> (container, its path, its state on entry: list of items / of keys)
         self.before = {}    # id -> (container, its items before the next change) for sequences

@@ -33,7 +33,7 @@ from .guards import IdGuard, NoneGuard, TruthGuard, TypeGuard, ValueGuard
 from .places import Place
 from .mutations import OutsideState
 from .sources import ArgSource, AttrSource, Const, Expr, Source
-from .values import (Traced, UNKNOWN, _Abandon, _HEAPTYPE, _IDENTITY_TYPES, _MUTABLE_CONTAINERS, _NOT_WRITTEN, _SCALARS,
+from .values import (MadeObjects, Traced, UNKNOWN, _Abandon, _HEAPTYPE, _IDENTITY_TYPES, _MUTABLE_CONTAINERS, _NOT_WRITTEN, _SCALARS,
     _SILENT, _event, _fixed_by_construction, _held_state, _is_tensor, _library_global, _plain_data,
     _replayable_path, _same_array)
 from .state import Capture, _Contents, _TensorNodes
@@ -318,7 +318,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.cells = {}
     obs.templates = {}
     obs.sources_of = {}
-    obs.made = {}
+    obs.made = MadeObjects()
     obs.attribute_tables = {}  # id(the __dict__ of an object the call made) -> (that dict, the object)
     obs.generator_yields = {}
     obs.yielded_values = {}
@@ -364,6 +364,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
         in_users_terms(exc)  # (its traceback: the user's frames it left, not the VM's)
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
+        vm.observer = vm.returned = None  # (see below)
         return None, exc, obs.cap
     for step in (obs.finish_function_modes, obs.finish_objects, obs.finish_context_vars, obs.finish_grad_mode,
                  obs.finish_autocast, obs.finish_locks, obs.guard_conditions, obs.guard_aliasing):
@@ -389,6 +390,8 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     aliasing = aliasing_guard(tuple(source for source, _ in inputs), [t for _, t in inputs], written)
     if aliasing is not None:
         obs.guard(aliasing)
+    # (no cycle left: what the observer holds of the call's objects dies with it, when eager's would)
+    vm.observer = vm.returned = None
     return result, None, obs.cap
 
 

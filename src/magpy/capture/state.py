@@ -50,7 +50,7 @@ class _Contents(dict):
 
     def __init__(self, observer):
         super().__init__()
-        self.observer = observer
+        self.observer = weakref.proxy(observer)  # (no cycle: the observer and what the call made die when it ends)
         self.grown = {}           # id(outside list or deque) -> its ``lengths.Unread``
         self.outside = set()      # ids of outside containers whose contents are tracked here (they changed)
 

@@ -8,6 +8,7 @@ import inspect
 import itertools
 import operator
 import types
+import weakref
 
 import torch
 import numpy as np
@@ -399,3 +400,35 @@ _SHAPE_TRACED = object()  # ``dynamic_metadata`` listed a shape's elements in ``
 #: itertools functions yielding tuples of their arguments' elements (``_combinatoric``)
 _COMBINATORICS = IdentitySet([itertools.combinations, itertools.permutations,
                               itertools.combinations_with_replacement, itertools.product])
+
+
+class MadeObjects:
+    """``id -> object`` of the objects the call made, holding them no longer than the program does.
+
+    An object's lifetime can be its effect: torch's guards (``guard = torch._C._DisableFuncTorch()`` in
+    ``Tensor.__str__``) undo theirs when collected, a ``__del__`` or a weakref callback runs then. Held
+    here past the frame that dropped it, functorch stayed off until the garbage collector ran, at a moment
+    no program chose. So objects that take weak references are held weakly (a dead one's id, reused by a
+    new object, then finds nothing), the rest (lists, dicts, tuples: no finalizer of their own) strongly.
+    """
+
+    __slots__ = ("_weak", "_strong")
+
+    def __init__(self):
+        self._weak, self._strong = {}, {}
+
+    def __setitem__(self, key, obj):
+        try:
+            self._weak[key] = weakref.ref(obj)
+        except TypeError:
+            self._strong[key] = obj
+        else:
+            self._strong.pop(key, None)
+
+    def get(self, key):
+        held = self._weak.get(key)
+        if held is not None:
+            found = held()
+            if found is not None:
+                return found
+        return self._strong.get(key)

@@ -23,6 +23,8 @@ from .tracking import tracked_instrs, sync
 # the handler families register themselves in decode.HANDLERS on import; blocks installs its compiler
 from . import ops_stack, ops_operators, ops_calls, ops_control, ops_containers, ops_exceptions, ops_generators, ops_fused  # noqa: F401,E402,E501
 from . import blocks  # noqa: F401
+#: what a returned frame's locals and their provenance become
+_NO_LOCALS = ()
 CO_OPTIMIZED = 0x01
 CO_VARARGS = 0x04
 CO_VARKEYWORDS = 0x08
@@ -176,6 +178,9 @@ class VM:
             raise
         if observer is not None:
             observer.leave_frame(frame, value, None)
+        # a returned frame's locals die now, as CPython's do (``vm.returned`` keeps the frame a while): a
+        # local can be a guard whose death is its effect (``guard = torch._C._DisableFuncTorch()``)
+        frame.locals = frame.plocals = _NO_LOCALS
         return value
 
     def resume(self, frame, throw=None, plain=None):
