@@ -248,6 +248,17 @@ BATCHED = (
     "acc = acc + scan(lambda c, r: (c + r * GT, c * 2), acc, torch.stack([x, a, b]))[1].sum(0)",
 )
 
+#: objects whose death is their effect: a ``__del__`` (the program's ``Released``), torch's guard inside
+#: the text of a tensor (functorch off while it formats: a ``vmap`` of a ``vmap`` after it needs it back)
+LIFETIMES = (
+    "r = Released(st.log, {c})\ndel r\nacc = acc * len(st.log)",
+    "keep = Released(st.log, {c})\nacc = acc + keep.n",
+    "acc = acc + len(f'{{x}}')",
+    "acc = acc + float(format(x.sum(), '.2f'))",
+    "acc = acc + torch.vmap(torch.vmap(lambda u, v: u * v + GN, in_dims=(None, 0)), in_dims=(0, None))(x, acc).sum(0)",
+    "acc = acc + len(st.log)",
+)
+
 FAMILIES = {
     "stale": Family(STALE_WRITES + STALE_READS, ("st.cnt['steps'] = 0", "g['GO'].n = 5", "g['Obj'].count += 1")),
     "alias": Family(ALIAS, tuple(f"call.views = {name!r}" for name in ("disjoint", "overlap", "same",
@@ -256,6 +267,7 @@ FAMILIES = {
                     codegen=70),
     "identity": Family(IDENTITY, ("call.views = 'same'", "call.views = 'disjoint'", "st.memo.clear()")),
     "text": Family(TEXT, ("st.log.clear()",)),
+    "lifetimes": Family(LIFETIMES, ("st.log.clear()", "st.log.append(0)")),
     "grad": Family(GRAD, ("st.mod.zero_grad()", "torch.set_grad_enabled(False)", "torch.set_grad_enabled(True)"),
                    codegen=50),
     "globals": Family(GLOBALS, ("torch.set_default_dtype(torch.float64)", "torch.set_default_dtype(torch.float32)",

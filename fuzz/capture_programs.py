@@ -257,6 +257,16 @@ class Obj:
         self.n = n
 
 
+class Released:
+    """Logs its death (a resource released by ``__del__``)."""
+
+    def __init__(self, log, n):
+        self.log, self.n = log, n
+
+    def __del__(self):
+        self.log.append(self.n)
+
+
 GL = [torch.ones(3)]
 GD = {"a": torch.zeros(3)}
 GN = 1

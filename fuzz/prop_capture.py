@@ -175,6 +175,11 @@ GLOBAL_STATE = (
     ("matmul precision", torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
     ("autocast", lambda: torch.is_autocast_enabled("cpu"), lambda on: torch.set_autocast_enabled("cpu", on)),
     ("autocast dtype", lambda: torch.get_autocast_dtype("cpu"), lambda t: torch.set_autocast_dtype("cpu", t)),
+    # (read only: what a context or a guard the program entered leaves behind if it is not undone in time)
+    ("functorch layers", torch._C._functorch.get_dynamic_layer_stack_depth, None),
+    ("dispatch keys included", lambda: str(torch._C._dispatch_tls_local_include_set()), None),
+    ("dispatch keys excluded", lambda: str(torch._C._dispatch_tls_local_exclude_set()), None),
+    ("torch-function modes", torch._C._len_torch_function_stack, None),
 )
 
 
@@ -184,7 +189,8 @@ def global_state():
 
 def set_global_state(values):
     for name, _, write in GLOBAL_STATE:
-        write(values[name])
+        if write is not None:
+            write(values[name])
 
 
 @contextlib.contextmanager
