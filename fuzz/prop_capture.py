@@ -15,6 +15,7 @@ Programs the fuzzer once found wrong are kept in ``FOUND`` and run as tests of t
 """
 import collections
 import contextlib
+import gc
 import io
 import os
 import random
@@ -235,6 +236,10 @@ def check(case):
             where = f"call {k + 1}"
             if want[1] is not None or got[1] is not None:
                 same_error(want[1], got[1], where)
+                # (an exception kept here holds, through its traceback, the frame that keeps it: a cycle on
+                # either side, freed when the collector runs; what the program's objects did when they
+                # died is compared once it has)
+                gc.collect()
             else:
                 same(want[0], got[0], f"{where}: result", exact)
             assert got[2] == want[2], f"{where}: printed {got[2]!r}, eager {want[2]!r}"

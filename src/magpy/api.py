@@ -350,7 +350,10 @@ class CompiledFunction:
             else:
                 self._add_break(at, u)
         if exc is not None and not isinstance(exc, Unsupported):
-            raise exc
+            try:
+                raise exc
+            finally:
+                del exc  # (no cycle through this frame, in the traceback: it dies when the program drops it)
         if result is STOPPED:
             return cap.resume(*cap.stopped.values)
         return result
@@ -625,7 +628,10 @@ class Traced:
         with LOCK:
             result, exc = run_traced(self.func, (*self.leading, *args), kwargs, trace, _home(self.fn))
         if exc is not None:
-            raise exc
+            try:
+                raise exc
+            finally:
+                del exc  # (see ``_compile_and_run``)
         if trace.callback_error is not None:
             raise trace.callback_error  # (the call itself completed: its effects happened)
         return result

@@ -215,7 +215,10 @@ class _Explainer:
         result, exc, cap = capture(func, args, kwargs, make_observer=observe,
                                    stop_at=frozenset(k for k, u in breaks.items() if u is not None))
         if exc is not None:
-            raise exc  # (the program's own error, raised as eager raises it)
+            try:
+                raise exc  # (the program's own error, raised as eager raises it)
+            finally:
+                del exc  # (see ``_compile_and_run``)
         observer = observers[0]
         name = f"{func.__qualname__}, resumed after {resumed.where()}" if resumed is not None else \
             f"{func.__qualname__} ({short_path(code.co_filename)}:{code.co_firstlineno})"

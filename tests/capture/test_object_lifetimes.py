@@ -7,6 +7,7 @@ off for the rest of the call, and after it until a collection, at a moment no pr
 ``torch.vmap`` of a ``vmap`` then failed).
 """
 import gc
+import weakref
 
 import pytest
 import torch
@@ -106,3 +107,34 @@ def test_a_call_that_formats_a_tensor_leaves_functorch_as_it_found_it(backend, n
         # (eager's nested vmap, right after: it needs functorch on)
         assert torch.allclose(text_then_vmap_of_vmap(x.view(3, 1), y.view(3, 1), x[:1])[0],
                               (x.view(3, 1, 1) * y.view(1, 3, 1) * x[:1]).sum(-1))
+
+
+class Plain:
+    """An object the call makes (no finalizer of its own: its death is seen by a weak reference)."""
+
+
+def makes_then_raises(x, made):
+    obj = Plain()
+    made.append(weakref.ref(obj))
+    y = x * 2
+    if x.sum() > 0:   # (a branch on data: the capture raises as the program does)
+        raise ValueError("positive")
+    return y + 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_exception_the_call_raised_holds_the_call_s_objects_no_longer_than_eager_s(backend, no_collector):
+    compiled = magpy.compile(makes_then_raises, backend=backend)
+    for fn in (makes_then_raises, compiled, compiled, compiled):
+        made = []
+        try:
+            fn(torch.ones(3), made)
+        except ValueError:
+            pass    # (dropped at the end of this block, as a program drops it)
+        else:
+            raise AssertionError("the call did not raise")
+        # (the exception is gone: nothing holds the frame it left, nor a cycle through it)
+        assert made and made[0]() is None
+        made = []
+        fn(-torch.ones(3), made)
+        assert made[0]() is None

@@ -365,7 +365,11 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
         if obs.cap.unsupported is None:
             obs.cap.unsupported = Unsupported(f"the call raised {type(exc).__name__}: {exc}")
         vm.observer = vm.returned = None  # (see below)
-        return None, exc, obs.cap
+        cap = obs.cap
+        # (the frames its user traceback is made in hold this one: neither holds the observer nor the VM,
+        # which would keep the call's objects alive as long as the program keeps the exception)
+        obs = vm = None
+        return None, exc, cap
     for step in (obs.finish_function_modes, obs.finish_objects, obs.finish_context_vars, obs.finish_grad_mode,
                  obs.finish_autocast, obs.finish_locks, obs.guard_conditions, obs.guard_aliasing):
         try:

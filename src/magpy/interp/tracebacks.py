@@ -44,22 +44,25 @@ def user_traceback(exc):
     noted = exc.__dict__.pop(_PASSED, None) if hasattr(exc, "__dict__") else None
     if not noted:
         return exc.__traceback__
-    tb = _below_the_vm(exc.__traceback__)
+    tb = [_below_the_vm(exc.__traceback__)]
     for frame, index in noted:  # (innermost first: each one wraps the ones below it)
         made = _made_frame(frame, index)
         if made is not None:
-            tb = types.TracebackType(tb, made[0], made[1], made[0].f_lineno)
-    return tb
+            tb.append(types.TracebackType(tb.pop(), made[0], made[1], made[0].f_lineno))
+    # (the frames made here come back to this one, and to the callers': none may hold the exception or the
+    # traceback, which hold them: a cycle would keep the program's objects alive until a collection)
+    exc = noted = made = frame = None
+    return tb.pop()
 
 
 def in_users_terms(exc):
-    """``exc`` and the exceptions chained to it, with tracebacks in the user's terms; returns ``exc``."""
+    """``exc`` and the exceptions chained to it, with tracebacks in the user's terms."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         exc.__traceback__ = user_traceback(exc)
         exc = exc.__cause__ or exc.__context__
-    return exc
+    exc = None  # (see ``user_traceback``)
 
 
 def _below_the_vm(tb):
@@ -89,7 +92,13 @@ def _made_frame(frame, index):
         run_at(mark, frame.decoded.code, offset, frame.globals, dict(_locals(frame)))
         return None  # (cannot happen: it raises)
     except _Marker as marker:
-        tb = marker.__traceback__.tb_next.tb_next  # (past this frame and ``run_at``'s: the made one)
+        made = [marker.__traceback__.tb_next.tb_next]  # (past this frame and ``run_at``'s: the made one)
+    # (the made frame comes back to this one: no local of it may hold the made frame, a cycle)
+    return _frame_and_offset(made)
+
+
+def _frame_and_offset(made):
+    tb = made.pop()
     return tb.tb_frame, tb.tb_lasti
 
 
