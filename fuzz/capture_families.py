@@ -257,6 +257,9 @@ LIFETIMES = (
     "acc = acc + float(format(x.sum(), '.2f'))",
     "acc = acc + torch.vmap(torch.vmap(lambda u, v: u * v + GN, in_dims=(None, 0)), in_dims=(0, None))(x, acc).sum(0)",
     "acc = acc + len(st.log)",
+    "o = Obj.__new__(Obj)\nw = weakref.ref(o, lambda _: st.log.append({c}))\ndel o\nacc = acc * len(st.log)",
+    "d = weakref.WeakValueDictionary()\nd['k'] = Obj({c})\nacc = acc + len(d)",
+    "print(acc.sum())\nr = Released(st.log, {c})\ndel r\nacc = acc + len(st.log)",
 )
 
 FAMILIES = {

@@ -240,6 +240,7 @@ import bisect
 import copy
 import heapq
 import random
+import weakref
 import torch
 from torch._higher_order_ops.scan import scan
 

@@ -138,3 +138,50 @@ def test_an_exception_the_call_raised_holds_the_call_s_objects_no_longer_than_ea
         made = []
         fn(-torch.ones(3), made)
         assert made[0]() is None
+
+
+class NoInit:
+    """Made natively (``type.__call__``: no ``__init__`` of its own to interpret)."""
+
+
+class FinalizedNatively:
+    """Logs its death; made natively (no ``__init__``)."""
+    log = None
+
+    def __del__(self):
+        FinalizedNatively.log.append("died")
+
+
+def a_weak_callback_then_a_read(x, log):
+    obj = NoInit()
+    ref = weakref.ref(obj, lambda _: log.append("callback"))
+    del obj           # (the callback runs here in eager)
+    return x * len(log), ref() is None
+
+
+def finalized_natively(x, log):
+    FinalizedNatively.log = log
+    obj = FinalizedNatively()
+    y = x + 1
+    del obj
+    return y * len(log)
+
+
+@pytest.mark.parametrize("program", [a_weak_callback_then_a_read, finalized_natively])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_death_with_an_effect_after_a_break_happens_where_eager_s_does(program, backend, no_collector):
+    # (each object is made by a native call: a graph break, the rest of the call in a resume function)
+    def make():
+        return program, []
+    differential(make, fresh(lambda: (torch.randn(3), FromEnv())), backend=backend, observe=list)
+
+
+def a_weak_dictionary_of_a_temporary(x):
+    cache = weakref.WeakValueDictionary()
+    cache["k"] = Plain()     # (dies at once: the entry goes with it)
+    return x + len(cache)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_weak_dictionary_loses_a_dead_entry_at_once(backend, no_collector):
+    differential(plain(a_weak_dictionary_of_a_temporary), fresh(lambda: (torch.randn(3),)), backend=backend)

@@ -25,11 +25,12 @@ The house (each room one concept; a room imports only rooms above it in this lis
     graph_builder tensors in, fx nodes out; Python numbers the graph computes
     containers    containers made here; ``effective``; sets; packed and unpacked arguments
     reads / writes / exceptions / builtin_methods / calls / replays / context_vars / locks / conditions /
-    templates / breaks
+    templates / breaks / lifetimes
                   the VM's events by family (mixins of ``CaptureObserver``; ``builtin_methods``: built-in
                   classes' own methods reached through subclasses, ``super()``, copies, reductions;
                   ``replays``: warnings and log records made again; ``locks``: native locks taken and
-                  given back within the call; ``breaks``: where the root frame stops at a graph break)
+                  given back within the call; ``breaks``: where the root frame stops at a graph break;
+                  ``lifetimes``: objects whose death is their effect, a ``__del__``, a weak callback)
     observer      the observer's shared core (failure, guards, frames) and ``capture``
     origins       whose guard it is, the user's program's or torch's machinery's (``magpy.explain``)
     names         callables and homes rendered as the user writes them (guards, reports, ``magpy.trace``)

@@ -17,6 +17,7 @@ from ..interp.tracking import NOT_RETURNED
 from .guards import TruthGuard, TypeGuard, ValueGuard
 from .mutations import LIST_HELPERS, changes
 from .names import callable_name
+from .lifetimes import NOT_A_REFERENCE, makes_weak_reference
 from .sources import AttrSource, Const, Expr, Source
 from .values import (_has_user_protocols, Traced, UNKNOWN, _COMBINATORICS, _DICT_VIEWS, _FROM_ARRAY, _IDENTITY_TYPES, _NOT_WRITTEN,
     _PASSED_BY_IDENTITY, _RUN_ITERATORS, _SCALARS, _SHAPE_TRACED, _TYPE_QUERIES, _bound_self,
@@ -51,6 +52,8 @@ class Calls(BuiltinMethods):
         interpreted = returned is not NOT_RETURNED
         if isinstance(fn, type) and not isinstance(result, _SCALARS) and fn is not type and \
                 not any(result is a for a in args):
+            if returned is NOT_RETURNED:
+                self.refuse_finalizer(result)  # (made natively: no ``created`` event came before)
             self.made[id(result)] = result  # a new object of this call (``tuple(t)`` may hand back t)
         elif fn is object.__new__ and args and type(result) is args[0]:
             self.made[id(result)] = result  # ``cls.__new__(cls)`` (copyreg's ``__newobj__``): a new object too
@@ -82,14 +85,6 @@ class Calls(BuiltinMethods):
         prov = self.native_result(frame, fn, args, list(arg_provs), kwargs or {}, kw_provs or {}, result)
         self._mark_taken(args, kwargs)
         return prov
-
-    def _weak_reference(self, obj, prov):
-        """``weakref.ref(obj)`` without a callback: no effect. Calling it later reads ``obj`` again."""
-        if prov is None:
-            return None  # an object made here: its reference is too
-        if not _replayable_path(prov):
-            self.unsupported("a weak reference to a value of unknown origin")
-        return Expr(weakref.ref, (prov,))
 
     def _grad_fn_call(self, fn, args, arg_provs, kwargs, kw_provs, grad_fn):
         """A call on the autograd node of a tensor the graph makes (a module's backward hook registers
@@ -275,8 +270,10 @@ class Calls(BuiltinMethods):
             for a, p in zip(args, arg_provs):
                 if p is not None and p is not UNKNOWN:
                     self.iterables[p] = a
-        if fn is weakref.ref and len(args) == 1 and not kwargs:
-            return self._weak_reference(args[0], arg_provs[0])
+        if makes_weak_reference(fn) and not kwargs:
+            prov = self.weak_reference(fn, args, arg_provs)
+            if prov is not NOT_A_REFERENCE:
+                return prov
         self_obj = _bound_self(fn)
         if self_obj is not None and self.grad_fns.get(id(self_obj), (None,))[0] is self_obj:
             return self._grad_fn_call(fn, args, arg_provs, kwargs, kw_provs, self_obj)

@@ -33,7 +33,7 @@ from .guards import IdGuard, NoneGuard, TruthGuard, TypeGuard, ValueGuard
 from .places import Place
 from .mutations import OutsideState
 from .sources import ArgSource, AttrSource, Const, Expr, Source
-from .values import (MadeObjects, Traced, UNKNOWN, _Abandon, _HEAPTYPE, _IDENTITY_TYPES, _MUTABLE_CONTAINERS, _NOT_WRITTEN, _SCALARS,
+from .values import (WeaklyHeld, Traced, UNKNOWN, _Abandon, _HEAPTYPE, _IDENTITY_TYPES, _MUTABLE_CONTAINERS, _NOT_WRITTEN, _SCALARS,
     _SILENT, _event, _fixed_by_construction, _held_state, _is_tensor, _library_global, _plain_data,
     _replayable_path, _same_array)
 from .state import Capture, _Contents, _TensorNodes
@@ -47,6 +47,7 @@ from .reads import Reads
 from .writes import Writes
 from .exceptions import Raising
 from .calls import Calls
+from .lifetimes import Lifetimes
 from .context_vars import ContextVars
 from .locks import Locks
 from .replays import Replays
@@ -58,8 +59,8 @@ from .vmap import Vmaps
 from . import higher_order  # noqa: F401 (its lookasides: torch's higher-order operators)
 
 
-class CaptureObserver(GraphBuilding, Containers, Lengths, Reads, Writes, Raising, Calls, CompilerContract, Replays,
-                      ContextVars, Locks, Conditions, Templates, Breaks, FunctionModes, Vmaps,
+class CaptureObserver(GraphBuilding, Containers, Lengths, Reads, Writes, Lifetimes, Raising, Calls, CompilerContract,
+                      Replays, ContextVars, Locks, Conditions, Templates, Breaks, FunctionModes, Vmaps,
                       Observer):
     """The observer of one capture: the event methods of its rooms, and what they share (failure, guards)."""
 
@@ -70,8 +71,8 @@ class CaptureObserver(GraphBuilding, Containers, Lengths, Reads, Writes, Raising
         self.written = {}         # (id(obj), name) -> prov of the value the program stored there
         # id(container) -> container whose items the call wrote by key (``d[k] = v``, an attribute of the
         # object whose ``__dict__`` it is): a read of all of it is no longer a read of its entry state
-        self.items_written = {}
-        self.objects_written = {}  # id(obj) -> outside obj whose items or attributes the call wrote
+        self.items_written = WeaklyHeld()
+        self.objects_written = WeaklyHeld()  # id(obj) -> outside obj whose items or attributes the call wrote
         self.class_attrs_written = set()  # names of attributes the call set on classes
         self.dict_owners = {}     # id(an object's __dict__ the call read) -> (that dict, the object)
         self.input_paths = {}     # id(graph input tensor) -> the path it was first read by
@@ -318,7 +319,7 @@ def capture(fn, args, kwargs, make_observer=None, dynamic_numbers=frozenset(), s
     obs.cells = {}
     obs.templates = {}
     obs.sources_of = {}
-    obs.made = MadeObjects()
+    obs.made = WeaklyHeld()
     obs.attribute_tables = {}  # id(the __dict__ of an object the call made) -> (that dict, the object)
     obs.generator_yields = {}
     obs.yielded_values = {}

@@ -157,8 +157,11 @@ def _python_constructed(cls):
         return False
     init = lookup(cls, "__init__")
     new = lookup(cls, "__new__")
-    return type(init) is types.FunctionType or (type(new) is staticmethod and
-                                                 type(new.__func__) is types.FunctionType)
+    if type(new) is staticmethod:
+        new = new.__func__
+    # (neither: ``cls()`` is an empty new object the VM makes, ``interp.calls._instantiate``)
+    return type(init) is types.FunctionType or type(new) is types.FunctionType or \
+        (type(cls) is type and new is object.__new__ and init is object.__init__)
 
 
 def _plain_data(value):
@@ -402,14 +405,15 @@ _COMBINATORICS = IdentitySet([itertools.combinations, itertools.permutations,
                               itertools.combinations_with_replacement, itertools.product])
 
 
-class MadeObjects:
-    """``id -> object`` of the objects the call made, holding them no longer than the program does.
+class WeaklyHeld:
+    """``id -> object`` of objects the call made or wrote, holding them no longer than the program does.
 
-    An object's lifetime can be its effect: torch's guards (``guard = torch._C._DisableFuncTorch()`` in
-    ``Tensor.__str__``) undo theirs when collected, a ``__del__`` or a weakref callback runs then. Held
-    here past the frame that dropped it, functorch stayed off until the garbage collector ran, at a moment
-    no program chose. So objects that take weak references are held weakly (a dead one's id, reused by a
-    new object, then finds nothing), the rest (lists, dicts, tuples: no finalizer of their own) strongly.
+    An object's lifetime can be its effect: torch's guards undo theirs when collected (``guard =
+    torch._C._DisableFuncTorch()`` in ``Tensor.__str__``), a weak dictionary loses the entry, a ``__del__``
+    or a weakref callback runs. Held here past the frame that dropped them, functorch stayed off until the
+    garbage collector ran, at a moment no program chose. So objects that take weak references are held
+    weakly (a dead one's id, reused by a new object, then finds nothing), the rest (lists, dicts, tuples: no
+    finalizer of their own) strongly. ``len``: entries ever made (a count of changes, never going down).
     """
 
     __slots__ = ("_weak", "_strong")
@@ -432,3 +436,11 @@ class MadeObjects:
             if found is not None:
                 return found
         return self._strong.get(key)
+
+    def values(self):
+        """The objects still alive."""
+        alive = [ref() for ref in self._weak.values()]
+        return [obj for obj in alive if obj is not None] + list(self._strong.values())
+
+    def __len__(self):
+        return len(self._weak) + len(self._strong)

@@ -3,7 +3,6 @@ made here they change what those objects hold.
 """
 import collections
 import operator
-import types
 
 import torch
 import numpy as np
@@ -13,7 +12,6 @@ from ..errors import Unsupported
 from .entry_state import autocast_state
 from ..interp.protocols import MISSING, lookup
 from .mutations import clear_cell
-from .places import short_path
 from .sources import AttrSource, Expr, ItemSource, Source
 from .values import (Traced, UNKNOWN, _DELETED, _NOT_WRITTEN, _MUTABLE_CONTAINERS, _copy_data, _event, _hkey, _holds_tensor, _is_tensor)
 from .iteration import _elements
@@ -40,15 +38,7 @@ class Writes:
     @_event(None)
     def created(self, obj):
         """A new instance of a Python class, before its ``__init__`` runs."""
-        finalizer = getattr(type(obj), "__del__", None)
-        if type(finalizer) is types.FunctionType:
-            # (it runs natively when the object dies, during the call or after it: effects no replay redoes,
-            # nor would a break help: a resume function's caller holds its live values past their death.
-            # Refused before ``__init__``, nothing capture keeps holds the object: it dies when eager's does)
-            code = finalizer.__code__
-            self.unsupported(f"{type(obj).__qualname__} has a __del__ ({short_path(code.co_filename)}:"
-                             f"{code.co_firstlineno}): what it does when the object dies is not seen by capture "
-                             f"(runs eagerly)", split=False)
+        self.refuse_finalizer(obj)
         self.made[id(obj)] = obj
 
     @_event(None)

@@ -133,12 +133,19 @@ def _instantiate(vm, cls, args, kwargs, provs=None):
     new = lookup(cls, "__new__")
     init = lookup(cls, "__init__")
     new_is_py = type(new) is staticmethod and type(new.__func__) is FunctionType
+    plain_new = new is _object_new or (type(new) is staticmethod and new.__func__ is _object_new)
+    if plain_new and init is _object_init and not args and not kwargs:
+        # (a Python class with neither: an empty new instance, made as eager makes it, no code of its own)
+        obj = _object_new(cls)
+        if vm.observer is not None:
+            vm.observer.created(obj)
+        return obj
     if not new_is_py and type(init) is not FunctionType:
         return native_call(vm, cls, args, kwargs)
     if new_is_py:
         hand(provs[2] if provs is not None and len(provs) > 2 else None)
         obj = vm.call_function(new.__func__, (cls, *args), kwargs)
-    elif new is _object_new or (type(new) is staticmethod and new.__func__ is _object_new):
+    elif plain_new:
         # object.__new__ rejects extra arguments only when __init__ is not overridden
         obj = _object_new(cls) if init is not _object_init else _object_new(cls, *args, **(kwargs or {}))
     else:
