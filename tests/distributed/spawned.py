@@ -1,4 +1,5 @@
 """Running a function on every rank of a fresh gloo process group: 2 CPU processes, spawned."""
+import gc
 import os
 import socket
 import tempfile
@@ -44,5 +45,8 @@ def _rank(rank, world, port, folder, fn, args):
     try:
         result = fn(rank, *args)
     finally:
+        # (what the run left in cycles, a DDP reducer among them, goes while its process group is alive: at
+        # interpreter exit, after the group, a gloo thread still joinable aborts the process)
+        gc.collect()
         dist.destroy_process_group()
     torch.save(result, os.path.join(folder, f"{rank}.pt"))
