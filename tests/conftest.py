@@ -18,11 +18,9 @@ def _torch_global_state():
     """torch's thread state a test must leave as it found it: a compiled call that gives up part-way
     must not leave a context it entered (a vmap level, a grad mode, a mode on a stack) behind."""
     import torch
-    functorch = torch._C._functorch.peek_interpreter_stack()
     return {
         "grad mode": torch.is_grad_enabled(),
         "inference mode": torch.is_inference_mode_enabled(),
-        "functorch transforms": None if functorch is None else functorch.level(),
         "torch-function modes": torch._C._len_torch_function_stack(),
         "dispatch modes": len(torch.utils._python_dispatch._get_current_dispatch_mode_stack()),
         "autocast": torch.is_autocast_enabled("cpu"),

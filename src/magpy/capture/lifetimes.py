@@ -27,12 +27,12 @@ class Lifetimes:
                              f"(runs eagerly)", split=False)
 
     def weak_reference(self, fn, args, arg_provs):
-        """``weakref.ref(obj)``: no effect, calling it later reads ``obj`` again (its provenance, or
-        _NOT_WRITTEN for other calls). With a callback (``weakref.finalize``, a weak dictionary's entry) the
-        call runs eagerly."""
-        made = args[1:] if fn is _NEW_REFERENCE else args  # (``ref.__new__(cls, obj, callback)``: KeyedRef)
-        if len(made) > 1 and made[1] is not None:
-            self.unsupported(f"a weak reference with a callback ({callable_name(made[1])}): what it does when "
+        """``weakref.ref(obj)``: no effect, calling it later reads ``obj`` again (its provenance; for other
+        weak references without a callback, NOT_A_REFERENCE: the rules for native calls decide). With a
+        callback (``weakref.finalize``, a weak dictionary's entry) the call runs eagerly."""
+        ref_args = args[1:] if fn is _NEW_REFERENCE else args  # (``ref.__new__(cls, obj, callback)``: KeyedRef)
+        if len(ref_args) > 1 and ref_args[1] is not None:
+            self.unsupported(f"a weak reference with a callback ({callable_name(ref_args[1])}): what it does when "
                              f"the object dies is not seen by capture (runs eagerly)", split=False)
         if fn is not weakref.ref or len(args) != 1:
             return NOT_A_REFERENCE

@@ -161,7 +161,7 @@ def _python_constructed(cls):
         new = new.__func__
     # (neither: ``cls()`` is an empty new object the VM makes, ``interp.calls._instantiate``)
     return type(init) is types.FunctionType or type(new) is types.FunctionType or \
-        (type(cls) is type and new is object.__new__ and init is object.__init__)
+        (lookup(type(cls), "__call__") is type.__call__ and new is object.__new__ and init is object.__init__)
 
 
 def _plain_data(value):
